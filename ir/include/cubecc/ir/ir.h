@@ -1,0 +1,301 @@
+//===- ir.h - cubecc IR: values, operations, regions, kernels, modules -----------------------===//
+//
+// The IR is SSA with structured control flow. A Module holds Kernels; a Kernel has parameters, a
+// workgroup size, attributes and a body Region. A Region is a single block: arguments plus an
+// ordered list of Operations ending in a terminator. Operations own their results and regions;
+// each Value knows its users, so rewrites can replace all uses in one call.
+//
+//===-----------------------------------------------------------------------------------------===//
+#pragma once
+
+#include "cubecc/ir/ops.h"
+#include "cubecc/ir/types.h"
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace cubecc::ir {
+
+class Kernel;
+class Module;
+class Operation;
+class Region;
+
+/// Where an op came from: a file (interned in the module), line and column; all zero when unknown.
+struct Location {
+  uint32_t file = 0; ///< index into Module::file_name(); 0 means no file
+  uint32_t line = 0;
+  uint32_t col = 0;
+  bool known() const { return file != 0; }
+  friend bool operator==(const Location &, const Location &) = default;
+};
+
+/// An attribute value: an integer (constants keep their bit pattern here) or a string.
+using AttributeValue = std::variant<int64_t, std::string>;
+struct NamedAttribute {
+  std::string name;
+  AttributeValue value;
+  friend bool operator==(const NamedAttribute &, const NamedAttribute &) = default;
+};
+
+/// Attributes kept sorted by name, so that equal sets compare, print and hash equal.
+class AttributeList {
+public:
+  const std::vector<NamedAttribute> &entries() const { return entries_; }
+  bool empty() const { return entries_.empty(); }
+  const AttributeValue *find(std::string_view name) const;
+  std::optional<int64_t> get_int(std::string_view name) const;
+  /// Inserts or replaces.
+  void set(std::string name, AttributeValue value);
+  bool remove(std::string_view name);
+  friend bool operator==(const AttributeList &, const AttributeList &) = default;
+
+private:
+  std::vector<NamedAttribute> entries_;
+};
+
+/// An SSA value: the result of an operation or an argument of a region.
+class Value {
+public:
+  Value(const Value &) = delete;
+  Value &operator=(const Value &) = delete;
+  ~Value();
+
+  Type type() const { return type_; }
+  void set_type(Type t) { type_ = t; }
+  /// The name hint from the DSL or the text form; empty when the printer should number it.
+  const std::string &name() const { return name_; }
+  void set_name(std::string name) { name_ = std::move(name); }
+
+  /// The op that defines this value, or null for a region argument.
+  Operation *defining_op() const { return def_op_; }
+  /// The region whose argument this is, or null for an op result.
+  Region *owner_region() const { return owner_region_; }
+  /// Result number or argument number.
+  unsigned index() const { return index_; }
+
+  /// Each operand slot that uses this value adds one entry.
+  const std::vector<Operation *> &users() const { return users_; }
+  bool has_uses() const { return !users_.empty(); }
+  /// Makes every user use `other` instead.
+  void replace_all_uses_with(Value *other);
+
+private:
+  friend class Operation;
+  friend class Region;
+  Value(Type t, Operation *def, Region *owner, unsigned index)
+      : type_(t), def_op_(def), owner_region_(owner), index_(index) {}
+  void remove_user(Operation *op);
+
+  Type type_;
+  std::string name_;
+  Operation *def_op_;
+  Region *owner_region_;
+  unsigned index_;
+  std::vector<Operation *> users_;
+};
+
+/// A single-block region: arguments and an ordered list of operations.
+class Region {
+public:
+  Region(Operation *parent_op, Kernel *parent_kernel)
+      : parent_op_(parent_op), parent_kernel_(parent_kernel) {}
+  Region(const Region &) = delete;
+  Region &operator=(const Region &) = delete;
+  ~Region();
+
+  /// The op owning this region (null for a kernel body).
+  Operation *parent_op() const { return parent_op_; }
+  /// The kernel this region belongs to, found through the parents.
+  Kernel *kernel() const;
+
+  Value *add_argument(Type t, std::string name = {});
+  unsigned num_arguments() const { return static_cast<unsigned>(args_.size()); }
+  Value *argument(unsigned i) const { return args_[i].get(); }
+
+  class iterator {
+  public:
+    using value_type = Operation *;
+    using difference_type = std::ptrdiff_t;
+    iterator() = default;
+    explicit iterator(Operation *op) : op_(op) {}
+    Operation *operator*() const { return op_; }
+    iterator &operator++();
+    iterator operator++(int) {
+      iterator old = *this;
+      ++*this;
+      return old;
+    }
+    friend bool operator==(iterator, iterator) = default;
+
+  private:
+    Operation *op_ = nullptr;
+  };
+  iterator begin() const { return iterator(first_); }
+  iterator end() const { return iterator(nullptr); }
+  bool empty() const { return first_ == nullptr; }
+  size_t size() const { return size_; }
+  Operation *front() const { return first_; }
+  Operation *back() const { return last_; }
+  /// The last op if it is a terminator, else null.
+  Operation *terminator() const;
+
+  Operation *push_back(std::unique_ptr<Operation> op);
+  /// Inserts `op` before `before` (at the end when `before` is null).
+  Operation *insert(Operation *before, std::unique_ptr<Operation> op);
+  /// Unlinks `op` and hands it back.
+  std::unique_ptr<Operation> take(Operation *op);
+  /// Unlinks and destroys `op`; its results must have no uses left.
+  void erase(Operation *op);
+  /// Makes every op in this region (nested ones too) drop its operands, so that the region can
+  /// be destroyed in any order, even when it holds malformed IR.
+  void drop_all_references();
+
+private:
+  Operation *parent_op_;
+  Kernel *parent_kernel_;
+  std::vector<std::unique_ptr<Value>> args_;
+  Operation *first_ = nullptr;
+  Operation *last_ = nullptr;
+  size_t size_ = 0;
+};
+
+/// One operation. Create with Operation::create or, more conveniently, with Builder.
+class Operation {
+public:
+  static std::unique_ptr<Operation> create(Opcode opcode, std::span<Value *const> operands,
+                                           std::span<const Type> result_types,
+                                           unsigned num_regions = 0, Location loc = {});
+  Operation(const Operation &) = delete;
+  Operation &operator=(const Operation &) = delete;
+  ~Operation();
+
+  Opcode opcode() const { return opcode_; }
+  const OpInfo &info() const { return op_info(opcode_); }
+  std::string_view name() const { return info().name; }
+  bool has_flag(OpFlag f) const { return (info().flags & f) != 0; }
+  bool is_terminator() const { return has_flag(Terminator); }
+
+  Location location() const { return loc_; }
+  void set_location(Location loc) { loc_ = loc; }
+
+  unsigned num_operands() const { return static_cast<unsigned>(operands_.size()); }
+  Value *operand(unsigned i) const { return operands_[i]; }
+  std::span<Value *const> operands() const { return operands_; }
+  void set_operand(unsigned i, Value *v);
+  void append_operand(Value *v);
+  /// Replaces every operand slot that holds `from` with `to`.
+  void replace_uses_of(Value *from, Value *to);
+
+  unsigned num_results() const { return static_cast<unsigned>(results_.size()); }
+  Value *result(unsigned i = 0) const { return results_[i].get(); }
+
+  unsigned num_regions() const { return static_cast<unsigned>(regions_.size()); }
+  Region &region(unsigned i) const { return *regions_[i]; }
+
+  AttributeList &attributes() { return attrs_; }
+  const AttributeList &attributes() const { return attrs_; }
+
+  /// The region holding this op (null while detached).
+  Region *parent_region() const { return parent_; }
+  /// The op whose region holds this op (null at kernel level or detached).
+  Operation *parent_op() const { return parent_ ? parent_->parent_op() : nullptr; }
+  Operation *next() const { return next_; }
+  Operation *prev() const { return prev_; }
+
+  /// Calls `fn` on this op and every op nested in its regions, parents before children.
+  void walk(const std::function<void(Operation *)> &fn);
+  /// Removes every operand of this op and of the ops nested in it.
+  void drop_all_references();
+
+private:
+  friend class Region;
+  Operation(Opcode opcode, Location loc) : opcode_(opcode), loc_(loc) {}
+
+  Opcode opcode_;
+  Location loc_;
+  std::vector<Value *> operands_;
+  std::vector<std::unique_ptr<Value>> results_;
+  std::vector<std::unique_ptr<Region>> regions_;
+  AttributeList attrs_;
+  Region *parent_ = nullptr;
+  Operation *prev_ = nullptr;
+  Operation *next_ = nullptr;
+};
+
+/// A GPU kernel: parameters (the body's arguments), workgroup size, attributes and a body.
+class Kernel {
+public:
+  Kernel(Module *module, std::string name) : module_(module), name_(std::move(name)) {}
+  Kernel(const Kernel &) = delete;
+  Kernel &operator=(const Kernel &) = delete;
+
+  Module *module() const { return module_; }
+  const std::string &name() const { return name_; }
+  void set_name(std::string name) { name_ = std::move(name); }
+
+  Value *add_parameter(Type t, std::string name = {}) { return body_.add_argument(t, std::move(name)); }
+  unsigned num_parameters() const { return body_.num_arguments(); }
+  Value *parameter(unsigned i) const { return body_.argument(i); }
+
+  const std::array<uint32_t, 3> &workgroup_size() const { return workgroup_size_; }
+  void set_workgroup_size(std::array<uint32_t, 3> size) { workgroup_size_ = size; }
+
+  AttributeList &attributes() { return attrs_; }
+  const AttributeList &attributes() const { return attrs_; }
+
+  Location location() const { return loc_; }
+  void set_location(Location loc) { loc_ = loc; }
+
+  Region &body() { return body_; }
+  const Region &body() const { return body_; }
+
+  /// Calls `fn` on every op of the body, parents before children.
+  void walk(const std::function<void(Operation *)> &fn);
+
+private:
+  Module *module_;
+  std::string name_;
+  std::array<uint32_t, 3> workgroup_size_ = {1, 1, 1};
+  AttributeList attrs_;
+  Location loc_;
+  Region body_{nullptr, this};
+};
+
+/// A compilation unit: kernels plus the table of file names that locations point into.
+class Module {
+public:
+  explicit Module(std::string name = "module") : name_(std::move(name)) {}
+  ~Module();
+  Module(const Module &) = delete;
+  Module &operator=(const Module &) = delete;
+
+  const std::string &name() const { return name_; }
+  void set_name(std::string name) { name_ = std::move(name); }
+
+  Kernel &add_kernel(std::string name);
+  std::span<const std::unique_ptr<Kernel>> kernels() const { return kernels_; }
+  Kernel *find_kernel(std::string_view name) const;
+
+  /// Returns the id of `file` in this module's file table (0 is reserved for "no file").
+  uint32_t intern_file(std::string_view file);
+  /// The file name for an id; empty for 0 or an unknown id.
+  std::string_view file_name(uint32_t id) const;
+  Location location(std::string_view file, uint32_t line, uint32_t col) {
+    return Location{intern_file(file), line, col};
+  }
+
+private:
+  std::string name_;
+  std::vector<std::unique_ptr<Kernel>> kernels_;
+  std::vector<std::string> files_;
+};
+
+} // namespace cubecc::ir

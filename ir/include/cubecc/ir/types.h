@@ -1,0 +1,119 @@
+//===- types.h - Types of cubecc IR values ----------------------------------------------------===//
+//
+// A Type is a small value (compared and hashed by value, no context needed): a scalar, a vector
+// of a scalar, or a memory object (global buffer, workgroup-shared array, invocation-local array)
+// of a scalar element type.
+//
+//===-----------------------------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace cubecc::ir {
+
+/// Scalar element types. `class` is one of Bool, Signed, Unsigned, Float.
+#define CUBECC_SCALAR_TYPES(X)                                                                     \
+  X(Bool, "bool", 1, Bool)                                                                         \
+  X(I8, "i8", 8, Signed)                                                                           \
+  X(I16, "i16", 16, Signed)                                                                        \
+  X(I32, "i32", 32, Signed)                                                                        \
+  X(I64, "i64", 64, Signed)                                                                        \
+  X(U8, "u8", 8, Unsigned)                                                                         \
+  X(U16, "u16", 16, Unsigned)                                                                      \
+  X(U32, "u32", 32, Unsigned)                                                                      \
+  X(U64, "u64", 64, Unsigned)                                                                      \
+  X(F16, "f16", 16, Float)                                                                         \
+  X(BF16, "bf16", 16, Float)                                                                       \
+  X(F32, "f32", 32, Float)                                                                         \
+  X(F64, "f64", 64, Float)
+
+enum class Scalar : uint8_t {
+#define X(id, name, bits, cls) id,
+  CUBECC_SCALAR_TYPES(X)
+#undef X
+};
+
+enum class ScalarClass : uint8_t { Bool, Signed, Unsigned, Float };
+
+std::string_view scalar_name(Scalar s);
+unsigned scalar_bits(Scalar s);
+ScalarClass scalar_class(Scalar s);
+std::optional<Scalar> parse_scalar(std::string_view name);
+inline bool is_float(Scalar s) { return scalar_class(s) == ScalarClass::Float; }
+inline bool is_integer(Scalar s) {
+  return scalar_class(s) == ScalarClass::Signed || scalar_class(s) == ScalarClass::Unsigned;
+}
+inline bool is_signed(Scalar s) { return scalar_class(s) == ScalarClass::Signed; }
+
+/// Who may read and write a global buffer.
+enum class Access : uint8_t { Read, Write, ReadWrite };
+std::string_view access_name(Access a);
+
+enum class TypeKind : uint8_t {
+  Scalar, ///< one element
+  Vector, ///< `lanes` elements, lanes in {2, 3, 4, 8, 16}
+  Buffer, ///< global memory: a runtime-sized array of `element`, with an access mode
+  Shared, ///< workgroup-shared array of `count` elements
+  Local,  ///< invocation-private array of `count` elements
+};
+
+/// The type of an IR value.
+class Type {
+public:
+  Type() = default;
+  static Type scalar(Scalar s) { return Type(TypeKind::Scalar, s, 1, Access::ReadWrite); }
+  static Type vector(Scalar s, uint32_t lanes) {
+    return Type(TypeKind::Vector, s, lanes, Access::ReadWrite);
+  }
+  static Type buffer(Scalar s, Access a) { return Type(TypeKind::Buffer, s, 0, a); }
+  static Type shared(Scalar s, uint32_t count) {
+    return Type(TypeKind::Shared, s, count, Access::ReadWrite);
+  }
+  static Type local(Scalar s, uint32_t count) {
+    return Type(TypeKind::Local, s, count, Access::ReadWrite);
+  }
+  static bool valid_lanes(uint64_t lanes) {
+    return lanes == 2 || lanes == 3 || lanes == 4 || lanes == 8 || lanes == 16;
+  }
+
+  TypeKind kind() const { return kind_; }
+  /// The scalar of a scalar or vector, the element of a memory type.
+  Scalar element() const { return element_; }
+  /// Lanes of a vector (1 for a scalar).
+  uint32_t lanes() const { return kind_ == TypeKind::Vector ? count_ : 1; }
+  /// Element count of a shared or local array.
+  uint32_t count() const { return count_; }
+  Access access() const { return access_; }
+
+  bool is_scalar() const { return kind_ == TypeKind::Scalar; }
+  bool is_vector() const { return kind_ == TypeKind::Vector; }
+  /// Scalars and vectors: the types of values that live in registers.
+  bool is_value() const { return is_scalar() || is_vector(); }
+  bool is_memory() const { return !is_value(); }
+  bool is_scalar(Scalar s) const { return is_scalar() && element_ == s; }
+  bool is_bool() const { return is_value() && element_ == Scalar::Bool; }
+  bool is_readable() const { return is_memory() && access_ != Access::Write; }
+  bool is_writable() const { return is_memory() && access_ != Access::Read; }
+
+  /// The scalar type of one lane (or of one element of a memory type).
+  Type element_type() const { return scalar(element_); }
+  /// This type with its element replaced by `s` (shape kept).
+  Type with_element(Scalar s) const { return Type(kind_, s, count_, access_); }
+
+  std::string str() const;
+
+  friend bool operator==(const Type &, const Type &) = default;
+
+private:
+  Type(TypeKind k, Scalar s, uint32_t count, Access a)
+      : kind_(k), element_(s), access_(a), count_(count) {}
+  TypeKind kind_ = TypeKind::Scalar;
+  Scalar element_ = Scalar::Bool;
+  Access access_ = Access::ReadWrite;
+  uint32_t count_ = 1;
+};
+
+} // namespace cubecc::ir

@@ -1,0 +1,234 @@
+//===- ir.cpp - Values, operations, regions, kernels, modules ---------------------------------===//
+#include "cubecc/ir/ir.h"
+
+#include <algorithm>
+#include <cassert>
+
+namespace cubecc::ir {
+
+//===- AttributeList -------------------------------------------------------------------------===//
+
+const AttributeValue *AttributeList::find(std::string_view name) const {
+  auto it = std::lower_bound(entries_.begin(), entries_.end(), name,
+                             [](const NamedAttribute &a, std::string_view n) { return a.name < n; });
+  return it != entries_.end() && it->name == name ? &it->value : nullptr;
+}
+
+std::optional<int64_t> AttributeList::get_int(std::string_view name) const {
+  const AttributeValue *v = find(name);
+  if (!v || !std::holds_alternative<int64_t>(*v))
+    return std::nullopt;
+  return std::get<int64_t>(*v);
+}
+
+void AttributeList::set(std::string name, AttributeValue value) {
+  auto it = std::lower_bound(entries_.begin(), entries_.end(), name,
+                             [](const NamedAttribute &a, const std::string &n) { return a.name < n; });
+  if (it != entries_.end() && it->name == name)
+    it->value = std::move(value);
+  else
+    entries_.insert(it, NamedAttribute{std::move(name), std::move(value)});
+}
+
+bool AttributeList::remove(std::string_view name) {
+  auto it = std::find_if(entries_.begin(), entries_.end(),
+                         [&](const NamedAttribute &a) { return a.name == name; });
+  if (it == entries_.end())
+    return false;
+  entries_.erase(it);
+  return true;
+}
+
+//===- Value ---------------------------------------------------------------------------------===//
+
+Value::~Value() { assert(users_.empty() && "destroying a value that still has users"); }
+
+void Value::remove_user(Operation *op) {
+  auto it = std::find(users_.begin(), users_.end(), op);
+  assert(it != users_.end());
+  users_.erase(it);
+}
+
+void Value::replace_all_uses_with(Value *other) {
+  if (other == this)
+    return;
+  while (!users_.empty())
+    users_.back()->replace_uses_of(this, other);
+}
+
+//===- Region --------------------------------------------------------------------------------===//
+
+Region::~Region() {
+  // Drop every use first: malformed IR (a use before its definition, a value from another
+  // kernel) must still be destroyable.
+  drop_all_references();
+  while (last_)
+    take(last_).reset();
+}
+
+void Region::drop_all_references() {
+  for (Operation *op : *this)
+    op->drop_all_references();
+}
+
+Kernel *Region::kernel() const {
+  if (parent_kernel_)
+    return parent_kernel_;
+  if (parent_op_ && parent_op_->parent_region())
+    return parent_op_->parent_region()->kernel();
+  return nullptr;
+}
+
+Value *Region::add_argument(Type t, std::string name) {
+  args_.push_back(std::unique_ptr<Value>(new Value(t, nullptr, this, num_arguments())));
+  args_.back()->set_name(std::move(name));
+  return args_.back().get();
+}
+
+Region::iterator &Region::iterator::operator++() {
+  op_ = op_->next();
+  return *this;
+}
+
+Operation *Region::terminator() const {
+  return last_ && last_->is_terminator() ? last_ : nullptr;
+}
+
+Operation *Region::push_back(std::unique_ptr<Operation> op) { return insert(nullptr, std::move(op)); }
+
+Operation *Region::insert(Operation *before, std::unique_ptr<Operation> op) {
+  assert(op && !op->parent_ && "inserting an op that already has a parent");
+  assert((!before || before->parent_ == this) && "insertion point is in another region");
+  Operation *raw = op.release();
+  raw->parent_ = this;
+  raw->next_ = before;
+  raw->prev_ = before ? before->prev_ : last_;
+  if (raw->prev_)
+    raw->prev_->next_ = raw;
+  else
+    first_ = raw;
+  if (before)
+    before->prev_ = raw;
+  else
+    last_ = raw;
+  ++size_;
+  return raw;
+}
+
+std::unique_ptr<Operation> Region::take(Operation *op) {
+  assert(op->parent_ == this);
+  if (op->prev_)
+    op->prev_->next_ = op->next_;
+  else
+    first_ = op->next_;
+  if (op->next_)
+    op->next_->prev_ = op->prev_;
+  else
+    last_ = op->prev_;
+  op->prev_ = op->next_ = nullptr;
+  op->parent_ = nullptr;
+  --size_;
+  return std::unique_ptr<Operation>(op);
+}
+
+void Region::erase(Operation *op) { take(op).reset(); }
+
+//===- Operation -----------------------------------------------------------------------------===//
+
+std::unique_ptr<Operation> Operation::create(Opcode opcode, std::span<Value *const> operands,
+                                             std::span<const Type> result_types,
+                                             unsigned num_regions, Location loc) {
+  std::unique_ptr<Operation> op(new Operation(opcode, loc));
+  for (Value *v : operands)
+    op->append_operand(v);
+  for (unsigned i = 0; i < result_types.size(); ++i)
+    op->results_.push_back(std::unique_ptr<Value>(new Value(result_types[i], op.get(), nullptr, i)));
+  for (unsigned i = 0; i < num_regions; ++i)
+    op->regions_.push_back(std::make_unique<Region>(op.get(), nullptr));
+  return op;
+}
+
+Operation::~Operation() {
+  // Regions first: their ops may use this op's operands, never this op's results.
+  while (!regions_.empty())
+    regions_.pop_back();
+  for (Value *v : operands_)
+    v->remove_user(this);
+}
+
+void Operation::set_operand(unsigned i, Value *v) {
+  assert(v && "null operand");
+  operands_[i]->remove_user(this);
+  operands_[i] = v;
+  v->users_.push_back(this);
+}
+
+void Operation::append_operand(Value *v) {
+  assert(v && "null operand");
+  operands_.push_back(v);
+  v->users_.push_back(this);
+}
+
+void Operation::replace_uses_of(Value *from, Value *to) {
+  for (unsigned i = 0; i < operands_.size(); ++i)
+    if (operands_[i] == from)
+      set_operand(i, to);
+}
+
+void Operation::drop_all_references() {
+  for (Value *v : operands_)
+    v->remove_user(this);
+  operands_.clear();
+  for (auto &region : regions_)
+    region->drop_all_references();
+}
+
+void Operation::walk(const std::function<void(Operation *)> &fn) {
+  fn(this);
+  for (auto &region : regions_)
+    for (Operation *op : *region)
+      op->walk(fn);
+}
+
+//===- Kernel and Module ---------------------------------------------------------------------===//
+
+void Kernel::walk(const std::function<void(Operation *)> &fn) {
+  for (Operation *op : body_)
+    op->walk(fn);
+}
+
+Module::~Module() {
+  // Kernels may (wrongly) use each other's values; drop all uses before any value dies.
+  for (auto &k : kernels_)
+    k->body().drop_all_references();
+}
+
+Kernel &Module::add_kernel(std::string name) {
+  kernels_.push_back(std::make_unique<Kernel>(this, std::move(name)));
+  return *kernels_.back();
+}
+
+Kernel *Module::find_kernel(std::string_view name) const {
+  for (const auto &k : kernels_)
+    if (k->name() == name)
+      return k.get();
+  return nullptr;
+}
+
+uint32_t Module::intern_file(std::string_view file) {
+  if (file.empty())
+    return 0;
+  for (size_t i = 0; i < files_.size(); ++i)
+    if (files_[i] == file)
+      return static_cast<uint32_t>(i + 1);
+  files_.emplace_back(file);
+  return static_cast<uint32_t>(files_.size());
+}
+
+std::string_view Module::file_name(uint32_t id) const {
+  if (id == 0 || id > files_.size())
+    return {};
+  return files_[id - 1];
+}
+
+} // namespace cubecc::ir

@@ -1,0 +1,105 @@
+//===- ops.cpp - The op table as data ---------------------------------------------------------===//
+#include "cubecc/ir/ops.h"
+
+#include <algorithm>
+#include <array>
+
+namespace cubecc::ir {
+namespace {
+constexpr OpInfo kOps[] = {
+#define CUBECC_OP(id, name, sig, cls, flags)                                                       \
+  {Opcode::id, name, Signature::sig, TypeClass::cls, static_cast<uint32_t>(flags)},
+#include "cubecc/ir/ops.def"
+};
+} // namespace
+
+const OpInfo &op_info(Opcode op) { return kOps[static_cast<unsigned>(op)]; }
+std::span<const OpInfo> all_ops() { return kOps; }
+
+std::optional<Opcode> parse_opcode(std::string_view name) {
+  auto it = std::find_if(std::begin(kOps), std::end(kOps),
+                         [&](const OpInfo &info) { return info.name == name; });
+  if (it == std::end(kOps))
+    return std::nullopt;
+  return it->opcode;
+}
+
+int fixed_operand_count(Signature sig) {
+  switch (sig) {
+  case Signature::Constant:
+  case Signature::SharedAlloc:
+  case Signature::LocalAlloc:
+  case Signature::Builtin3:
+  case Signature::Builtin1:
+  case Signature::Sync:
+  case Signature::SubgroupElect:
+  case Signature::Return:
+    return 0;
+  case Signature::Unary:
+  case Signature::Cast:
+  case Signature::Bitcast:
+  case Signature::Splat:
+  case Signature::VecExtract:
+  case Signature::BufferSize:
+  case Signature::SubgroupUnary:
+  case Signature::SubgroupBallot:
+  case Signature::SubgroupVote:
+  case Signature::If:
+    return 1;
+  case Signature::Binary:
+  case Signature::Compare:
+  case Signature::VecInsert:
+  case Signature::Load:
+  case Signature::SubgroupShuffle:
+    return 2;
+  case Signature::Ternary:
+  case Signature::Select:
+  case Signature::Store:
+  case Signature::AtomicRmw:
+    return 3;
+  case Signature::AtomicCmpXchg:
+    return 4;
+  case Signature::VecBuild:
+  case Signature::For:
+  case Signature::While:
+  case Signature::Yield:
+  case Signature::Condition:
+  case Signature::Break:
+  case Signature::Continue:
+    return -1;
+  }
+  return -1;
+}
+
+int fixed_result_count(Signature sig) {
+  switch (sig) {
+  case Signature::Store:
+  case Signature::Sync:
+  case Signature::Yield:
+  case Signature::Condition:
+  case Signature::Break:
+  case Signature::Continue:
+  case Signature::Return:
+    return 0;
+  case Signature::If:
+  case Signature::For:
+  case Signature::While:
+    return -1;
+  default:
+    return 1;
+  }
+}
+
+unsigned region_count(Signature sig) {
+  switch (sig) {
+  case Signature::If:
+  case Signature::While:
+    return 2;
+  case Signature::For:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+} // namespace cubecc::ir

@@ -1,0 +1,239 @@
+//===- printer.cpp - Module to text -----------------------------------------------------------===//
+#include "cubecc/ir/printer.h"
+
+#include "cubecc/ir/float16.h"
+
+#include <fmt/format.h>
+
+#include <bit>
+#include <cmath>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace cubecc::ir {
+
+namespace {
+
+bool is_identifier(std::string_view s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_'))
+    return false;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'))
+      return false;
+  return true;
+}
+
+template <typename F> std::string format_float(F value, uint64_t bits, int hex_digits) {
+  if (std::isnan(value))
+    return fmt::format("0x{:0{}x}", bits, hex_digits);
+  if (std::isinf(value))
+    return value < 0 ? "-inf" : "inf";
+  std::string s = fmt::format("{}", value);
+  // "1" would read back as an integer literal; keep floats recognisable.
+  if (s.find_first_of(".eE") == std::string::npos)
+    s += ".0";
+  return s;
+}
+
+class Printer {
+public:
+  Printer(const Module &module, PrintOptions options) : module_(module), options_(options) {}
+
+  std::string module_text() {
+    out_ += fmt::format("module {} {{\n", format_symbol(module_.name()));
+    for (const auto &kernel : module_.kernels())
+      kernel_text(*kernel);
+    out_ += "}\n";
+    return std::move(out_);
+  }
+
+  std::string kernel_only(const Kernel &kernel) {
+    kernel_text(kernel);
+    return std::move(out_);
+  }
+
+private:
+  void kernel_text(const Kernel &kernel) {
+    names_.clear();
+    used_names_.clear();
+    next_number_ = 0;
+    out_ += fmt::format("  kernel {}(", format_symbol(kernel.name()));
+    for (unsigned i = 0; i < kernel.num_parameters(); ++i) {
+      Value *p = kernel.parameter(i);
+      out_ += fmt::format("{}{}: {}", i ? ", " : "", define(p), p->type().str());
+    }
+    const auto &wg = kernel.workgroup_size();
+    out_ += fmt::format(") workgroup({}, {}, {})", wg[0], wg[1], wg[2]);
+    if (!kernel.attributes().empty())
+      out_ += " attributes " + attributes_text(kernel.attributes());
+    out_ += " {\n";
+    region_ops(kernel.body(), 2);
+    out_ += "  }";
+    location(kernel.location());
+    out_ += "\n";
+  }
+
+  void region_ops(const Region &region, int indent) {
+    for (Operation *op : region)
+      operation(*op, indent);
+  }
+
+  void operation(const Operation &op, int indent) {
+    out_.append(static_cast<size_t>(indent) * 2, ' ');
+    for (unsigned i = 0; i < op.num_results(); ++i)
+      out_ += (i ? ", " : "") + define(op.result(i));
+    if (op.num_results())
+      out_ += " = ";
+    out_ += op.name();
+    if (op.opcode() == Opcode::Const) {
+      out_ += " ";
+      out_ += format_constant(op.result()->type(), op.attributes().get_int("value").value_or(0));
+    } else {
+      for (unsigned i = 0; i < op.num_operands(); ++i)
+        out_ += (i ? ", " : " ") + use(op.operand(i));
+      if (!op.attributes().empty())
+        out_ += " " + attributes_text(op.attributes());
+    }
+    for (unsigned i = 0; i < op.num_results(); ++i)
+      out_ += (i ? ", " : " : ") + op.result(i)->type().str();
+    for (unsigned r = 0; r < op.num_regions(); ++r) {
+      const Region &region = op.region(r);
+      if (r == 1 && op.opcode() == Opcode::If) {
+        if (is_empty_else(region))
+          continue;
+        out_ += " else";
+      }
+      if (r == 1 && op.opcode() == Opcode::While)
+        out_ += " do";
+      if (region.num_arguments()) {
+        out_ += " (";
+        for (unsigned i = 0; i < region.num_arguments(); ++i) {
+          Value *a = region.argument(i);
+          out_ += fmt::format("{}{}: {}", i ? ", " : "", define(a), a->type().str());
+        }
+        out_ += ")";
+      }
+      out_ += " {\n";
+      region_ops(region, indent + 1);
+      out_.append(static_cast<size_t>(indent) * 2, ' ');
+      out_ += "}";
+    }
+    location(op.location());
+    out_ += "\n";
+  }
+
+  /// An else region holding only a plain `yield` is left out of the text; the parser restores it.
+  static bool is_empty_else(const Region &region) {
+    Operation *only = region.front();
+    return region.size() == 1 && region.num_arguments() == 0 && only->opcode() == Opcode::Yield &&
+           only->num_operands() == 0 && !only->location().known();
+  }
+
+  void location(Location loc) {
+    if (!options_.locations || !loc.known())
+      return;
+    out_ += fmt::format(" loc({}:{}:{})", quote_string(module_.file_name(loc.file)), loc.line,
+                        loc.col);
+  }
+
+  std::string define(const Value *v) {
+    std::string name;
+    if (v->name().empty()) {
+      name = std::to_string(next_number_++);
+    } else {
+      name = v->name();
+      for (unsigned n = 1; used_names_.count(name); ++n)
+        name = fmt::format("{}_{}", v->name(), n);
+      used_names_.insert(name);
+    }
+    names_[v] = name;
+    return "%" + name;
+  }
+
+  std::string use(const Value *v) {
+    auto it = names_.find(v);
+    // A value printed before its definition is malformed IR (the verifier says so); print
+    // something recognisable instead of failing.
+    return it == names_.end() ? "%<undefined>" : "%" + it->second;
+  }
+
+  static std::string attributes_text(const AttributeList &attrs) {
+    std::string s = "{";
+    bool first = true;
+    for (const NamedAttribute &a : attrs.entries()) {
+      s += first ? "" : ", ";
+      first = false;
+      s += a.name + " = ";
+      if (const auto *i = std::get_if<int64_t>(&a.value))
+        s += std::to_string(*i);
+      else
+        s += quote_string(std::get<std::string>(a.value));
+    }
+    return s + "}";
+  }
+
+  const Module &module_;
+  PrintOptions options_;
+  std::string out_;
+  std::unordered_map<const Value *, std::string> names_;
+  std::unordered_set<std::string> used_names_;
+  unsigned next_number_ = 0;
+};
+
+} // namespace
+
+std::string format_constant(Type t, int64_t bits) {
+  uint64_t u = static_cast<uint64_t>(bits);
+  Scalar s = t.element();
+  unsigned width = scalar_bits(s);
+  switch (scalar_class(s)) {
+  case ScalarClass::Bool:
+    return (u & 1) ? "true" : "false";
+  case ScalarClass::Unsigned:
+    return std::to_string(width == 64 ? u : u & ((uint64_t{1} << width) - 1));
+  case ScalarClass::Signed: {
+    // Sign-extend from the type's width.
+    unsigned shift = 64 - width;
+    return std::to_string(static_cast<int64_t>(u << shift) >> shift);
+  }
+  case ScalarClass::Float:
+    switch (s) {
+    case Scalar::F16:
+      return format_float(f16_bits_to_float(static_cast<uint16_t>(u)), u & 0xffff, 4);
+    case Scalar::BF16:
+      return format_float(bf16_bits_to_float(static_cast<uint16_t>(u)), u & 0xffff, 4);
+    case Scalar::F32:
+      return format_float(std::bit_cast<float>(static_cast<uint32_t>(u)), u & 0xffffffffu, 8);
+    default:
+      return format_float(std::bit_cast<double>(u), u, 16);
+    }
+  }
+  return "?";
+}
+
+std::string quote_string(std::string_view s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\')
+      out += fmt::format("\\{}", static_cast<char>(c));
+    else if (c >= 0x20 && c < 0x7f)
+      out += static_cast<char>(c);
+    else
+      out += fmt::format("\\{:02X}", c);
+  }
+  return out + "\"";
+}
+
+std::string format_symbol(std::string_view name) {
+  return is_identifier(name) ? "@" + std::string(name) : "@" + quote_string(name);
+}
+
+std::string to_string(const Module &module, PrintOptions options) {
+  return Printer(module, options).module_text();
+}
+
+std::string to_string(const Kernel &kernel, PrintOptions options) {
+  return Printer(*kernel.module(), options).kernel_only(kernel);
+}
+
+} // namespace cubecc::ir

@@ -1,0 +1,127 @@
+//===- structural_hash.cpp --------------------------------------------------------------------===//
+#include "cubecc/ir/structural_hash.h"
+
+#include <fmt/format.h>
+#include <xxhash.h>
+
+#include <unordered_map>
+
+namespace cubecc::ir {
+namespace {
+
+/// Feeds a canonical, unambiguous byte stream into XXH3-128: every field has a fixed width or a
+/// length prefix, and values are numbered in definition order.
+class Hasher {
+public:
+  Hasher() : state_(XXH3_createState()) {
+    XXH3_128bits_reset(state_);
+    u32(kStructuralHashVersion);
+  }
+  ~Hasher() { XXH3_freeState(state_); }
+  Hasher(const Hasher &) = delete;
+  Hasher &operator=(const Hasher &) = delete;
+
+  void kernel(const Kernel &k) {
+    tag('K');
+    str(k.name());
+    for (uint32_t d : k.workgroup_size())
+      u32(d);
+    attributes(k.attributes());
+    region(k.body());
+  }
+
+  void raw(const void *data, size_t size) { XXH3_128bits_update(state_, data, size); }
+
+  Hash128 digest() const {
+    XXH128_hash_t h = XXH3_128bits_digest(state_);
+    return Hash128{h.high64, h.low64};
+  }
+
+private:
+  void tag(char c) { raw(&c, 1); }
+  void u32(uint32_t v) { raw(&v, sizeof v); }
+  void u64(uint64_t v) { raw(&v, sizeof v); }
+  void str(std::string_view s) {
+    u64(s.size());
+    raw(s.data(), s.size());
+  }
+
+  void type(Type t) {
+    uint8_t bytes[3] = {static_cast<uint8_t>(t.kind()), static_cast<uint8_t>(t.element()),
+                        static_cast<uint8_t>(t.access())};
+    raw(bytes, sizeof bytes);
+    u32(t.kind() == TypeKind::Vector ? t.lanes() : t.count());
+  }
+
+  void define(const Value *v) {
+    numbers_.emplace(v, static_cast<uint32_t>(numbers_.size()));
+    type(v->type());
+  }
+
+  void attributes(const AttributeList &attrs) {
+    u32(static_cast<uint32_t>(attrs.entries().size()));
+    for (const NamedAttribute &a : attrs.entries()) {
+      str(a.name);
+      if (const auto *i = std::get_if<int64_t>(&a.value)) {
+        tag('i');
+        u64(static_cast<uint64_t>(*i));
+      } else {
+        tag('s');
+        str(std::get<std::string>(a.value));
+      }
+    }
+  }
+
+  void region(const Region &r) {
+    tag('R');
+    u32(r.num_arguments());
+    for (unsigned i = 0; i < r.num_arguments(); ++i)
+      define(r.argument(i));
+    u64(r.size());
+    for (const Operation *op : r)
+      operation(*op);
+  }
+
+  void operation(const Operation &op) {
+    tag('O');
+    u32(static_cast<uint32_t>(op.opcode()));
+    u32(op.num_operands());
+    for (Value *v : op.operands()) {
+      auto it = numbers_.find(v);
+      // A use that does not see its definition (malformed IR) still hashes deterministically.
+      u32(it == numbers_.end() ? ~0u : it->second);
+    }
+    attributes(op.attributes());
+    u32(op.num_regions());
+    for (unsigned r = 0; r < op.num_regions(); ++r)
+      region(op.region(r));
+    u32(op.num_results());
+    for (unsigned i = 0; i < op.num_results(); ++i)
+      define(op.result(i));
+  }
+
+  XXH3_state_t *state_;
+  std::unordered_map<const Value *, uint32_t> numbers_;
+};
+
+} // namespace
+
+std::string Hash128::hex() const { return fmt::format("{:016x}{:016x}", high, low); }
+
+Hash128 structural_hash(const Kernel &kernel) {
+  Hasher h;
+  h.kernel(kernel);
+  return h.digest();
+}
+
+Hash128 structural_hash(const Module &module) {
+  Hasher h;
+  for (const auto &k : module.kernels()) {
+    Hash128 kh = structural_hash(*k);
+    h.raw(&kh.high, sizeof kh.high);
+    h.raw(&kh.low, sizeof kh.low);
+  }
+  return h.digest();
+}
+
+} // namespace cubecc::ir

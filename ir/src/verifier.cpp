@@ -1,0 +1,861 @@
+//===- verifier.cpp - Structural, type, dominance and barrier checks -------------------------===//
+#include "cubecc/ir/verifier.h"
+
+#include "cubecc/ir/printer.h"
+
+#include <fmt/format.h>
+
+#include <unordered_set>
+
+namespace cubecc::ir {
+namespace {
+
+constexpr size_t kMaxDiagnostics = 50;
+
+bool class_allows(TypeClass cls, Scalar s) {
+  switch (cls) {
+  case TypeClass::Any:
+    return true;
+  case TypeClass::Numeric:
+    return s != Scalar::Bool;
+  case TypeClass::Signed:
+    return is_signed(s) || is_float(s);
+  case TypeClass::Integer:
+    return is_integer(s);
+  case TypeClass::IntegerOrBool:
+    return is_integer(s) || s == Scalar::Bool;
+  case TypeClass::Float:
+    return is_float(s);
+  }
+  return false;
+}
+
+std::string_view class_text(TypeClass cls) {
+  switch (cls) {
+  case TypeClass::Any:
+    return "any type";
+  case TypeClass::Numeric:
+    return "integer or float types";
+  case TypeClass::Signed:
+    return "signed integer or float types";
+  case TypeClass::Integer:
+    return "integer types";
+  case TypeClass::IntegerOrBool:
+    return "integer or bool types";
+  case TypeClass::Float:
+    return "float types";
+  }
+  return "?";
+}
+
+/// What a region is, for the terminator and break/continue rules.
+enum class RegionRole { KernelBody, IfBranch, ForBody, WhileBefore, WhileAfter };
+
+/// The innermost loop around a point, and the types its break and continue must carry.
+struct LoopContext {
+  const Operation *loop = nullptr;
+  std::vector<Type> break_types;
+  std::vector<Type> continue_types;
+};
+
+class Verifier {
+public:
+  Verifier(const Module &module, const SourceMap *map) : module_(module), map_(map) {}
+
+  std::vector<Diagnostic> run() {
+    std::unordered_set<std::string_view> names;
+    for (const auto &k : module_.kernels()) {
+      kernel_ = k.get();
+      if (k->name().empty())
+        kernel_error("a kernel has an empty name");
+      else if (!names.insert(k->name()).second)
+        kernel_error(fmt::format("kernel '@{}' is defined more than once", k->name()));
+      verify_kernel(*k);
+      if (diags_.size() >= kMaxDiagnostics)
+        break;
+    }
+    return std::move(diags_);
+  }
+
+private:
+  //===- Reporting ---------------------------------------------------------------------------===//
+
+  void locate(Diagnostic &d, Location loc, const TextPosition *text) {
+    if (loc.known()) {
+      d.file = std::string(module_.file_name(loc.file));
+      d.line = loc.line;
+      d.col = loc.col;
+      if (text && map_)
+        d.notes.push_back(fmt::format("in the IR text at {}:{}:{}", map_->buffer_name, text->line,
+                                      text->col));
+    } else if (text && map_) {
+      d.file = map_->buffer_name;
+      d.line = text->line;
+      d.col = text->col;
+    } else if (map_) {
+      d.file = map_->buffer_name;
+    }
+  }
+
+  void error(const Operation *op, std::string message) {
+    if (diags_.size() >= kMaxDiagnostics)
+      return;
+    Diagnostic d;
+    d.message = fmt::format("'{}' in kernel {}: {}", op->name(), format_symbol(kernel_->name()),
+                            message);
+    const TextPosition *text = nullptr;
+    if (map_) {
+      auto it = map_->ops.find(op);
+      if (it != map_->ops.end())
+        text = &it->second;
+    }
+    locate(d, op->location(), text);
+    diags_.push_back(std::move(d));
+  }
+
+  void kernel_error(std::string message) {
+    if (diags_.size() >= kMaxDiagnostics)
+      return;
+    Diagnostic d;
+    d.message = fmt::format("kernel {}: {}", format_symbol(kernel_->name()), message);
+    const TextPosition *text = nullptr;
+    if (map_) {
+      auto it = map_->kernels.find(kernel_);
+      if (it != map_->kernels.end())
+        text = &it->second;
+    }
+    locate(d, kernel_->location(), text);
+    diags_.push_back(std::move(d));
+  }
+
+  //===- Types -------------------------------------------------------------------------------===//
+
+  /// Why `t` is not a well-formed type, or empty.
+  static std::string malformed(Type t) {
+    switch (t.kind()) {
+    case TypeKind::Scalar:
+      return {};
+    case TypeKind::Vector:
+      return Type::valid_lanes(t.lanes()) ? "" : "vectors have 2, 3, 4, 8 or 16 lanes";
+    case TypeKind::Buffer:
+    case TypeKind::Shared:
+    case TypeKind::Local:
+      if (t.element() == Scalar::Bool)
+        return "memory of bool has no defined layout; use u8";
+      if (t.kind() != TypeKind::Buffer && t.count() == 0)
+        return "arrays need at least one element";
+      if (t.kind() != TypeKind::Buffer && t.access() != Access::ReadWrite)
+        return "shared and local arrays are always readwrite";
+      return {};
+    }
+    return "unknown type kind";
+  }
+
+  //===- Kernels and regions -----------------------------------------------------------------===//
+
+  void verify_kernel(const Kernel &k) {
+    const auto &wg = k.workgroup_size();
+    uint64_t invocations = uint64_t{wg[0]} * wg[1] * wg[2];
+    if (wg[0] == 0 || wg[1] == 0 || wg[2] == 0)
+      kernel_error("every workgroup dimension must be at least 1");
+    else if (invocations > 1024)
+      kernel_error(fmt::format("workgroup({}, {}, {}) has {} invocations; the portable limit is "
+                               "1024",
+                               wg[0], wg[1], wg[2], invocations));
+    visible_.clear();
+    for (unsigned i = 0; i < k.num_parameters(); ++i) {
+      Type t = k.parameter(i)->type();
+      if (std::string why = malformed(t); !why.empty())
+        kernel_error(fmt::format("parameter {} has type {}: {}", i, t.str(), why));
+      else if (t.kind() == TypeKind::Shared || t.kind() == TypeKind::Local)
+        kernel_error(fmt::format("parameter {} has type {}: shared and local arrays are made "
+                                 "with shared.alloc and local.alloc, not passed in",
+                                 i, t.str()));
+      visible_.insert(k.parameter(i));
+    }
+    if (!k.attributes().empty())
+      for (const NamedAttribute &a : k.attributes().entries())
+        if (a.name.empty())
+          kernel_error("an attribute has an empty name");
+    if (k.body().empty()) {
+      kernel_error("the body is empty; it must end with 'return'");
+      return;
+    }
+    verify_region(k.body(), RegionRole::KernelBody, nullptr, 0);
+    if (diags_.empty())
+      check_barriers(k);
+  }
+
+  void verify_region(const Region &region, RegionRole role, const LoopContext *loop,
+                     unsigned depth) {
+    std::vector<const Value *> added;
+    for (unsigned i = 0; i < region.num_arguments(); ++i) {
+      visible_.insert(region.argument(i));
+      added.push_back(region.argument(i));
+    }
+    const Operation *parent = region.parent_op();
+    if (region.empty()) {
+      error(parent, "a region is empty; every region ends with a terminator");
+    }
+    for (Operation *op : region) {
+      if (op->is_terminator() && op != region.back())
+        error(op, "a terminator must be the last op of its region");
+      if (op == region.back() && !op->is_terminator())
+        error(op, "the last op of a region must be a terminator (yield, condition, break, "
+                  "continue or return)");
+      verify_op(*op, role, loop, depth);
+      for (unsigned i = 0; i < op->num_results(); ++i) {
+        visible_.insert(op->result(i));
+        added.push_back(op->result(i));
+      }
+    }
+    for (const Value *v : added)
+      visible_.erase(v);
+  }
+
+  void verify_op(const Operation &op, RegionRole role, const LoopContext *loop, unsigned depth) {
+    const OpInfo &info = op.info();
+    // Counts first: the type rules below index operands and results.
+    int operands = fixed_operand_count(info.signature);
+    if (operands >= 0 && op.num_operands() != static_cast<unsigned>(operands))
+      return error(&op, fmt::format("takes {} operand(s), has {}", operands, op.num_operands()));
+    int results = fixed_result_count(info.signature);
+    if (results >= 0 && op.num_results() != static_cast<unsigned>(results))
+      return error(&op, fmt::format("has {} result(s), must have {}", op.num_results(), results));
+    if (op.num_regions() != region_count(info.signature))
+      return error(&op, fmt::format("has {} region(s), must have {}", op.num_regions(),
+                                    region_count(info.signature)));
+    bool operands_ok = true;
+    for (unsigned i = 0; i < op.num_operands(); ++i) {
+      if (!visible_.count(op.operand(i))) {
+        error(&op, fmt::format("operand {} does not dominate this use (it is defined later, in "
+                               "another region, or in another kernel)",
+                               i));
+        operands_ok = false;
+      }
+    }
+    for (unsigned i = 0; i < op.num_results(); ++i) {
+      Type t = op.result(i)->type();
+      if (std::string why = malformed(t); !why.empty()) {
+        error(&op, fmt::format("result {} has type {}: {}", i, t.str(), why));
+        operands_ok = false;
+      } else if (t.is_memory() && info.signature != Signature::SharedAlloc &&
+                 info.signature != Signature::LocalAlloc) {
+        error(&op, fmt::format("result {} has memory type {}; only shared.alloc and local.alloc "
+                               "make memory objects",
+                               i, t.str()));
+        operands_ok = false;
+      }
+    }
+    verify_attributes(op);
+    if (!operands_ok)
+      return;
+    verify_types(op, role, loop);
+
+    if (op.num_regions())
+      verify_nested(op, role, loop, depth);
+  }
+
+  void verify_attributes(const Operation &op) {
+    std::string_view allowed;
+    switch (op.opcode()) {
+    case Opcode::Const:
+      allowed = "value";
+      break;
+    case Opcode::VecExtract:
+    case Opcode::VecInsert:
+      allowed = "lane";
+      break;
+    case Opcode::For:
+      allowed = "unroll";
+      break;
+    default:
+      break;
+    }
+    for (const NamedAttribute &a : op.attributes().entries()) {
+      if (a.name != allowed) {
+        error(&op, allowed.empty()
+                       ? fmt::format("takes no attributes, has '{}'", a.name)
+                       : fmt::format("does not take attribute '{}' (only '{}')", a.name, allowed));
+      } else if (!std::holds_alternative<int64_t>(a.value)) {
+        error(&op, fmt::format("attribute '{}' must be an integer", a.name));
+      }
+    }
+  }
+
+  //===- Type rules, one per signature -------------------------------------------------------===//
+
+  bool check_class(const Operation &op, Type t) {
+    TypeClass cls = op.info().type_class;
+    if (class_allows(cls, t.element()))
+      return true;
+    error(&op, fmt::format("works on {}, not {}", class_text(cls), t.str()));
+    return false;
+  }
+
+  bool same_types(const Operation &op, std::string_view what, std::span<Value *const> values,
+                  std::span<const Type> expected) {
+    if (values.size() != expected.size()) {
+      error(&op, fmt::format("{} {} value(s), expected {}", what, values.size(), expected.size()));
+      return false;
+    }
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (values[i]->type() != expected[i]) {
+        error(&op, fmt::format("{} value {} of type {}, expected {}", what, i,
+                               values[i]->type().str(), expected[i].str()));
+        return false;
+      }
+    }
+    return true;
+  }
+
+  static std::vector<Type> types_of(std::span<Value *const> values) {
+    std::vector<Type> out;
+    for (Value *v : values)
+      out.push_back(v->type());
+    return out;
+  }
+
+  static std::vector<Type> result_types(const Operation &op) {
+    std::vector<Type> out;
+    for (unsigned i = 0; i < op.num_results(); ++i)
+      out.push_back(op.result(i)->type());
+    return out;
+  }
+
+  static std::vector<Type> argument_types(const Region &r) {
+    std::vector<Type> out;
+    for (unsigned i = 0; i < r.num_arguments(); ++i)
+      out.push_back(r.argument(i)->type());
+    return out;
+  }
+
+  bool want_value(const Operation &op, unsigned i, Type t) {
+    if (t.is_value())
+      return true;
+    error(&op, fmt::format("operand {} has memory type {}; expected a scalar or vector", i, t.str()));
+    return false;
+  }
+
+  bool want_index(const Operation &op, unsigned i) {
+    Type t = op.operand(i)->type();
+    if (t.is_scalar() && is_integer(t.element()))
+      return true;
+    error(&op, fmt::format("operand {} is the index and must be an integer scalar, not {}", i,
+                           t.str()));
+    return false;
+  }
+
+  void verify_types(const Operation &op, RegionRole role, const LoopContext *loop) {
+    auto operand = [&](unsigned i) { return op.operand(i)->type(); };
+    auto result = [&](unsigned i = 0) { return op.result(i)->type(); };
+    switch (op.info().signature) {
+    case Signature::Constant: {
+      auto value = op.attributes().get_int("value");
+      if (!value)
+        return error(&op, "needs an integer attribute 'value' (the bit pattern)");
+      if (!result().is_scalar())
+        return error(&op, fmt::format("makes scalars, not {}", result().str()));
+      unsigned width = scalar_bits(result().element());
+      if (width < 64 && (static_cast<uint64_t>(*value) >> width) != 0)
+        return error(&op, fmt::format("value has bits set beyond the {} bits of {}", width,
+                                      result().str()));
+      return;
+    }
+    case Signature::Unary:
+    case Signature::Binary:
+    case Signature::Ternary:
+    case Signature::SubgroupUnary: {
+      Type t = operand(0);
+      if (!want_value(op, 0, t))
+        return;
+      for (unsigned i = 1; i < op.num_operands(); ++i)
+        if (operand(i) != t)
+          return error(&op, fmt::format("operand types differ: {} and {}", t.str(),
+                                        operand(i).str()));
+      if (result() != t)
+        return error(&op, fmt::format("result type {} differs from operand type {}",
+                                      result().str(), t.str()));
+      check_class(op, t);
+      return;
+    }
+    case Signature::Compare: {
+      Type t = operand(0);
+      if (!want_value(op, 0, t))
+        return;
+      if (operand(1) != t)
+        return error(&op, fmt::format("operand types differ: {} and {}", t.str(), operand(1).str()));
+      if (!check_class(op, t))
+        return;
+      Type expected = t.with_element(Scalar::Bool);
+      if (result() != expected)
+        return error(&op, fmt::format("result must be {}, not {}", expected.str(), result().str()));
+      return;
+    }
+    case Signature::Select: {
+      Type c = operand(0), t = operand(1);
+      if (!want_value(op, 1, t))
+        return;
+      if (!c.is_bool() || (c.is_vector() && c.lanes() != t.lanes()))
+        return error(&op, fmt::format("condition must be bool or a bool vector with the lanes of "
+                                      "{}, not {}",
+                                      t.str(), c.str()));
+      if (operand(2) != t || result() != t)
+        return error(&op, fmt::format("both choices and the result must have one type; found {}, "
+                                      "{} -> {}",
+                                      t.str(), operand(2).str(), result().str()));
+      return;
+    }
+    case Signature::Cast:
+    case Signature::Bitcast: {
+      Type from = operand(0), to = result();
+      if (!want_value(op, 0, from))
+        return;
+      if (op.info().signature == Signature::Cast) {
+        if (from.lanes() != to.lanes() || from.kind() != to.kind())
+          return error(&op, fmt::format("cannot cast {} to {}: the lane counts differ", from.str(),
+                                        to.str()));
+        return;
+      }
+      if (from.element() == Scalar::Bool || to.element() == Scalar::Bool)
+        return error(&op, "bool has no bit pattern to reinterpret; use select or cast");
+      if (scalar_bits(from.element()) * from.lanes() != scalar_bits(to.element()) * to.lanes())
+        return error(&op, fmt::format("cannot bitcast {} to {}: the sizes differ", from.str(),
+                                      to.str()));
+      return;
+    }
+    case Signature::Splat:
+      if (!operand(0).is_scalar() || !result().is_vector() ||
+          result().element() != operand(0).element())
+        return error(&op, fmt::format("makes a vector of its scalar operand; {} -> {} does not fit",
+                                      operand(0).str(), result().str()));
+      return;
+    case Signature::VecBuild: {
+      if (!result().is_vector())
+        return error(&op, fmt::format("result must be a vector, not {}", result().str()));
+      if (op.num_operands() != result().lanes())
+        return error(&op, fmt::format("{} needs {} operands, has {}", result().str(),
+                                      result().lanes(), op.num_operands()));
+      for (unsigned i = 0; i < op.num_operands(); ++i)
+        if (operand(i) != result().element_type())
+          return error(&op, fmt::format("operand {} is {}, expected {}", i, operand(i).str(),
+                                        result().element_type().str()));
+      return;
+    }
+    case Signature::VecExtract:
+    case Signature::VecInsert: {
+      Type v = operand(0);
+      if (!v.is_vector())
+        return error(&op, fmt::format("operand 0 must be a vector, not {}", v.str()));
+      auto lane = op.attributes().get_int("lane");
+      if (!lane)
+        return error(&op, "needs an integer attribute 'lane'");
+      if (*lane < 0 || static_cast<uint64_t>(*lane) >= v.lanes())
+        return error(&op, fmt::format("lane {} is out of range for {}", *lane, v.str()));
+      if (op.info().signature == Signature::VecExtract) {
+        if (result() != v.element_type())
+          return error(&op, fmt::format("result must be {}, not {}", v.element_type().str(),
+                                        result().str()));
+      } else if (operand(1) != v.element_type() || result() != v) {
+        return error(&op, fmt::format("inserts a {} into {} giving {}; expected ({}, {}) -> {}",
+                                      operand(1).str(), v.str(), result().str(), v.str(),
+                                      v.element_type().str(), v.str()));
+      }
+      return;
+    }
+    case Signature::Load:
+    case Signature::Store: {
+      bool is_load = op.info().signature == Signature::Load;
+      Type mem = operand(0);
+      if (!mem.is_memory())
+        return error(&op, fmt::format("operand 0 must be a buffer, shared or local array, not {}",
+                                      mem.str()));
+      if (!want_index(op, 1))
+        return;
+      Type value = is_load ? result() : operand(2);
+      if (!value.is_value() || value.element() != mem.element())
+        return error(&op, fmt::format("{} {} from memory of {}; expected {} or a vector of it",
+                                      is_load ? "loads" : "stores", value.str(),
+                                      scalar_name(mem.element()), scalar_name(mem.element())));
+      if (is_load && !mem.is_readable())
+        return error(&op, fmt::format("loads from a write-only buffer ({})", mem.str()));
+      if (!is_load && !mem.is_writable())
+        return error(&op, fmt::format("stores to a read-only buffer ({}); declare it "
+                                      "buffer<{}, readwrite> or buffer<{}, write>",
+                                      mem.str(), scalar_name(mem.element()),
+                                      scalar_name(mem.element())));
+      return;
+    }
+    case Signature::BufferSize:
+      if (operand(0).kind() != TypeKind::Buffer)
+        return error(&op, fmt::format("operand must be a buffer, not {}", operand(0).str()));
+      if (!result().is_scalar() || !is_integer(result().element()) ||
+          scalar_bits(result().element()) < 32)
+        return error(&op, fmt::format("result must be i32, u32, i64 or u64, not {}", result().str()));
+      return;
+    case Signature::SharedAlloc:
+    case Signature::LocalAlloc: {
+      TypeKind want =
+          op.info().signature == Signature::SharedAlloc ? TypeKind::Shared : TypeKind::Local;
+      if (result().kind() != want)
+        return error(&op, fmt::format("result must be a {} array type, not {}",
+                                      want == TypeKind::Shared ? "shared" : "local",
+                                      result().str()));
+      if (role != RegionRole::KernelBody)
+        return error(&op, "must be at the top level of the kernel body (memory is allocated "
+                          "once per workgroup or invocation, not per branch or iteration)");
+      return;
+    }
+    case Signature::Builtin3:
+      if (result() != Type::vector(Scalar::U32, 3))
+        return error(&op, fmt::format("result must be u32x3, not {}", result().str()));
+      return;
+    case Signature::Builtin1:
+      if (result() != Type::scalar(Scalar::U32))
+        return error(&op, fmt::format("result must be u32, not {}", result().str()));
+      return;
+    case Signature::Sync:
+      return;
+    case Signature::AtomicRmw:
+    case Signature::AtomicCmpXchg: {
+      Type mem = operand(0);
+      bool buffer_rw = mem.kind() == TypeKind::Buffer && mem.access() == Access::ReadWrite;
+      if (!buffer_rw && mem.kind() != TypeKind::Shared)
+        return error(&op, fmt::format("needs a readwrite buffer or a shared array, not {}",
+                                      mem.str()));
+      if (!want_index(op, 1))
+        return;
+      Type elem = mem.element_type();
+      for (unsigned i = 2; i < op.num_operands(); ++i)
+        if (operand(i) != elem)
+          return error(&op, fmt::format("operand {} is {}, expected the element type {}", i,
+                                        operand(i).str(), elem.str()));
+      if (result() != elem)
+        return error(&op, fmt::format("result must be the element type {}, not {}", elem.str(),
+                                      result().str()));
+      check_class(op, elem);
+      return;
+    }
+    case Signature::SubgroupShuffle:
+      if (!want_value(op, 0, operand(0)))
+        return;
+      if (operand(1) != Type::scalar(Scalar::U32))
+        return error(&op, fmt::format("operand 1 (lane, mask or delta) must be u32, not {}",
+                                      operand(1).str()));
+      if (result() != operand(0))
+        return error(&op, fmt::format("result type {} differs from operand type {}",
+                                      result().str(), operand(0).str()));
+      return;
+    case Signature::SubgroupBallot:
+    case Signature::SubgroupVote: {
+      if (operand(0) != Type::scalar(Scalar::Bool))
+        return error(&op, fmt::format("operand must be bool, not {}", operand(0).str()));
+      Type want = op.info().signature == Signature::SubgroupBallot ? Type::vector(Scalar::U32, 4)
+                                                                   : Type::scalar(Scalar::Bool);
+      if (result() != want)
+        return error(&op, fmt::format("result must be {}, not {}", want.str(), result().str()));
+      return;
+    }
+    case Signature::SubgroupElect:
+      if (result() != Type::scalar(Scalar::Bool))
+        return error(&op, fmt::format("result must be bool, not {}", result().str()));
+      return;
+    case Signature::If:
+      if (operand(0) != Type::scalar(Scalar::Bool))
+        return error(&op, fmt::format("condition must be bool, not {}", operand(0).str()));
+      return;
+    case Signature::For: {
+      if (op.num_operands() < 3)
+        return error(&op, "takes lower bound, upper bound and step, then the initial values");
+      Type iv = operand(0);
+      if (!iv.is_scalar() || !is_integer(iv.element()))
+        return error(&op, fmt::format("bounds must be integer scalars, not {}", iv.str()));
+      if (operand(1) != iv || operand(2) != iv)
+        return error(&op, fmt::format("bounds and step must have one type; found {}, {}, {}",
+                                      iv.str(), operand(1).str(), operand(2).str()));
+      std::vector<Type> carried = result_types(op);
+      if (!same_types(op, "gives initial", op.operands().subspan(3), carried))
+        return;
+      std::vector<Type> args = {iv};
+      args.insert(args.end(), carried.begin(), carried.end());
+      if (argument_types(op.region(0)) != args)
+        return error(&op, "the body's arguments must be the induction variable (of the bounds' "
+                          "type) followed by one per result, of the results' types");
+      if (auto unroll = op.attributes().get_int("unroll"); unroll && *unroll < 1)
+        return error(&op, fmt::format("unroll factor must be at least 1, not {}", *unroll));
+      return;
+    }
+    case Signature::While: {
+      std::vector<Type> carried = argument_types(op.region(0));
+      if (!same_types(op, "gives initial", op.operands(), carried))
+        return;
+      if (argument_types(op.region(1)) != result_types(op))
+        return error(&op, "the 'do' region's arguments must match the results in number and type");
+      return;
+    }
+    case Signature::Yield:
+    case Signature::Condition: {
+      const Operation *parent = op.parent_op();
+      bool is_condition = op.info().signature == Signature::Condition;
+      if (is_condition != (role == RegionRole::WhileBefore))
+        return error(&op, is_condition ? "ends only the first region of a 'while'"
+                                       : (role == RegionRole::KernelBody
+                                              ? "cannot end a kernel body; use 'return'"
+                                              : "cannot end the first region of a 'while'; use "
+                                                "'condition'"));
+      if (is_condition) {
+        if (op.num_operands() == 0 || operand(0) != Type::scalar(Scalar::Bool))
+          return error(&op, "takes a bool condition first, then the values for the 'do' region");
+        same_types(op, "forwards", op.operands().subspan(1), result_types(*parent));
+        return;
+      }
+      if (role == RegionRole::IfBranch || role == RegionRole::ForBody)
+        same_types(op, "yields", op.operands(), result_types(*parent));
+      else // WhileAfter: values for the next evaluation of the condition
+        same_types(op, "yields", op.operands(), argument_types(parent->region(0)));
+      return;
+    }
+    case Signature::Break:
+    case Signature::Continue: {
+      bool is_break = op.info().signature == Signature::Break;
+      if (!loop || role == RegionRole::WhileBefore)
+        return error(&op, "must be inside the body of a 'for' or the 'do' region of a 'while'");
+      same_types(op, is_break ? "breaks with" : "continues with", op.operands(),
+                 is_break ? loop->break_types : loop->continue_types);
+      return;
+    }
+    case Signature::Return:
+      if (role != RegionRole::KernelBody)
+        return error(&op, "ends only the kernel body (kernels have no early return; branch "
+                          "around the rest instead)");
+      return;
+    }
+  }
+
+  void verify_nested(const Operation &op, RegionRole role, const LoopContext *loop,
+                     unsigned depth) {
+    if (depth >= kMaxRegionDepth)
+      return error(&op, fmt::format("regions nested deeper than {} levels", kMaxRegionDepth));
+    switch (op.opcode()) {
+    case Opcode::If:
+      for (unsigned r = 0; r < 2; ++r) {
+        if (op.region(r).num_arguments())
+          return error(&op, "the branches of an 'if' take no arguments");
+        verify_region(op.region(r), RegionRole::IfBranch, loop, depth + 1);
+      }
+      return;
+    case Opcode::For: {
+      LoopContext inner{&op, result_types(op), result_types(op)};
+      verify_region(op.region(0), RegionRole::ForBody, &inner, depth + 1);
+      return;
+    }
+    case Opcode::While: {
+      LoopContext inner{&op, result_types(op), argument_types(op.region(0))};
+      verify_region(op.region(0), RegionRole::WhileBefore, &inner, depth + 1);
+      verify_region(op.region(1), RegionRole::WhileAfter, &inner, depth + 1);
+      return;
+    }
+    default:
+      (void)role;
+      return;
+    }
+  }
+
+  //===- Barrier placement -------------------------------------------------------------------===//
+  //
+  // A conservative, local uniformity check: a value is "varying" when invocations of one
+  // workgroup may see different values of it (invocation ids, atomics, subgroup results, private
+  // memory, and anything computed from those). A barrier must not sit in a region whose execution
+  // depends on a varying value. The passes layer has the full uniformity analysis; this check
+  // only needs to be sound for the rule it enforces.
+
+  bool is_varying(const Value *v) const { return varying_.count(v) != 0; }
+
+  void mark(const Value *v) {
+    if (varying_.insert(v).second)
+      changed_ = true;
+  }
+
+  /// One forward sweep over `region`; `divergent` says whether reaching it is non-uniform.
+  /// Returns true when a break or continue under varying control was seen (loop exits diverge).
+  bool propagate(const Region &region, bool divergent) {
+    bool divergent_exit = false;
+    for (Operation *op : region) {
+      bool any_varying = false;
+      for (Value *v : op->operands())
+        any_varying |= is_varying(v);
+      switch (op->opcode()) {
+      case Opcode::GlobalId:
+      case Opcode::LocalId:
+      case Opcode::LocalIndex:
+      case Opcode::SubgroupId:
+      case Opcode::SubgroupLane:
+        mark(op->result());
+        break;
+      case Opcode::Load:
+        if (any_varying || op->operand(0)->type().kind() == TypeKind::Local)
+          mark(op->result());
+        break;
+      case Opcode::If: {
+        bool inner = divergent || is_varying(op->operand(0));
+        for (unsigned r = 0; r < 2; ++r) {
+          divergent_exit |= propagate(op->region(r), inner);
+          yield_flow(op->region(r), *op, inner);
+        }
+        break;
+      }
+      case Opcode::For: {
+        const Region &body = op->region(0);
+        bool control = is_varying(op->operand(0)) || is_varying(op->operand(1)) ||
+                       is_varying(op->operand(2)) || loop_exit_varying_.count(op);
+        if (control)
+          mark(body.argument(0));
+        for (unsigned i = 3; i < op->num_operands(); ++i)
+          if (is_varying(op->operand(i)))
+            mark(body.argument(i - 2));
+        if (propagate(body, divergent || control) && loop_exit_varying_.insert(op).second)
+          changed_ = true;
+        loop_flow(*op, body, 1, divergent || control);
+        break;
+      }
+      case Opcode::While: {
+        const Region &before = op->region(0), &after = op->region(1);
+        for (unsigned i = 0; i < op->num_operands(); ++i)
+          if (is_varying(op->operand(i)))
+            mark(before.argument(i));
+        bool control = loop_exit_varying_.count(op) != 0;
+        propagate(before, divergent || control);
+        Operation *cond = before.terminator();
+        if (cond && cond->opcode() == Opcode::Condition && cond->num_operands() &&
+            is_varying(cond->operand(0)) && loop_exit_varying_.insert(op).second)
+          changed_ = true;
+        control = loop_exit_varying_.count(op) != 0;
+        if (cond)
+          for (unsigned i = 1; i < cond->num_operands() && i - 1 < after.num_arguments(); ++i)
+            if (is_varying(cond->operand(i)) || control) {
+              mark(after.argument(i - 1));
+              if (i - 1 < op->num_results())
+                mark(op->result(i - 1));
+            }
+        if (propagate(after, divergent || control) && loop_exit_varying_.insert(op).second)
+          changed_ = true;
+        loop_flow(*op, before, 0, divergent || control);
+        break;
+      }
+      case Opcode::Break:
+      case Opcode::Continue:
+        divergent_exit |= divergent;
+        break;
+      default:
+        if (op->has_flag(Subgroup) ||
+            (op->has_flag(ReadsMemory) && op->has_flag(WritesMemory)) || any_varying)
+          for (unsigned i = 0; i < op->num_results(); ++i)
+            mark(op->result(i));
+        break;
+      }
+    }
+    return divergent_exit;
+  }
+
+  /// An if's results vary when its condition does or a branch yields a varying value.
+  void yield_flow(const Region &branch, const Operation &op, bool divergent) {
+    Operation *term = branch.terminator();
+    if (!term || term->opcode() != Opcode::Yield)
+      return;
+    for (unsigned i = 0; i < term->num_operands() && i < op.num_results(); ++i)
+      if (divergent || is_varying(term->operand(i)))
+        mark(op.result(i));
+  }
+
+  /// Loop-carried values vary when a yield or continue feeds a varying value back, and results
+  /// vary when any break carries one or the loop's exit is divergent.
+  void loop_flow(const Operation &loop, const Region &carried_region, unsigned first_carried,
+                 bool divergent) {
+    if (divergent)
+      for (unsigned i = 0; i < loop.num_results(); ++i)
+        mark(loop.result(i));
+    for (unsigned r = 0; r < loop.num_regions(); ++r) {
+      const Region &region = loop.region(r);
+      walk_exits(region, [&](const Operation &exit) {
+        bool to_results = exit.opcode() == Opcode::Break;
+        for (unsigned i = 0; i < exit.num_operands(); ++i) {
+          if (!is_varying(exit.operand(i)))
+            continue;
+          if (to_results && i < loop.num_results())
+            mark(loop.result(i));
+          else if (!to_results && i + first_carried < carried_region.num_arguments())
+            mark(carried_region.argument(i + first_carried));
+        }
+      });
+      Operation *term = region.terminator();
+      if (term && term->opcode() == Opcode::Yield && (loop.opcode() == Opcode::For || r == 1))
+        for (unsigned i = 0; i < term->num_operands(); ++i)
+          if (is_varying(term->operand(i)) && i + first_carried < carried_region.num_arguments()) {
+            mark(carried_region.argument(i + first_carried));
+            if (loop.opcode() == Opcode::For && i < loop.num_results())
+              mark(loop.result(i));
+          }
+    }
+  }
+
+  /// Calls `fn` on the break and continue ops that leave `region`'s loop (not nested loops').
+  template <typename F> static void walk_exits(const Region &region, F &&fn) {
+    for (Operation *op : region) {
+      if (op->opcode() == Opcode::Break || op->opcode() == Opcode::Continue)
+        fn(*op);
+      else if (op->opcode() == Opcode::If)
+        for (unsigned r = 0; r < 2; ++r)
+          walk_exits(op->region(r), fn);
+    }
+  }
+
+  void find_divergent_barriers(const Region &region, bool divergent) {
+    for (Operation *op : region) {
+      if (op->opcode() == Opcode::Barrier && divergent)
+        error(op, "is reached under control flow that depends on the invocation (a varying "
+                  "branch condition, loop bound or loop exit); every invocation of the workgroup "
+                  "must reach each barrier");
+      bool control = false;
+      if (op->opcode() == Opcode::If)
+        control = is_varying(op->operand(0));
+      else if (op->opcode() == Opcode::For)
+        control = is_varying(op->operand(0)) || is_varying(op->operand(1)) ||
+                  is_varying(op->operand(2)) || loop_exit_varying_.count(op);
+      else if (op->opcode() == Opcode::While)
+        control = loop_exit_varying_.count(op) != 0;
+      for (unsigned r = 0; r < op->num_regions(); ++r)
+        find_divergent_barriers(op->region(r), divergent || control);
+    }
+  }
+
+  void check_barriers(const Kernel &k) {
+    bool has_barrier = false;
+    const_cast<Kernel &>(k).walk([&](Operation *op) { has_barrier |= op->opcode() == Opcode::Barrier; });
+    if (!has_barrier)
+      return;
+    varying_.clear();
+    loop_exit_varying_.clear();
+    do {
+      changed_ = false;
+      propagate(k.body(), false);
+    } while (changed_);
+    find_divergent_barriers(k.body(), false);
+  }
+
+  const Module &module_;
+  const SourceMap *map_;
+  const Kernel *kernel_ = nullptr;
+  std::vector<Diagnostic> diags_;
+  std::unordered_set<const Value *> visible_;
+  std::unordered_set<const Value *> varying_;
+  std::unordered_set<const Operation *> loop_exit_varying_;
+  bool changed_ = false;
+};
+
+} // namespace
+
+std::vector<Diagnostic> verify(const Module &module, const SourceMap *source_map) {
+  return Verifier(module, source_map).run();
+}
+
+} // namespace cubecc::ir

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# cubecc setup for a fresh Debian 12 machine: installs the Debian packages the project needs (only those that are
+# missing; safe to run again), then configures and builds the release tree in build/.
+#
+#   bash scripts/setup.sh                  install packages, configure and build build/ (release)
+#   bash scripts/setup.sh --packages-only  install packages and stop
+#
+# Everything comes from Debian's own archive; nothing is downloaded from anywhere else.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(
+  # build
+  build-essential cmake ninja-build ccache pkg-config python3
+  # libraries
+  libfmt-dev libcli11-dev libxxhash-dev
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev
+  llvm-19-tools           # FileCheck, not, count and lit for the lit tests
+  clang-14 libclang-rt-14-dev  # libFuzzer and sanitizer runtimes for the fuzz targets
+  clang-format-14 clang-tidy-14
+)
+
+say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  say "installing ${#missing[@]} Debian package(s): ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+  say "all ${#packages[@]} Debian packages already installed"
+fi
+
+[ "${1:-}" = "--packages-only" ] && exit 0
+
+say "configuring build/ (release)"
+cmake --preset release >/dev/null
+say "building build/ with $(nproc) job(s)"
+cmake --build --preset release
+say "done: tools are in build/tools/"

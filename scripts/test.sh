@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Runs the whole test suite, as CI does:
+#   1. build-test/: a debug build with ASan + UBSan and warnings as errors; ctest runs the unit
+#      tests, the lit golden tests, the must-fail inputs and the repository checks;
+#   2. build-fuzz/: the libFuzzer targets (clang 14, ASan + UBSan); ctest runs the parser fuzzer
+#      for CUBECC_FUZZ_SECONDS (default 60) from the repository's .cir files.
+# Expects the packages from scripts/setup.sh. Exits non-zero if anything fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+say() { printf '\033[1m[test]\033[0m %s\n' "$*"; }
+jobs=$(nproc)
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+status=0
+say "configuring and building build-test/ (debug, ASan + UBSan, -Werror)"
+cmake --preset test >/dev/null
+cmake --build --preset test -j "$jobs"
+say "running the test suite under ASan + UBSan"
+ctest --preset test -j "$jobs" || status=1
+
+say "configuring and building build-fuzz/ (clang 14, libFuzzer, ASan + UBSan)"
+cmake --preset fuzz -DCUBECC_FUZZ_SECONDS="${CUBECC_FUZZ_SECONDS:-60}" >/dev/null
+cmake --build --preset fuzz -j "$jobs"
+say "running the parser fuzzer for ${CUBECC_FUZZ_SECONDS:-60} s"
+ctest --preset fuzz || status=1
+
+if [ "$status" -eq 0 ]; then
+  say "all test suites passed"
+else
+  say "FAILED: see the ctest output above"
+fi
+exit "$status"

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# run-fuzzer.sh FUZZER REPO CORPUS_DIR SECONDS: seeds CORPUS_DIR with every .cir file of the
+# repository (and a dictionary of the IR's keywords), then fuzzes for SECONDS. Fails on any finding.
+set -eu
+fuzzer=$1
+repo=$2
+corpus=$3
+seconds=$4
+mkdir -p "$corpus"
+find "$repo" -name '*.cir' -not -path '*/build*' -exec cp {} "$corpus/" \;
+dict=$(dirname "$0")/cir.dict
+exec "$fuzzer" "$corpus" -dict="$dict" -max_total_time="$seconds" -max_len=4096 -timeout=10 \
+  -rss_limit_mb=2048 -print_final_stats=1

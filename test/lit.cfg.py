@@ -1,0 +1,30 @@
+# lit configuration for cubecc's FileCheck tests: test/lit (golden tests of the IR, passes and
+# tools) and test/error (inputs that must fail with a located message and exit code 1).
+#
+# Run through ctest, or by hand:
+#   python3 /usr/lib/llvm-19/build/utils/lit/lit.py -sv --param tools_dir=build/tools test/lit test/error
+import os
+
+import lit.formats
+
+config.name = "cubecc"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".cir", ".test"]
+config.excludes = ["unit", "fuzz", "utils", "Inputs", "CMakeLists.txt", "lit.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+
+tools_dir = lit_config.params.get("tools_dir")
+if not tools_dir:
+    lit_config.fatal("pass --param tools_dir=<build>/tools (the folder holding cubecc-opt)")
+tools_dir = os.path.abspath(tools_dir)
+llvm_bin = lit_config.params.get("llvm_bin", "/usr/lib/llvm-19/bin")
+repo_root = os.path.dirname(config.test_source_root)
+
+config.environment["PATH"] = os.pathsep.join([tools_dir, llvm_bin, config.environment.get("PATH", os.environ.get("PATH", ""))])
+for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
+    if var in os.environ:
+        config.environment[var] = os.environ[var]
+
+config.substitutions.append(("%cubecc-opt", os.path.join(tools_dir, "cubecc-opt")))
+config.substitutions.append(("%expect-exit", os.path.join(config.test_source_root, "utils", "expect-exit")))
+config.substitutions.append(("%repo", repo_root))

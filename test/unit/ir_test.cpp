@@ -1,0 +1,149 @@
+//===- ir_test.cpp - Building IR, use lists, editing regions ----------------------------------===//
+#include "cubecc/ir/builder.h"
+#include "cubecc/ir/printer.h"
+#include "cubecc/ir/verifier.h"
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+using namespace cubecc::ir;
+
+namespace {
+
+/// kernel @axpy: y[i] = a * x[i] + y[i] when i < size(y), built with the Builder.
+Kernel &build_axpy(Module &m) {
+  Kernel &k = m.add_kernel("axpy");
+  k.set_workgroup_size({256, 1, 1});
+  Value *x = k.add_parameter(Type::buffer(Scalar::F32, Access::Read), "x");
+  Value *y = k.add_parameter(Type::buffer(Scalar::F32, Access::ReadWrite), "y");
+  Value *a = k.add_parameter(Type::scalar(Scalar::F32), "a");
+  Builder b(m);
+  b.set_insertion_point_to_end(k.body());
+  b.set_location("axpy.cpp", 7, 12);
+  Value *i = b.extract(b.op(Opcode::GlobalId, {}), 0);
+  Value *n = b.create(Opcode::BufferSize, {y}, {Type::scalar(Scalar::U32)})->result();
+  Value *in_range = b.op(Opcode::Lt, {i, n});
+  Operation *branch = b.create_if(in_range, {});
+  b.set_insertion_point_to_end(branch->region(0));
+  Value *xi = b.load(x, i, Type::scalar(Scalar::F32));
+  Value *yi = b.load(y, i, Type::scalar(Scalar::F32));
+  b.store(y, i, b.op(Opcode::Fma, {a, xi, yi}));
+  b.yield();
+  b.set_insertion_point_to_end(branch->region(1));
+  b.yield();
+  b.set_insertion_point_to_end(k.body());
+  b.ret();
+  return k;
+}
+
+} // namespace
+
+TEST(Builder, built_kernel_verifies_and_prints_readably) {
+  Module m("examples");
+  build_axpy(m);
+  auto problems = verify(m);
+  EXPECT_TRUE(problems.empty()) << to_string(problems);
+  std::string text = to_string(m);
+  EXPECT_NE(text.find("kernel @axpy(%x: buffer<f32, read>, %y: buffer<f32, readwrite>, %a: f32) "
+                      "workgroup(256, 1, 1) {"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("%0 = global_id : u32x3 loc(\"axpy.cpp\":7:12)"), std::string::npos) << text;
+  EXPECT_NE(text.find("%6 = fma %a, %4, %5 : f32"), std::string::npos) << text;
+}
+
+TEST(Builder, infers_result_types_from_the_op_table) {
+  Module m;
+  Kernel &k = m.add_kernel("k");
+  Value *v = k.add_parameter(Type::vector(Scalar::F32, 4));
+  Builder b(m);
+  b.set_insertion_point_to_end(k.body());
+  EXPECT_EQ(b.op(Opcode::Lt, {v, v})->type(), Type::vector(Scalar::Bool, 4));
+  EXPECT_EQ(b.op(Opcode::Sqrt, {v})->type(), v->type());
+  EXPECT_EQ(b.op(Opcode::SubgroupBallot, {b.const_bool(true)})->type(), Type::vector(Scalar::U32, 4));
+  EXPECT_THROW(b.op(Opcode::Cast, {v}), std::logic_error);
+  Value *i = k.add_parameter(Type::scalar(Scalar::I32));
+  EXPECT_THROW(b.op(Opcode::Add, {v, i}), std::logic_error);
+}
+
+TEST(Builder, constants_keep_only_the_bits_of_their_width) {
+  Module m;
+  Kernel &k = m.add_kernel("k");
+  Builder b(m);
+  b.set_insertion_point_to_end(k.body());
+  Value *c = b.const_int(Type::scalar(Scalar::I8), -1);
+  EXPECT_EQ(c->defining_op()->attributes().get_int("value"), 0xff);
+  b.ret();
+  EXPECT_TRUE(verify(m).empty());
+  EXPECT_NE(to_string(m).find("const -1 : i8"), std::string::npos);
+}
+
+TEST(UseLists, track_every_operand_slot) {
+  Module m;
+  Kernel &k = m.add_kernel("k");
+  Value *p = k.add_parameter(Type::scalar(Scalar::I32));
+  Value *q = k.add_parameter(Type::scalar(Scalar::I32));
+  Builder b(m);
+  b.set_insertion_point_to_end(k.body());
+  Value *sum = b.op(Opcode::Add, {p, p});
+  EXPECT_EQ(p->users().size(), 2u);
+  p->replace_all_uses_with(q);
+  EXPECT_FALSE(p->has_uses());
+  EXPECT_EQ(q->users().size(), 2u);
+  EXPECT_EQ(sum->defining_op()->operand(0), q);
+  sum->defining_op()->set_operand(1, p);
+  EXPECT_EQ(p->users().size(), 1u);
+  EXPECT_EQ(q->users().size(), 1u);
+  k.body().erase(sum->defining_op());
+  EXPECT_FALSE(p->has_uses());
+  EXPECT_FALSE(q->has_uses());
+}
+
+TEST(Regions, insert_take_and_erase_keep_the_list_linked) {
+  Module m;
+  Kernel &k = m.add_kernel("k");
+  Builder b(m);
+  b.set_insertion_point_to_end(k.body());
+  b.ret();
+  Operation *ret = k.body().back();
+  b.set_insertion_point_before(ret);
+  Operation *first = b.create(Opcode::Barrier, {});
+  Operation *second = b.create(Opcode::FenceDevice, {});
+  ASSERT_EQ(k.body().size(), 3u);
+  EXPECT_EQ(k.body().front(), first);
+  EXPECT_EQ(first->next(), second);
+  EXPECT_EQ(second->next(), ret);
+  EXPECT_EQ(ret->prev(), second);
+  auto taken = k.body().take(first);
+  EXPECT_EQ(k.body().front(), second);
+  EXPECT_EQ(second->prev(), nullptr);
+  k.body().insert(nullptr, std::move(taken));
+  EXPECT_EQ(k.body().back(), first);
+  k.body().erase(first);
+  EXPECT_EQ(k.body().back(), ret);
+  EXPECT_EQ(k.body().terminator(), ret);
+  EXPECT_EQ(k.body().size(), 2u);
+}
+
+TEST(Regions, walk_visits_parents_before_children) {
+  Module m;
+  build_axpy(m);
+  std::vector<std::string_view> names;
+  m.kernels()[0]->walk([&](Operation *op) { names.push_back(op->name()); });
+  std::vector<std::string_view> expected = {"global_id", "vec.extract", "buffer.size", "lt", "if",
+                                            "load",      "load",        "fma",         "store",
+                                            "yield",     "yield",       "return"};
+  EXPECT_EQ(names, expected);
+}
+
+TEST(Module, interns_each_file_once) {
+  Module m;
+  uint32_t a = m.intern_file("a.cpp");
+  EXPECT_EQ(m.intern_file("b.cpp"), a + 1);
+  EXPECT_EQ(m.intern_file("a.cpp"), a);
+  EXPECT_EQ(m.file_name(a), "a.cpp");
+  EXPECT_EQ(m.intern_file(""), 0u);
+  EXPECT_EQ(m.file_name(0), "");
+  EXPECT_EQ(m.file_name(999), "");
+}

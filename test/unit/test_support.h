@@ -1,0 +1,35 @@
+//===- test_support.h - Helpers shared by the unit tests --------------------------------------===//
+#pragma once
+
+#include "cubecc/ir/parser.h"
+#include "cubecc/ir/printer.h"
+#include "cubecc/ir/verifier.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string_view>
+
+namespace cubecc::test {
+
+/// Parses and verifies `text`, failing the current test with the diagnostics if either fails.
+inline std::unique_ptr<ir::Module> parse_valid(std::string_view text) {
+  ir::ParseResult r = ir::parse_module(text, "test.cir");
+  EXPECT_TRUE(r.module) << ir::to_string(r.errors);
+  if (!r.module)
+    return nullptr;
+  auto problems = ir::verify(*r.module, &r.source_map);
+  EXPECT_TRUE(problems.empty()) << ir::to_string(problems);
+  return std::move(r.module);
+}
+
+/// The first error message from parsing and verifying `text` (empty when it is valid).
+inline std::string first_error(std::string_view text) {
+  ir::ParseResult r = ir::parse_module(text, "test.cir");
+  if (!r.module)
+    return r.errors.empty() ? "<parse failed without a diagnostic>" : r.errors.front().str();
+  auto problems = ir::verify(*r.module, &r.source_map);
+  return problems.empty() ? "" : problems.front().str();
+}
+
+} // namespace cubecc::test

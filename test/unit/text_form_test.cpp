@@ -1,0 +1,128 @@
+//===- text_form_test.cpp - Printer and parser properties --------------------------------------===//
+#include "cubecc/ir/builder.h"
+#include "test_support.h"
+
+#include <bit>
+#include <cstdint>
+#include <random>
+
+using namespace cubecc;
+using namespace cubecc::ir;
+
+namespace {
+
+/// Prints a one-kernel module holding `const <bits> : <type>`, parses it back and returns the
+/// bits the parser produced.
+int64_t constant_round_trip(Type type, int64_t bits) {
+  Module m;
+  Kernel &k = m.add_kernel("k");
+  Builder b(m);
+  b.set_insertion_point_to_end(k.body());
+  b.create(Opcode::Const, {}, {type}, {{"value", bits}});
+  b.ret();
+  std::string text = to_string(m);
+  ParseResult r = parse_module(text, "roundtrip.cir");
+  EXPECT_TRUE(r.module) << to_string(r.errors) << text;
+  if (!r.module)
+    return ~bits;
+  return r.module->kernels()[0]->body().front()->attributes().get_int("value").value_or(~bits);
+}
+
+} // namespace
+
+TEST(TextForm, every_half_and_bfloat_constant_round_trips_bit_exactly) {
+  for (Scalar s : {Scalar::F16, Scalar::BF16})
+    for (int64_t bits = 0; bits <= 0xffff; ++bits)
+      ASSERT_EQ(constant_round_trip(Type::scalar(s), bits), bits)
+          << scalar_name(s) << " bits 0x" << std::hex << bits;
+}
+
+TEST(TextForm, random_f32_and_f64_constants_round_trip_bit_exactly) {
+  std::mt19937_64 rng(42);
+  for (int i = 0; i < 20000; ++i) {
+    auto bits32 = static_cast<int64_t>(rng() & 0xffffffffu);
+    ASSERT_EQ(constant_round_trip(Type::scalar(Scalar::F32), bits32), bits32) << std::hex << bits32;
+    auto bits64 = static_cast<int64_t>(rng());
+    ASSERT_EQ(constant_round_trip(Type::scalar(Scalar::F64), bits64), bits64) << std::hex << bits64;
+  }
+}
+
+TEST(TextForm, integer_constants_round_trip_at_the_edges_of_every_width) {
+  for (Scalar s : {Scalar::I8, Scalar::I16, Scalar::I32, Scalar::I64, Scalar::U8, Scalar::U16,
+                   Scalar::U32, Scalar::U64}) {
+    unsigned w = scalar_bits(s);
+    uint64_t mask = w == 64 ? ~uint64_t{0} : (uint64_t{1} << w) - 1;
+    for (uint64_t v : {uint64_t{0}, uint64_t{1}, mask, mask >> 1, (mask >> 1) + 1, uint64_t{42}}) {
+      auto bits = static_cast<int64_t>(v & mask);
+      EXPECT_EQ(constant_round_trip(Type::scalar(s), bits), bits) << scalar_name(s) << " " << v;
+    }
+  }
+}
+
+TEST(TextForm, printing_a_parsed_module_reproduces_it) {
+  const char *text = R"(module @m {
+  kernel @k(%buf: buffer<i32, readwrite>, %n: i32) workgroup(64, 2, 1) attributes {note = "a \"q\"\0A", tile = -3} {
+    %0 = const 0 : i32
+    %1 = const 1 : i32
+    %sum, %last = for %0, %n, %1, %0, %0 {unroll = 4} : i32, i32 (%i: i32, %acc: i32, %prev: i32) {
+      %v = load %buf, %i : i32
+      %big = gt %v, %1 : bool
+      if %big {
+        break %acc, %v
+      }
+      %next = add %acc, %v : i32
+      yield %next, %v
+    } loc("k.cpp":3:5)
+    %w = while %sum : i32 (%x: i32) {
+      %more = gt %x, %0 : bool
+      condition %more, %x
+    } do (%y: i32) {
+      %z = sub %y, %1 : i32
+      yield %z
+    }
+    store %buf, %0, %w
+    return
+  }
+}
+)";
+  auto m = test::parse_valid(text);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(to_string(*m), text);
+}
+
+TEST(TextForm, duplicate_name_hints_are_made_unique_and_then_stay_stable) {
+  Module m;
+  Kernel &k = m.add_kernel("k");
+  Value *p = k.add_parameter(Type::scalar(Scalar::I32), "x");
+  Builder b(m);
+  b.set_insertion_point_to_end(k.body());
+  Value *a = b.op(Opcode::Add, {p, p});
+  a->set_name("x");
+  Value *c = b.op(Opcode::Mul, {a, a});
+  c->set_name("x_1");
+  b.ret();
+  std::string once = to_string(m);
+  EXPECT_NE(once.find("%x_1 = add %x, %x"), std::string::npos) << once;
+  EXPECT_NE(once.find("%x_1_1 = mul %x_1, %x_1"), std::string::npos) << once;
+  auto reparsed = test::parse_valid(once);
+  ASSERT_TRUE(reparsed);
+  EXPECT_EQ(to_string(*reparsed), once);
+}
+
+TEST(TextForm, locations_can_be_left_out_of_the_text) {
+  auto m = test::parse_valid(R"(module @m {
+  kernel @k() {
+    return loc("a.cpp":1:2)
+  } loc("a.cpp":1:1)
+})");
+  ASSERT_TRUE(m);
+  std::string text = to_string(*m, {.locations = false});
+  EXPECT_EQ(text.find("loc("), std::string::npos) << text;
+}
+
+TEST(TextForm, parse_errors_carry_the_buffer_name_line_and_column) {
+  ParseResult r = parse_module("module @m {\n  kernel @k() {\n    %0 = nope : f32\n", "in.cir");
+  ASSERT_FALSE(r.module);
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_EQ(r.errors[0].str(), "in.cir:3:10: error: unknown operation 'nope'");
+}
