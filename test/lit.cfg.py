@@ -19,6 +19,8 @@ if not tools_dir:
 tools_dir = os.path.abspath(tools_dir)
 llvm_bin = lit_config.params.get("llvm_bin", "/usr/lib/llvm-19/bin")
 repo_root = os.path.dirname(config.test_source_root)
+# Test outputs (%t) go beside the tools, never into the source tree.
+config.test_exec_root = os.path.join(os.path.dirname(tools_dir), "lit-output")
 
 config.environment["PATH"] = os.pathsep.join([tools_dir, llvm_bin, config.environment.get("PATH", os.environ.get("PATH", ""))])
 for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):

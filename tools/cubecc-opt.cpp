@@ -112,8 +112,8 @@ int run(int argc, char **argv) {
     return report(errors);
   }
 
-  std::string result = pass_output.str() +
-                       cubecc::ir::to_string(*parsed.module, {.locations = !no_locations});
+  std::string result =
+      pass_output.str() + cubecc::ir::to_string(*parsed.module, {.locations = !no_locations});
   if (output == "-") {
     std::cout << result;
     std::cout.flush();

@@ -26,8 +26,8 @@ Type Builder::infer_result_type(Opcode opcode, std::span<Value *const> operands)
   const OpInfo &info = op_info(opcode);
   auto need = [&](size_t n) {
     if (operands.size() != n)
-      throw std::logic_error(fmt::format("ir::Builder: '{}' takes {} operand(s), got {}",
-                                         info.name, n, operands.size()));
+      throw std::logic_error(fmt::format("ir::Builder: '{}' takes {} operand(s), got {}", info.name,
+                                         n, operands.size()));
   };
   auto same = [&]() {
     for (Value *v : operands)

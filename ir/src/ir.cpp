@@ -9,8 +9,9 @@ namespace cubecc::ir {
 //===- AttributeList -------------------------------------------------------------------------===//
 
 const AttributeValue *AttributeList::find(std::string_view name) const {
-  auto it = std::lower_bound(entries_.begin(), entries_.end(), name,
-                             [](const NamedAttribute &a, std::string_view n) { return a.name < n; });
+  auto it =
+      std::lower_bound(entries_.begin(), entries_.end(), name,
+                       [](const NamedAttribute &a, std::string_view n) { return a.name < n; });
   return it != entries_.end() && it->name == name ? &it->value : nullptr;
 }
 
@@ -22,8 +23,9 @@ std::optional<int64_t> AttributeList::get_int(std::string_view name) const {
 }
 
 void AttributeList::set(std::string name, AttributeValue value) {
-  auto it = std::lower_bound(entries_.begin(), entries_.end(), name,
-                             [](const NamedAttribute &a, const std::string &n) { return a.name < n; });
+  auto it =
+      std::lower_bound(entries_.begin(), entries_.end(), name,
+                       [](const NamedAttribute &a, const std::string &n) { return a.name < n; });
   if (it != entries_.end() && it->name == name)
     it->value = std::move(value);
   else
@@ -41,7 +43,9 @@ bool AttributeList::remove(std::string_view name) {
 
 //===- Value ---------------------------------------------------------------------------------===//
 
-Value::~Value() { assert(users_.empty() && "destroying a value that still has users"); }
+Value::~Value() {
+  assert(users_.empty() && "destroying a value that still has users");
+}
 
 void Value::remove_user(Operation *op) {
   auto it = std::find(users_.begin(), users_.end(), op);
@@ -94,7 +98,9 @@ Operation *Region::terminator() const {
   return last_ && last_->is_terminator() ? last_ : nullptr;
 }
 
-Operation *Region::push_back(std::unique_ptr<Operation> op) { return insert(nullptr, std::move(op)); }
+Operation *Region::push_back(std::unique_ptr<Operation> op) {
+  return insert(nullptr, std::move(op));
+}
 
 Operation *Region::insert(Operation *before, std::unique_ptr<Operation> op) {
   assert(op && !op->parent_ && "inserting an op that already has a parent");
@@ -131,7 +137,9 @@ std::unique_ptr<Operation> Region::take(Operation *op) {
   return std::unique_ptr<Operation>(op);
 }
 
-void Region::erase(Operation *op) { take(op).reset(); }
+void Region::erase(Operation *op) {
+  take(op).reset();
+}
 
 //===- Operation -----------------------------------------------------------------------------===//
 
@@ -142,7 +150,8 @@ std::unique_ptr<Operation> Operation::create(Opcode opcode, std::span<Value *con
   for (Value *v : operands)
     op->append_operand(v);
   for (unsigned i = 0; i < result_types.size(); ++i)
-    op->results_.push_back(std::unique_ptr<Value>(new Value(result_types[i], op.get(), nullptr, i)));
+    op->results_.push_back(
+        std::unique_ptr<Value>(new Value(result_types[i], op.get(), nullptr, i)));
   for (unsigned i = 0; i < num_regions; ++i)
     op->regions_.push_back(std::make_unique<Region>(op.get(), nullptr));
   return op;

@@ -13,8 +13,12 @@ constexpr OpInfo kOps[] = {
 };
 } // namespace
 
-const OpInfo &op_info(Opcode op) { return kOps[static_cast<unsigned>(op)]; }
-std::span<const OpInfo> all_ops() { return kOps; }
+const OpInfo &op_info(Opcode op) {
+  return kOps[static_cast<unsigned>(op)];
+}
+std::span<const OpInfo> all_ops() {
+  return kOps;
+}
 
 std::optional<Opcode> parse_opcode(std::string_view name) {
   auto it = std::find_if(std::begin(kOps), std::end(kOps),

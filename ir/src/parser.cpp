@@ -2,6 +2,7 @@
 #include "cubecc/ir/parser.h"
 
 #include "cubecc/ir/float16.h"
+#include "float_literal.h"
 
 #include <fmt/format.h>
 
@@ -199,7 +200,8 @@ public:
       t.text = text_.substr(start, pos_ - start);
       return t;
     }
-    bool digit_next = pos_ + 1 < text_.size() && std::isdigit(static_cast<unsigned char>(text_[pos_ + 1]));
+    bool digit_next =
+        pos_ + 1 < text_.size() && std::isdigit(static_cast<unsigned char>(text_[pos_ + 1]));
     if (std::isdigit(static_cast<unsigned char>(c)) || (c == '-' && digit_next)) {
       advance();
       bool hex = c == '0' && pos_ < text_.size() && (text_[pos_] == 'x' || text_[pos_] == 'X');
@@ -228,6 +230,8 @@ public:
     auto b = static_cast<unsigned char>(c);
     if (b >= 0x20 && b < 0x7f)
       fail(t, fmt::format("unexpected character '{}'", c));
+    if (b < 0x80)
+      fail(t, fmt::format("unexpected control character 0x{:02X}", b));
     fail(t, fmt::format("unexpected byte 0x{:02X} (non-ASCII text is allowed only in comments and "
                         "strings)",
                         b));
@@ -359,9 +363,18 @@ private:
   }
 
   static std::string describe(const Token &t) {
-    if (t.kind == Tok::Eof)
+    switch (t.kind) {
+    case Tok::Eof:
       return "end of input";
-    return fmt::format("{} '{}'", tok_name(t.kind), t.text);
+    case Tok::Ident:
+    case Tok::ValueId:
+    case Tok::Symbol:
+    case Tok::String:
+    case Tok::Number:
+      return fmt::format("{} '{}'", tok_name(t.kind), t.text);
+    default:
+      return std::string(tok_name(t.kind)); // punctuation names itself: "'('"
+    }
   }
 
   Token expect(Tok kind, std::string_view what) {
@@ -404,18 +417,24 @@ private:
   }
 
   uint32_t u32_number(std::string_view what) {
-    return static_cast<uint32_t>(unsigned_number(take(), std::numeric_limits<uint32_t>::max(), what));
+    return static_cast<uint32_t>(
+        unsigned_number(take(), std::numeric_limits<uint32_t>::max(), what));
   }
 
   /// A signed 64-bit integer attribute value.
   int64_t int64_number(const Token &t) {
-    bool negative = t.text.size() > 1 && t.text[0] == '-';
-    uint64_t limit = negative ? uint64_t{1} << 63 : (uint64_t{1} << 63) - 1;
-    Token magnitude = t;
-    if (negative)
-      magnitude.text = t.text.substr(1);
-    uint64_t v = unsigned_number(magnitude, limit, "an attribute value");
-    return negative ? static_cast<int64_t>(uint64_t{0} - v) : static_cast<int64_t>(v);
+    if (t.text.size() > 1 && t.text[0] == '-') {
+      int64_t v = 0;
+      auto [end, ec] = std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
+      if (ec == std::errc::result_out_of_range)
+        fail(t, fmt::format("attribute value '{}' is too small (at least {})", t.text,
+                            std::numeric_limits<int64_t>::min()));
+      if (ec != std::errc() || end != t.text.data() + t.text.size())
+        fail(t, fmt::format("expected an attribute value (an integer), found '{}'", t.text));
+      return v;
+    }
+    return static_cast<int64_t>(
+        unsigned_number(t, std::numeric_limits<int64_t>::max(), "an attribute value"));
   }
 
   /// The literal of a `const` of scalar type `type`, as its bit pattern (zero-extended).
@@ -432,8 +451,8 @@ private:
     case ScalarClass::Signed:
     case ScalarClass::Unsigned: {
       if (t.kind != Tok::Number || negated_ident)
-        fail(t, fmt::format("expected an integer literal for a {} constant, found {}", type_name,
-                            describe(t)));
+        fail(t, fmt::format("expected an integer literal for a constant of type {}, found {}",
+                            type_name, describe(t)));
       std::string_view text = t.text;
       bool negative = text[0] == '-';
       if (negative)
@@ -446,8 +465,8 @@ private:
         return static_cast<int64_t>(unsigned_number(digits, mask, "the constant"));
       }
       if (text.find_first_not_of("0123456789") != std::string_view::npos)
-        fail(t, fmt::format("expected an integer literal for a {} constant, found '{}'", type_name,
-                            t.text));
+        fail(t, fmt::format("expected an integer literal for a constant of type {}, found '{}'",
+                            type_name, t.text));
       Token digits = t;
       digits.text = text;
       bool is_signed_type = scalar_class(s) == ScalarClass::Signed;
@@ -471,52 +490,31 @@ private:
 
   int64_t float_bits(const Token &t, bool negated, Scalar s, uint64_t mask) {
     std::string type_name(scalar_name(s));
-    auto from_float = [&](float f) -> int64_t {
+    if (t.kind == Tok::Ident && t.value == "inf") {
+      double inf = negated ? -HUGE_VAL : HUGE_VAL;
       switch (s) {
       case Scalar::F16:
-        return float_to_f16_bits(f);
+        return float_to_f16_bits(static_cast<float>(inf));
       case Scalar::BF16:
-        return float_to_bf16_bits(f);
+        return float_to_bf16_bits(static_cast<float>(inf));
+      case Scalar::F32:
+        return std::bit_cast<uint32_t>(static_cast<float>(inf));
       default:
-        return std::bit_cast<uint32_t>(f);
+        return std::bit_cast<int64_t>(inf);
       }
-    };
-    if (t.kind == Tok::Ident && t.value == "inf") {
-      if (s == Scalar::F64)
-        return std::bit_cast<int64_t>(negated ? -HUGE_VAL : HUGE_VAL);
-      return from_float(negated ? -HUGE_VALF : HUGE_VALF);
     }
     if (t.kind != Tok::Number || negated)
-      fail(t, fmt::format("expected a float literal for a {} constant, found {}", type_name,
+      fail(t, fmt::format("expected a float literal for a constant of type {}, found {}", type_name,
                           describe(t)));
     std::string_view text = t.text;
-    if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
-      Token digits = t;
-      digits.text = text;
-      return static_cast<int64_t>(unsigned_number(digits, mask, "the constant's bit pattern"));
-    }
-    const char *first = text.data();
-    const char *last = text.data() + text.size();
-    if (s == Scalar::F64) {
-      double d = 0;
-      auto [end, ec] = std::from_chars(first, last, d);
-      if (ec == std::errc::result_out_of_range)
-        fail(t, fmt::format("float literal '{}' is out of range for f64", text));
-      if (ec != std::errc() || end != last)
-        fail(t, fmt::format("malformed float literal '{}'", text));
-      return std::bit_cast<int64_t>(d);
-    }
-    float f = 0;
-    auto [end, ec] = std::from_chars(first, last, f);
-    if (ec == std::errc::result_out_of_range)
+    if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X'))
+      return static_cast<int64_t>(unsigned_number(t, mask, "the constant's bit pattern"));
+    detail::FloatLiteral literal = detail::parse_decimal_float(text, s);
+    if (literal.error == detail::FloatLiteralError::Overflow)
       fail(t, fmt::format("float literal '{}' is out of range for {}", text, type_name));
-    if (ec != std::errc() || end != last)
+    if (literal.error)
       fail(t, fmt::format("malformed float literal '{}'", text));
-    int64_t bits = from_float(f);
-    uint64_t exp_mask = s == Scalar::F16 ? 0x7c00 : s == Scalar::BF16 ? 0x7f80 : 0x7f800000;
-    if ((static_cast<uint64_t>(bits) & exp_mask) == exp_mask)
-      fail(t, fmt::format("float literal '{}' is out of range for {}", text, type_name));
-    return bits;
+    return static_cast<int64_t>(literal.bits);
   }
 
   //===- Types -------------------------------------------------------------------------------===//
@@ -549,7 +547,8 @@ private:
       else if (a.kind == Tok::Ident && a.value == "readwrite")
         access = Access::ReadWrite;
       else
-        fail(a, fmt::format("expected an access mode (read, write, readwrite), found {}", describe(a)));
+        fail(a, fmt::format("expected an access mode (read, write, readwrite), found {}",
+                            describe(a)));
       expect(Tok::Greater, "to close the buffer type");
       return Type::buffer(s, access);
     }
@@ -568,9 +567,10 @@ private:
       std::string_view digits = std::string_view(t.value).substr(x + 1);
       uint64_t lanes = 0;
       auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), lanes);
-      if (s && !digits.empty() && ec == std::errc() && end == digits.data() + digits.size()) {
-        if (!Type::valid_lanes(lanes))
-          fail(t, fmt::format("vector type '{}' has {} lanes; vectors have 2, 3, 4, 8 or 16 lanes",
+      bool all_digits = !digits.empty() && end == digits.data() + digits.size();
+      if (s && all_digits && (ec == std::errc() || ec == std::errc::result_out_of_range)) {
+        if (ec != std::errc() || !Type::valid_lanes(lanes))
+          fail(t, fmt::format("vector type '{}': vectors have 2, 3, 4, 8 or 16 lanes, not {}",
                               t.value, digits));
         return Type::vector(*s, static_cast<uint32_t>(lanes));
       }
@@ -580,12 +580,15 @@ private:
 
   //===- Values and scopes -------------------------------------------------------------------===//
 
+  /// Names are scoped like values: a name may be reused in a sibling region, never while an
+  /// earlier definition is still visible.
   void define(const Token &t, Value *v) {
-    auto [it, inserted] = defined_.emplace(t.value, TextPosition{t.line, t.col});
-    if (!inserted)
-      fail(t, fmt::format("redefinition of value '%{}' (first defined at {}:{})", t.value,
-                          it->second.line, it->second.col));
-    scopes_.back().emplace(t.value, v);
+    for (const Scope &scope : scopes_)
+      if (auto it = scope.find(t.value); it != scope.end())
+        fail(t, fmt::format("redefinition of value '%{}' (first defined at {}:{})", t.value,
+                            it->second.position.line, it->second.position.col));
+    defined_[t.value] = TextPosition{t.line, t.col};
+    scopes_.back().emplace(t.value, Definition{v, TextPosition{t.line, t.col}});
     bool numbered = std::isdigit(static_cast<unsigned char>(t.value[0]));
     if (!numbered)
       v->set_name(t.value);
@@ -601,8 +604,12 @@ private:
     for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
       auto found = it->find(t.value);
       if (found != it->end())
-        return found->second;
+        return found->second.value;
     }
+    if (pending_results_.count(t.value))
+      fail(t, fmt::format("value '%{}' is used inside the op that defines it (a result exists only "
+                          "after its op)",
+                          t.value));
     if (defined_.count(t.value))
       fail(t, fmt::format("value '%{}' is used outside the region that defines it", t.value));
     fail(t, fmt::format("use of undefined value '%{}' (values must be defined before use, in the "
@@ -614,6 +621,8 @@ private:
 
   void attributes(AttributeList &attrs) {
     expect(Tok::LBrace, "to open the attributes");
+    if (tok().kind == Tok::RBrace)
+      fail(tok(), "an attribute list needs at least one 'name = value'; leave out empty braces");
     while (true) {
       Token name = expect(Tok::Ident, "as an attribute name");
       if (attrs.find(name.value))
@@ -735,20 +744,25 @@ private:
     bool negated_literal = false;
     if (*opcode == Opcode::Const) {
       if (tok().kind == Tok::Minus) {
-        take();
+        Token minus = take();
+        if (!(tok().kind == Tok::Ident && tok().value == "inf") || tok().col != minus.col + 1 ||
+            tok().line != minus.line)
+          fail(minus, "a '-' in a constant must be followed directly by a number (-1, -2.5) or "
+                      "by inf (-inf)");
         negated_literal = true;
       }
       if (tok().kind != Tok::Number && tok().kind != Tok::Ident)
-        fail(tok(), fmt::format("expected a literal after 'const' (e.g. 'const 1.5 : f32'), found {}",
-                                describe(tok())));
+        fail(tok(),
+             fmt::format("expected a literal after 'const' (e.g. 'const 1.5 : f32'), found {}",
+                         describe(tok())));
       literal = take();
     } else {
       int fixed = fixed_operand_count(info.signature);
       if (fixed >= 0) {
         for (int i = 0; i < fixed; ++i) {
           if (i)
-            expect(Tok::Comma, fmt::format("between the operands of '{}' (it takes {})", info.name,
-                                           fixed));
+            expect(Tok::Comma,
+                   fmt::format("between the operands of '{}' (it takes {})", info.name, fixed));
           if (tok().kind != Tok::ValueId)
             fail(tok(), fmt::format("'{}' takes {} operand(s); expected a value, found {}",
                                     info.name, fixed, describe(tok())));
@@ -760,11 +774,23 @@ private:
           take();
           operands.push_back(use(take()));
         }
+        if (tok().kind == Tok::ValueId && tok().line == name.line)
+          fail(tok(), fmt::format("expected ',' between the operands of '{}', found {}", info.name,
+                                  describe(tok())));
       }
+      if (fixed >= 0 && tok().kind == Tok::Comma)
+        fail(tok(), fmt::format("'{}' takes {} operand(s); found ',' after the last one", info.name,
+                                fixed));
+      // A value on the same line after a fixed-arity op is a stray operand, not the next op.
+      if (fixed >= 0 && tok().kind == Tok::ValueId && tok().line == name.line &&
+          peek(1).kind != Tok::Equal && peek(1).kind != Tok::Comma)
+        fail(tok(), fmt::format("'{}' takes {} operand(s); found another: {}", info.name, fixed,
+                                describe(tok())));
     }
 
     AttributeList attrs;
-    if (at_attributes())
+    bool has_regions = region_count(info.signature) > 0;
+    if (at_attributes() || (!has_regions && tok().kind == Tok::LBrace))
       attributes(attrs);
 
     std::vector<Type> types;
@@ -793,13 +819,15 @@ private:
     op->attributes() = std::move(attrs);
     Operation *raw = region.push_back(std::move(op));
     map_.ops[raw] = {start.line, start.col};
-    for (size_t i = 0; i < result_names.size(); ++i)
-      define(result_names[i], raw->result(static_cast<unsigned>(i)));
+    for (const Token &r : result_names)
+      pending_results_.insert(r.value);
 
     for (unsigned r = 0; r < raw->num_regions(); ++r) {
       Region &inner = raw->region(r);
       if (r == 1 && *opcode == Opcode::If) {
         if (!is_keyword("else")) {
+          if (!types.empty())
+            fail(start, "an 'if' with results needs an 'else' region that yields them");
           inner.push_back(Operation::create(Opcode::Yield, {}, {}));
           continue;
         }
@@ -822,6 +850,10 @@ private:
       region_body(inner, depth + 1);
       scopes_.pop_back();
     }
+    for (const Token &r : result_names)
+      pending_results_.erase(r.value);
+    for (size_t i = 0; i < result_names.size(); ++i)
+      define(result_names[i], raw->result(static_cast<unsigned>(i)));
     raw->set_location(location());
   }
 
@@ -829,8 +861,16 @@ private:
   Token ahead_[3];
   SourceMap &map_;
   Module *module_ = nullptr;
-  std::vector<std::unordered_map<std::string, Value *>> scopes_;
+  struct Definition {
+    Value *value;
+    TextPosition position;
+  };
+  using Scope = std::unordered_map<std::string, Definition>;
+  std::vector<Scope> scopes_;
+  /// Every name defined so far in the kernel, for the "used outside its region" message.
   std::unordered_map<std::string, TextPosition> defined_;
+  /// Results of the op being parsed, which its own regions must not use.
+  std::unordered_set<std::string> pending_results_;
 };
 
 } // namespace
@@ -849,7 +889,9 @@ ParseResult parse_module(std::string_view text, std::string_view buffer_name) {
         col++;
       }
     }
-    result.errors.push_back({std::string(buffer_name), line, col,
+    result.errors.push_back({std::string(buffer_name),
+                             line,
+                             col,
                              fmt::format("invalid UTF-8 (byte 0x{:02X} at offset {})",
                                          static_cast<unsigned char>(text[bad]), bad),
                              {}});

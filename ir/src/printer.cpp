@@ -2,6 +2,7 @@
 #include "cubecc/ir/printer.h"
 
 #include "cubecc/ir/float16.h"
+#include "float_literal.h"
 
 #include <fmt/format.h>
 
@@ -23,16 +24,14 @@ bool is_identifier(std::string_view s) {
   return true;
 }
 
-template <typename F> std::string format_float(F value, uint64_t bits, int hex_digits) {
+/// A float constant: NaN as its bit pattern (payloads survive), infinities by name, everything
+/// else as the shortest decimal that reads back to the same bits.
+std::string format_float(Scalar s, uint64_t bits, double value, int hex_digits) {
   if (std::isnan(value))
     return fmt::format("0x{:0{}x}", bits, hex_digits);
   if (std::isinf(value))
     return value < 0 ? "-inf" : "inf";
-  std::string s = fmt::format("{}", value);
-  // "1" would read back as an integer literal; keep floats recognisable.
-  if (s.find_first_of(".eE") == std::string::npos)
-    s += ".0";
-  return s;
+  return detail::format_shortest_float(bits, s);
 }
 
 class Printer {
@@ -56,6 +55,7 @@ private:
   void kernel_text(const Kernel &kernel) {
     names_.clear();
     used_names_.clear();
+    scopes_.assign(1, {});
     next_number_ = 0;
     out_ += fmt::format("  kernel {}(", format_symbol(kernel.name()));
     for (unsigned i = 0; i < kernel.num_parameters(); ++i) {
@@ -105,6 +105,7 @@ private:
       }
       if (r == 1 && op.opcode() == Opcode::While)
         out_ += " do";
+      scopes_.emplace_back();
       if (region.num_arguments()) {
         out_ += " (";
         for (unsigned i = 0; i < region.num_arguments(); ++i) {
@@ -117,6 +118,9 @@ private:
       region_ops(region, indent + 1);
       out_.append(static_cast<size_t>(indent) * 2, ' ');
       out_ += "}";
+      for (const std::string &name : scopes_.back())
+        used_names_.erase(name);
+      scopes_.pop_back();
     }
     location(op.location());
     out_ += "\n";
@@ -132,8 +136,8 @@ private:
   void location(Location loc) {
     if (!options_.locations || !loc.known())
       return;
-    out_ += fmt::format(" loc({}:{}:{})", quote_string(module_.file_name(loc.file)), loc.line,
-                        loc.col);
+    out_ +=
+        fmt::format(" loc({}:{}:{})", quote_string(module_.file_name(loc.file)), loc.line, loc.col);
   }
 
   std::string define(const Value *v) {
@@ -145,6 +149,7 @@ private:
       for (unsigned n = 1; used_names_.count(name); ++n)
         name = fmt::format("{}_{}", v->name(), n);
       used_names_.insert(name);
+      scopes_.back().push_back(name);
     }
     names_[v] = name;
     return "%" + name;
@@ -176,7 +181,10 @@ private:
   PrintOptions options_;
   std::string out_;
   std::unordered_map<const Value *, std::string> names_;
+  /// Names visible at the current point; a name leaves when its region ends, so sibling regions
+  /// may reuse it (the parser scopes names the same way).
   std::unordered_set<std::string> used_names_;
+  std::vector<std::vector<std::string>> scopes_;
   unsigned next_number_ = 0;
 };
 
@@ -199,13 +207,13 @@ std::string format_constant(Type t, int64_t bits) {
   case ScalarClass::Float:
     switch (s) {
     case Scalar::F16:
-      return format_float(f16_bits_to_float(static_cast<uint16_t>(u)), u & 0xffff, 4);
+      return format_float(s, u & 0xffff, f16_bits_to_float(static_cast<uint16_t>(u)), 4);
     case Scalar::BF16:
-      return format_float(bf16_bits_to_float(static_cast<uint16_t>(u)), u & 0xffff, 4);
+      return format_float(s, u & 0xffff, bf16_bits_to_float(static_cast<uint16_t>(u)), 4);
     case Scalar::F32:
-      return format_float(std::bit_cast<float>(static_cast<uint32_t>(u)), u & 0xffffffffu, 8);
+      return format_float(s, u & 0xffffffffu, std::bit_cast<float>(static_cast<uint32_t>(u)), 8);
     default:
-      return format_float(std::bit_cast<double>(u), u, 16);
+      return format_float(s, u, std::bit_cast<double>(u), 16);
     }
   }
   return "?";

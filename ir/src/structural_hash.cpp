@@ -106,7 +106,9 @@ private:
 
 } // namespace
 
-std::string Hash128::hex() const { return fmt::format("{:016x}{:016x}", high, low); }
+std::string Hash128::hex() const {
+  return fmt::format("{:016x}{:016x}", high, low);
+}
 
 Hash128 structural_hash(const Kernel &kernel) {
   Hasher h;

@@ -17,9 +17,15 @@ constexpr ScalarFacts kScalars[] = {
 };
 } // namespace
 
-std::string_view scalar_name(Scalar s) { return kScalars[static_cast<unsigned>(s)].name; }
-unsigned scalar_bits(Scalar s) { return kScalars[static_cast<unsigned>(s)].bits; }
-ScalarClass scalar_class(Scalar s) { return kScalars[static_cast<unsigned>(s)].cls; }
+std::string_view scalar_name(Scalar s) {
+  return kScalars[static_cast<unsigned>(s)].name;
+}
+unsigned scalar_bits(Scalar s) {
+  return kScalars[static_cast<unsigned>(s)].bits;
+}
+ScalarClass scalar_class(Scalar s) {
+  return kScalars[static_cast<unsigned>(s)].cls;
+}
 
 std::optional<Scalar> parse_scalar(std::string_view name) {
   for (unsigned i = 0; i < std::size(kScalars); ++i)

@@ -86,8 +86,8 @@ private:
       d.line = loc.line;
       d.col = loc.col;
       if (text && map_)
-        d.notes.push_back(fmt::format("in the IR text at {}:{}:{}", map_->buffer_name, text->line,
-                                      text->col));
+        d.notes.push_back(
+            fmt::format("in the IR text at {}:{}:{}", map_->buffer_name, text->line, text->col));
     } else if (text && map_) {
       d.file = map_->buffer_name;
       d.line = text->line;
@@ -101,8 +101,8 @@ private:
     if (diags_.size() >= kMaxDiagnostics)
       return;
     Diagnostic d;
-    d.message = fmt::format("'{}' in kernel {}: {}", op->name(), format_symbol(kernel_->name()),
-                            message);
+    d.message =
+        fmt::format("'{}' in kernel {}: {}", op->name(), format_symbol(kernel_->name()), message);
     const TextPosition *text = nullptr;
     if (map_) {
       auto it = map_->ops.find(op);
@@ -155,9 +155,13 @@ private:
 
   void verify_kernel(const Kernel &k) {
     const auto &wg = k.workgroup_size();
-    uint64_t invocations = uint64_t{wg[0]} * wg[1] * wg[2];
+    uint64_t invocations = uint64_t{wg[0]} * wg[1] * wg[2]; // meaningful once each dim <= 1024
     if (wg[0] == 0 || wg[1] == 0 || wg[2] == 0)
       kernel_error("every workgroup dimension must be at least 1");
+    else if (wg[0] > 1024 || wg[1] > 1024 || wg[2] > 1024)
+      kernel_error(fmt::format("workgroup({}, {}, {}) has a dimension over the portable limit of "
+                               "1024 invocations",
+                               wg[0], wg[1], wg[2]));
     else if (invocations > 1024)
       kernel_error(fmt::format("workgroup({}, {}, {}) has {} invocations; the portable limit is "
                                "1024",
@@ -333,7 +337,8 @@ private:
   bool want_value(const Operation &op, unsigned i, Type t) {
     if (t.is_value())
       return true;
-    error(&op, fmt::format("operand {} has memory type {}; expected a scalar or vector", i, t.str()));
+    error(&op,
+          fmt::format("operand {} has memory type {}; expected a scalar or vector", i, t.str()));
     return false;
   }
 
@@ -341,8 +346,8 @@ private:
     Type t = op.operand(i)->type();
     if (t.is_scalar() && is_integer(t.element()))
       return true;
-    error(&op, fmt::format("operand {} is the index and must be an integer scalar, not {}", i,
-                           t.str()));
+    error(&op,
+          fmt::format("operand {} is the index and must be an integer scalar, not {}", i, t.str()));
     return false;
   }
 
@@ -358,8 +363,8 @@ private:
         return error(&op, fmt::format("makes scalars, not {}", result().str()));
       unsigned width = scalar_bits(result().element());
       if (width < 64 && (static_cast<uint64_t>(*value) >> width) != 0)
-        return error(&op, fmt::format("value has bits set beyond the {} bits of {}", width,
-                                      result().str()));
+        return error(
+            &op, fmt::format("value has bits set beyond the {} bits of {}", width, result().str()));
       return;
     }
     case Signature::Unary:
@@ -371,11 +376,11 @@ private:
         return;
       for (unsigned i = 1; i < op.num_operands(); ++i)
         if (operand(i) != t)
-          return error(&op, fmt::format("operand types differ: {} and {}", t.str(),
-                                        operand(i).str()));
+          return error(&op,
+                       fmt::format("operand types differ: {} and {}", t.str(), operand(i).str()));
       if (result() != t)
-        return error(&op, fmt::format("result type {} differs from operand type {}",
-                                      result().str(), t.str()));
+        return error(&op, fmt::format("result type {} differs from operand type {}", result().str(),
+                                      t.str()));
       check_class(op, t);
       return;
     }
@@ -384,7 +389,8 @@ private:
       if (!want_value(op, 0, t))
         return;
       if (operand(1) != t)
-        return error(&op, fmt::format("operand types differ: {} and {}", t.str(), operand(1).str()));
+        return error(&op,
+                     fmt::format("operand types differ: {} and {}", t.str(), operand(1).str()));
       if (!check_class(op, t))
         return;
       Type expected = t.with_element(Scalar::Bool);
@@ -420,8 +426,8 @@ private:
       if (from.element() == Scalar::Bool || to.element() == Scalar::Bool)
         return error(&op, "bool has no bit pattern to reinterpret; use select or cast");
       if (scalar_bits(from.element()) * from.lanes() != scalar_bits(to.element()) * to.lanes())
-        return error(&op, fmt::format("cannot bitcast {} to {}: the sizes differ", from.str(),
-                                      to.str()));
+        return error(
+            &op, fmt::format("cannot bitcast {} to {}: the sizes differ", from.str(), to.str()));
       return;
     }
     case Signature::Splat:
@@ -491,16 +497,17 @@ private:
         return error(&op, fmt::format("operand must be a buffer, not {}", operand(0).str()));
       if (!result().is_scalar() || !is_integer(result().element()) ||
           scalar_bits(result().element()) < 32)
-        return error(&op, fmt::format("result must be i32, u32, i64 or u64, not {}", result().str()));
+        return error(&op,
+                     fmt::format("result must be i32, u32, i64 or u64, not {}", result().str()));
       return;
     case Signature::SharedAlloc:
     case Signature::LocalAlloc: {
       TypeKind want =
           op.info().signature == Signature::SharedAlloc ? TypeKind::Shared : TypeKind::Local;
       if (result().kind() != want)
-        return error(&op, fmt::format("result must be a {} array type, not {}",
-                                      want == TypeKind::Shared ? "shared" : "local",
-                                      result().str()));
+        return error(&op,
+                     fmt::format("result must be a {} array type, not {}",
+                                 want == TypeKind::Shared ? "shared" : "local", result().str()));
       if (role != RegionRole::KernelBody)
         return error(&op, "must be at the top level of the kernel body (memory is allocated "
                           "once per workgroup or invocation, not per branch or iteration)");
@@ -521,8 +528,8 @@ private:
       Type mem = operand(0);
       bool buffer_rw = mem.kind() == TypeKind::Buffer && mem.access() == Access::ReadWrite;
       if (!buffer_rw && mem.kind() != TypeKind::Shared)
-        return error(&op, fmt::format("needs a readwrite buffer or a shared array, not {}",
-                                      mem.str()));
+        return error(&op,
+                     fmt::format("needs a readwrite buffer or a shared array, not {}", mem.str()));
       if (!want_index(op, 1))
         return;
       Type elem = mem.element_type();
@@ -543,8 +550,8 @@ private:
         return error(&op, fmt::format("operand 1 (lane, mask or delta) must be u32, not {}",
                                       operand(1).str()));
       if (result() != operand(0))
-        return error(&op, fmt::format("result type {} differs from operand type {}",
-                                      result().str(), operand(0).str()));
+        return error(&op, fmt::format("result type {} differs from operand type {}", result().str(),
+                                      operand(0).str()));
       return;
     case Signature::SubgroupBallot:
     case Signature::SubgroupVote: {
@@ -597,12 +604,12 @@ private:
     case Signature::Condition: {
       const Operation *parent = op.parent_op();
       bool is_condition = op.info().signature == Signature::Condition;
+      if (role == RegionRole::KernelBody || !parent)
+        return error(&op, "cannot end a kernel body; use 'return'");
       if (is_condition != (role == RegionRole::WhileBefore))
         return error(&op, is_condition ? "ends only the first region of a 'while'"
-                                       : (role == RegionRole::KernelBody
-                                              ? "cannot end a kernel body; use 'return'"
-                                              : "cannot end the first region of a 'while'; use "
-                                                "'condition'"));
+                                       : "cannot end the first region of a 'while'; use "
+                                         "'condition'");
       if (is_condition) {
         if (op.num_operands() == 0 || operand(0) != Type::scalar(Scalar::Bool))
           return error(&op, "takes a bool condition first, then the values for the 'do' region");
@@ -747,8 +754,8 @@ private:
         divergent_exit |= divergent;
         break;
       default:
-        if (op->has_flag(Subgroup) ||
-            (op->has_flag(ReadsMemory) && op->has_flag(WritesMemory)) || any_varying)
+        if (op->has_flag(Subgroup) || (op->has_flag(ReadsMemory) && op->has_flag(WritesMemory)) ||
+            any_varying)
           for (unsigned i = 0; i < op->num_results(); ++i)
             mark(op->result(i));
         break;
@@ -830,7 +837,8 @@ private:
 
   void check_barriers(const Kernel &k) {
     bool has_barrier = false;
-    const_cast<Kernel &>(k).walk([&](Operation *op) { has_barrier |= op->opcode() == Opcode::Barrier; });
+    const_cast<Kernel &>(k).walk(
+        [&](Operation *op) { has_barrier |= op->opcode() == Opcode::Barrier; });
     if (!has_barrier)
       return;
     varying_.clear();

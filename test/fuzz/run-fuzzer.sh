@@ -9,5 +9,6 @@ seconds=$4
 mkdir -p "$corpus"
 find "$repo" -name '*.cir' -not -path '*/build*' -exec cp {} "$corpus/" \;
 dict=$(dirname "$0")/cir.dict
-exec "$fuzzer" "$corpus" -dict="$dict" -max_total_time="$seconds" -max_len=4096 -timeout=10 \
+mkdir -p "$corpus.findings"
+exec "$fuzzer" "$corpus" -dict="$dict" -artifact_prefix="$corpus.findings/" -max_total_time="$seconds" -max_len=4096 -timeout=10 \
   -rss_limit_mb=2048 -print_final_stats=1

@@ -1,4 +1,5 @@
-//===- float16_test.cpp - binary16 / bfloat16 conversions --------------------------------------===//
+//===- float16_test.cpp - binary16 / bfloat16 conversions
+//--------------------------------------===//
 #include "cubecc/ir/float16.h"
 
 #include <gtest/gtest.h>
@@ -20,7 +21,7 @@ TEST(Float16, every_non_nan_half_survives_a_trip_through_float) {
 
 TEST(Float16, known_values_convert_exactly) {
   EXPECT_EQ(f16_bits_to_float(0x3c00), 1.0f);
-  EXPECT_EQ(f16_bits_to_float(0x7bff), 65504.0f);            // largest finite half
+  EXPECT_EQ(f16_bits_to_float(0x7bff), 65504.0f);              // largest finite half
   EXPECT_EQ(f16_bits_to_float(0x0001), std::ldexp(1.0f, -24)); // smallest subnormal
   EXPECT_EQ(f16_bits_to_float(0x0400), std::ldexp(1.0f, -14)); // smallest normal
   EXPECT_EQ(f16_bits_to_float(0xc000), -2.0f);

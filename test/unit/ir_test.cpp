@@ -61,7 +61,8 @@ TEST(Builder, infers_result_types_from_the_op_table) {
   b.set_insertion_point_to_end(k.body());
   EXPECT_EQ(b.op(Opcode::Lt, {v, v})->type(), Type::vector(Scalar::Bool, 4));
   EXPECT_EQ(b.op(Opcode::Sqrt, {v})->type(), v->type());
-  EXPECT_EQ(b.op(Opcode::SubgroupBallot, {b.const_bool(true)})->type(), Type::vector(Scalar::U32, 4));
+  EXPECT_EQ(b.op(Opcode::SubgroupBallot, {b.const_bool(true)})->type(),
+            Type::vector(Scalar::U32, 4));
   EXPECT_THROW(b.op(Opcode::Cast, {v}), std::logic_error);
   Value *i = k.add_parameter(Type::scalar(Scalar::I32));
   EXPECT_THROW(b.op(Opcode::Add, {v, i}), std::logic_error);
@@ -131,9 +132,9 @@ TEST(Regions, walk_visits_parents_before_children) {
   build_axpy(m);
   std::vector<std::string_view> names;
   m.kernels()[0]->walk([&](Operation *op) { names.push_back(op->name()); });
-  std::vector<std::string_view> expected = {"global_id", "vec.extract", "buffer.size", "lt", "if",
-                                            "load",      "load",        "fma",         "store",
-                                            "yield",     "yield",       "return"};
+  std::vector<std::string_view> expected = {"global_id", "vec.extract", "buffer.size", "lt",
+                                            "if",        "load",        "load",        "fma",
+                                            "store",     "yield",       "yield",       "return"};
   EXPECT_EQ(names, expected);
 }
 

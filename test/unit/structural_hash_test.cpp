@@ -1,4 +1,5 @@
-//===- structural_hash_test.cpp - The hash ignores names and locations, sees everything else ---===//
+//===- structural_hash_test.cpp - The hash ignores names and locations, sees everything else
+//---===//
 #include "cubecc/ir/structural_hash.h"
 #include "test_support.h"
 
@@ -69,7 +70,9 @@ std::vector<Word> semantic_words(const std::string &line) {
   size_t end = line.find(" loc(");
   end = end == std::string::npos ? line.size() : end;
   size_t i = 0;
-  auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'; };
+  auto ident = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.';
+  };
   while (i < end) {
     char c = line[i];
     if (c == '%' || c == '@') {
@@ -79,7 +82,8 @@ std::vector<Word> semantic_words(const std::string &line) {
       for (++i; i < end && line[i] != '"'; ++i) {
       }
       ++i;
-    } else if (ident(c) || (c == '-' && i + 1 < end && std::isdigit(static_cast<unsigned char>(line[i + 1])))) {
+    } else if (ident(c) ||
+               (c == '-' && i + 1 < end && std::isdigit(static_cast<unsigned char>(line[i + 1])))) {
       size_t start = i;
       for (++i; i < end && ident(line[i]); ++i) {
       }
@@ -117,8 +121,8 @@ std::string mutate(const std::string &word) {
 } // namespace
 
 TEST(StructuralHash, renaming_every_value_keeps_the_hash) {
-  std::string renamed = std::regex_replace(kSample, std::regex("%([A-Za-z_][A-Za-z0-9_]*)"),
-                                           "%renamed_$1");
+  std::string renamed =
+      std::regex_replace(kSample, std::regex("%([A-Za-z_][A-Za-z0-9_]*)"), "%renamed_$1");
   ASSERT_NE(renamed, kSample);
   EXPECT_EQ(hash_of(renamed), hash_of(kSample));
   // Unnamed (numbered) values hash like named ones.
@@ -133,8 +137,8 @@ TEST(StructuralHash, renaming_every_value_keeps_the_hash) {
 }
 
 TEST(StructuralHash, locations_do_not_change_the_hash) {
-  std::string located = std::regex_replace(kSample, std::regex(" : f32\n"),
-                                           " : f32 loc(\"other.cpp\":99:7)\n");
+  std::string located =
+      std::regex_replace(kSample, std::regex(" : f32\n"), " : f32 loc(\"other.cpp\":99:7)\n");
   ASSERT_NE(located, kSample);
   EXPECT_EQ(hash_of(located), hash_of(kSample));
 }
@@ -189,7 +193,8 @@ TEST(StructuralHash, is_stable_across_runs_and_builds) {
   // bundles, so it must not drift with the compiler, the platform or the run. The value was
   // recorded from version 1 of the byte stream; if it changes, every cached kernel goes stale, so
   // change the stream only together with kStructuralHashVersion.
-  auto m = test::parse_valid("module @m {\n  kernel @k() workgroup(1, 1, 1) {\n    return\n  }\n}\n");
+  auto m =
+      test::parse_valid("module @m {\n  kernel @k() workgroup(1, 1, 1) {\n    return\n  }\n}\n");
   ASSERT_TRUE(m);
   ASSERT_EQ(kStructuralHashVersion, 1u) << "pin the new version's hash below";
   EXPECT_EQ(structural_hash(*m->kernels()[0]).hex(), "33067c91e5a1d24c2b2eb3eeca74fb3f");
@@ -198,7 +203,8 @@ TEST(StructuralHash, is_stable_across_runs_and_builds) {
 TEST(StructuralHash, module_hash_follows_its_kernels_not_its_name) {
   auto a = test::parse_valid("module @a {\n  kernel @k() {\n    return\n  }\n}\n");
   auto b = test::parse_valid("module @b {\n  kernel @k() {\n    return\n  }\n}\n");
-  auto c = test::parse_valid("module @a {\n  kernel @k() workgroup(2, 1, 1) {\n    return\n  }\n}\n");
+  auto c =
+      test::parse_valid("module @a {\n  kernel @k() workgroup(2, 1, 1) {\n    return\n  }\n}\n");
   ASSERT_TRUE(a && b && c);
   EXPECT_EQ(structural_hash(*a), structural_hash(*b));
   EXPECT_NE(structural_hash(*a), structural_hash(*c));

@@ -1,6 +1,9 @@
-//===- text_form_test.cpp - Printer and parser properties --------------------------------------===//
+//===- text_form_test.cpp - Printer and parser properties
+//--------------------------------------===//
 #include "cubecc/ir/builder.h"
 #include "test_support.h"
+
+#include <fmt/format.h>
 
 #include <bit>
 #include <cstdint>
@@ -125,4 +128,88 @@ TEST(TextForm, parse_errors_carry_the_buffer_name_line_and_column) {
   ASSERT_FALSE(r.module);
   ASSERT_EQ(r.errors.size(), 1u);
   EXPECT_EQ(r.errors[0].str(), "in.cir:3:10: error: unknown operation 'nope'");
+}
+
+namespace {
+
+/// The bits `const <literal> : <type>` parses to, or -1 when it does not parse.
+int64_t literal_bits(std::string_view literal, std::string_view type) {
+  std::string text = fmt::format("module @m {{\n  kernel @k() {{\n    %c = const {} : {}\n    "
+                                 "return\n  }}\n}}\n",
+                                 literal, type);
+  ParseResult r = parse_module(text, "literal.cir");
+  if (!r.module)
+    return -1;
+  return r.module->kernels()[0]->body().front()->attributes().get_int("value").value_or(-1);
+}
+
+} // namespace
+
+TEST(TextForm, decimal_literals_round_once_to_nearest_even_in_the_constant_type) {
+  // Halfway between two f16 values rounds to even; anything above halfway rounds up, even when
+  // rounding the decimal to f32 first would land exactly on the halfway point.
+  EXPECT_EQ(literal_bits("1.00048828125", "f16"), 0x3c00);
+  EXPECT_EQ(literal_bits("1.00048828125001", "f16"), 0x3c01);
+  EXPECT_EQ(literal_bits("2.98023223876953125e-08", "f16"), 0x0000); // half the smallest subnormal
+  EXPECT_EQ(literal_bits("2.98023224e-08", "f16"), 0x0001);
+  EXPECT_EQ(literal_bits("1.0039063", "bf16"), 0x3f81);
+  EXPECT_EQ(literal_bits("1.00390625", "bf16"), 0x3f80);
+  // Just below the point where rounding reaches infinity: the largest finite value.
+  EXPECT_EQ(literal_bits("65519.999", "f16"), 0x7bff);
+  EXPECT_EQ(literal_bits("65520", "f16"), -1);
+  EXPECT_EQ(literal_bits("3.3961775e38", "bf16"), 0x7f7f);
+  // Tiny values round to zero, as IEEE arithmetic does, for every float type.
+  EXPECT_EQ(literal_bits("1e-50", "f16"), 0);
+  EXPECT_EQ(literal_bits("1e-50", "f32"), 0);
+  EXPECT_EQ(literal_bits("-1e-400", "f64"), static_cast<int64_t>(0x8000000000000000u));
+  EXPECT_EQ(literal_bits("1e999", "f64"), -1);
+}
+
+TEST(TextForm, half_constants_print_with_the_fewest_digits_that_read_back) {
+  auto printed = [](int64_t bits, Type t) { return format_constant(t, bits); };
+  EXPECT_EQ(printed(0x3555, Type::scalar(Scalar::F16)), "0.3333");
+  EXPECT_EQ(printed(0x2e66, Type::scalar(Scalar::F16)), "0.1");
+  EXPECT_EQ(printed(0x7bff, Type::scalar(Scalar::F16)), "65500.0");
+  EXPECT_EQ(printed(0x6400, Type::scalar(Scalar::F16)), "1024.0");
+  EXPECT_EQ(printed(0x0001, Type::scalar(Scalar::F16)), "6e-08");
+  EXPECT_EQ(printed(0x4049, Type::scalar(Scalar::BF16)), "3.14");
+}
+
+TEST(TextForm, sibling_regions_may_reuse_a_name) {
+  const char *text = R"(module @m {
+  kernel @k(%n: u32) workgroup(1, 1, 1) {
+    %0 = const 0 : u32
+    %1 = const 1 : u32
+    for %0, %n, %1 (%i: u32) {
+      %x = add %i, %i : u32
+      yield
+    }
+    for %0, %n, %1 (%i: u32) {
+      %x = mul %i, %i : u32
+      yield
+    }
+    %x = add %n, %n : u32
+    return
+  }
+}
+)";
+  auto m = test::parse_valid(text);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(to_string(*m), text);
+}
+
+TEST(TextForm, a_name_still_visible_cannot_be_defined_again) {
+  EXPECT_NE(test::first_error(R"(module @m {
+  kernel @k(%n: u32) {
+    %x = add %n, %n : u32
+    %c = eq %n, %n : bool
+    if %c {
+      %x = mul %n, %n : u32
+      yield
+    }
+    return
+  }
+})")
+                .find("6:7: error: redefinition of value '%x' (first defined at 3:5)"),
+            std::string::npos);
 }

@@ -121,7 +121,8 @@ TEST(Verifier, barrier_under_a_uniform_condition_is_accepted) {
 TEST(Verifier, barrier_under_a_condition_on_the_invocation_is_refused) {
   for (const char *source : {
            "    %l = local_index : u32\n    %z = const 0 : u32\n    %c = eq %l, %z : bool",
-           "    %z = const 0 : u32\n    %o = atomic.add %buf, %z, %z : u32\n    %c = eq %o, %z : bool",
+           "    %z = const 0 : u32\n    %o = atomic.add %buf, %z, %z : u32\n    %c = eq %o, %z : "
+           "bool",
            "    %e = subgroup.elect : bool\n    %c = and %e, %e : bool",
            // A load at a varying index varies.
            "    %g = global_id : u32x3\n    %i = vec.extract %g {lane = 0} : u32\n"
@@ -144,7 +145,8 @@ TEST(Verifier, barrier_after_a_varying_break_is_refused_and_after_a_uniform_one_
     %one = const 1 : u32
     %l = local_index : u32
     for %z, %n, %one (%i: u32) {
-      %stop = )") + std::string(condition) +
+      %stop = )") +
+           std::string(condition) +
            R"(
       if %stop {
         break
@@ -179,5 +181,6 @@ TEST(Verifier, a_value_carried_around_a_loop_becomes_varying_when_a_varying_valu
     return
   }
 })";
-  EXPECT_NE(test::first_error(text).find("'barrier'"), std::string::npos) << test::first_error(text);
+  EXPECT_NE(test::first_error(text).find("'barrier'"), std::string::npos)
+      << test::first_error(text);
 }

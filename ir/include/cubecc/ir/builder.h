@@ -40,7 +40,8 @@ public:
 
   /// The general form: any op, explicit result types.
   Operation *create(Opcode opcode, std::span<Value *const> operands,
-                    std::span<const Type> result_types, std::vector<NamedAttribute> attributes = {});
+                    std::span<const Type> result_types,
+                    std::vector<NamedAttribute> attributes = {});
   Operation *create(Opcode opcode, std::initializer_list<Value *> operands,
                     std::initializer_list<Type> result_types = {},
                     std::vector<NamedAttribute> attributes = {}) {

@@ -241,7 +241,9 @@ public:
   const std::string &name() const { return name_; }
   void set_name(std::string name) { name_ = std::move(name); }
 
-  Value *add_parameter(Type t, std::string name = {}) { return body_.add_argument(t, std::move(name)); }
+  Value *add_parameter(Type t, std::string name = {}) {
+    return body_.add_argument(t, std::move(name));
+  }
   unsigned num_parameters() const { return body_.num_arguments(); }
   Value *parameter(unsigned i) const { return body_.argument(i); }
 

@@ -93,7 +93,9 @@ int fixed_result_count(Signature sig);
 unsigned region_count(Signature sig);
 
 const OpInfo &op_info(Opcode op);
-inline std::string_view op_name(Opcode op) { return op_info(op).name; }
+inline std::string_view op_name(Opcode op) {
+  return op_info(op).name;
+}
 /// Every op of the table, in table order.
 std::span<const OpInfo> all_ops();
 std::optional<Opcode> parse_opcode(std::string_view name);

@@ -42,11 +42,15 @@ std::string_view scalar_name(Scalar s);
 unsigned scalar_bits(Scalar s);
 ScalarClass scalar_class(Scalar s);
 std::optional<Scalar> parse_scalar(std::string_view name);
-inline bool is_float(Scalar s) { return scalar_class(s) == ScalarClass::Float; }
+inline bool is_float(Scalar s) {
+  return scalar_class(s) == ScalarClass::Float;
+}
 inline bool is_integer(Scalar s) {
   return scalar_class(s) == ScalarClass::Signed || scalar_class(s) == ScalarClass::Unsigned;
 }
-inline bool is_signed(Scalar s) { return scalar_class(s) == ScalarClass::Signed; }
+inline bool is_signed(Scalar s) {
+  return scalar_class(s) == ScalarClass::Signed;
+}
 
 /// Who may read and write a global buffer.
 enum class Access : uint8_t { Read, Write, ReadWrite };
