@@ -794,6 +794,9 @@ private:
       attributes(attrs);
 
     std::vector<Type> types;
+    if (!result_names.empty() && tok().kind != Tok::Colon)
+      fail(tok(), fmt::format("expected ':' and the result type(s) of '{}', found {}", info.name,
+                              describe(tok())));
     if (tok().kind == Tok::Colon) {
       take();
       types.push_back(type());

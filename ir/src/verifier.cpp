@@ -585,9 +585,16 @@ private:
         return;
       std::vector<Type> args = {iv};
       args.insert(args.end(), carried.begin(), carried.end());
-      if (argument_types(op.region(0)) != args)
-        return error(&op, "the body's arguments must be the induction variable (of the bounds' "
-                          "type) followed by one per result, of the results' types");
+      std::vector<Type> actual = argument_types(op.region(0));
+      if (actual.size() != args.size())
+        return error(&op, fmt::format("the body has {} argument(s); it needs {}: the induction "
+                                      "variable, then one per result",
+                                      actual.size(), args.size()));
+      for (size_t i = 0; i < args.size(); ++i)
+        if (actual[i] != args[i])
+          return error(&op, fmt::format("body argument {} ({}) has type {}, expected {}", i,
+                                        i == 0 ? "the induction variable" : "a carried value",
+                                        actual[i].str(), args[i].str()));
       if (auto unroll = op.attributes().get_int("unroll"); unroll && *unroll < 1)
         return error(&op, fmt::format("unroll factor must be at least 1, not {}", *unroll));
       return;
