@@ -9,6 +9,7 @@
 #include <cfenv>
 #include <cmath>
 #include <cstdlib>
+#include <locale.h>
 
 namespace cubecc::ir::detail {
 namespace {
@@ -111,11 +112,14 @@ std::string positional_if_moderate(const std::string &scientific) {
   return out;
 }
 
-/// strtod under a rounding mode; `end` receives the end of what it read.
+/// strtod in the "C" locale (an embedding application's locale may use a decimal comma) under a
+/// rounding mode; `end` receives the end of what it read.
 double read_double(const std::string &text, int mode, char **end) {
+  static const locale_t c_locale = newlocale(LC_ALL_MASK, "C", nullptr);
+  int previous = std::fegetround();
   std::fesetround(mode);
-  double d = std::strtod(text.c_str(), end);
-  std::fesetround(FE_TONEAREST);
+  double d = strtod_l(text.c_str(), end, c_locale);
+  std::fesetround(previous);
   return d;
 }
 

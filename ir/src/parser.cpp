@@ -589,6 +589,10 @@ private:
                             it->second.position.line, it->second.position.col));
     defined_[t.value] = TextPosition{t.line, t.col};
     scopes_.back().emplace(t.value, Definition{v, TextPosition{t.line, t.col}});
+    if (t.value[0] == '.')
+      fail(t, fmt::format("value name '%{}' must start with a letter, '_' or (for numbered values) "
+                          "a digit",
+                          t.value));
     bool numbered = std::isdigit(static_cast<unsigned char>(t.value[0]));
     if (!numbered)
       v->set_name(t.value);
@@ -815,6 +819,8 @@ private:
       if (!types[0].is_scalar())
         fail(name, fmt::format("'const' makes scalars, not '{}' (use 'splat' for vectors)",
                                types[0].str()));
+      if (attrs.find("value"))
+        fail(name, "'const' takes its value as a literal ('const 2 : i32'), not as an attribute");
       attrs.set("value", constant_bits(literal, negated_literal, types[0]));
     }
 

@@ -145,14 +145,26 @@ private:
     if (v->name().empty()) {
       name = std::to_string(next_number_++);
     } else {
-      name = v->name();
+      std::string base = printable_name(v->name());
+      name = base;
       for (unsigned n = 1; used_names_.count(name); ++n)
-        name = fmt::format("{}_{}", v->name(), n);
+        name = fmt::format("{}_{}", base, n);
       used_names_.insert(name);
       scopes_.back().push_back(name);
     }
     names_[v] = name;
     return "%" + name;
+  }
+
+  /// A name hint as the text form can hold it: letters, digits, '_' and '.', starting with a
+  /// letter or '_' (names from the API may hold anything; numbered names are the printer's own).
+  static std::string printable_name(const std::string &hint) {
+    std::string out;
+    for (char c : hint)
+      out += std::isalnum(static_cast<unsigned char>(c)) || c == '.' ? c : '_';
+    if (!std::isalpha(static_cast<unsigned char>(out[0])) && out[0] != '_')
+      out.insert(0, "v");
+    return out;
   }
 
   std::string use(const Value *v) {

@@ -39,18 +39,32 @@ public:
 
 private:
   void tag(char c) { raw(&c, 1); }
-  void u32(uint32_t v) { raw(&v, sizeof v); }
-  void u64(uint64_t v) { raw(&v, sizeof v); }
+  // Integers go in as little-endian bytes whatever the host's byte order.
+  void u32(uint32_t v) {
+    uint8_t bytes[4];
+    for (int i = 0; i < 4; ++i)
+      bytes[i] = static_cast<uint8_t>(v >> (8 * i));
+    raw(bytes, sizeof bytes);
+  }
+  void u64(uint64_t v) {
+    u32(static_cast<uint32_t>(v));
+    u32(static_cast<uint32_t>(v >> 32));
+  }
   void str(std::string_view s) {
     u64(s.size());
     raw(s.data(), s.size());
   }
 
+  // Types and ops go in by name, not by their position in a table, so that adding or reordering
+  // rows of ops.def or of the scalar list leaves every existing kernel's hash unchanged.
   void type(Type t) {
-    uint8_t bytes[3] = {static_cast<uint8_t>(t.kind()), static_cast<uint8_t>(t.element()),
-                        static_cast<uint8_t>(t.access())};
-    raw(bytes, sizeof bytes);
-    u32(t.kind() == TypeKind::Vector ? t.lanes() : t.count());
+    static constexpr char kKindTags[] = {'s', 'v', 'b', 'h', 'l'};
+    tag(kKindTags[static_cast<unsigned>(t.kind())]);
+    str(scalar_name(t.element()));
+    if (t.kind() == TypeKind::Buffer)
+      str(access_name(t.access()));
+    else if (t.kind() != TypeKind::Scalar)
+      u32(t.kind() == TypeKind::Vector ? t.lanes() : t.count());
   }
 
   void define(const Value *v) {
@@ -84,7 +98,7 @@ private:
 
   void operation(const Operation &op) {
     tag('O');
-    u32(static_cast<uint32_t>(op.opcode()));
+    str(op.name());
     u32(op.num_operands());
     for (Value *v : op.operands()) {
       auto it = numbers_.find(v);

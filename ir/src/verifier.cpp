@@ -154,6 +154,7 @@ private:
   //===- Kernels and regions -----------------------------------------------------------------===//
 
   void verify_kernel(const Kernel &k) {
+    size_t errors_before = diags_.size();
     const auto &wg = k.workgroup_size();
     uint64_t invocations = uint64_t{wg[0]} * wg[1] * wg[2]; // meaningful once each dim <= 1024
     if (wg[0] == 0 || wg[1] == 0 || wg[2] == 0)
@@ -186,18 +187,26 @@ private:
       return;
     }
     verify_region(k.body(), RegionRole::KernelBody, nullptr, 0);
-    if (diags_.empty())
-      check_barriers(k);
+    if (diags_.size() == errors_before)
+      check_barriers(k); // its analysis assumes the kernel is otherwise well formed
   }
 
   void verify_region(const Region &region, RegionRole role, const LoopContext *loop,
                      unsigned depth) {
     std::vector<const Value *> added;
+    const Operation *parent = region.parent_op();
     for (unsigned i = 0; i < region.num_arguments(); ++i) {
       visible_.insert(region.argument(i));
       added.push_back(region.argument(i));
+      Type t = region.argument(i)->type();
+      if (parent && !t.is_value())
+        error(parent,
+              fmt::format("region argument {} has type {}; loops carry scalars and vectors, "
+                          "not memory objects",
+                          i, t.str()));
+      else if (std::string why = malformed(t); parent && !why.empty())
+        error(parent, fmt::format("region argument {} has type {}: {}", i, t.str(), why));
     }
-    const Operation *parent = region.parent_op();
     if (region.empty()) {
       error(parent, "a region is empty; every region ends with a terminator");
     }
@@ -665,7 +674,8 @@ private:
     }
     case Opcode::While: {
       LoopContext inner{&op, result_types(op), argument_types(op.region(0))};
-      verify_region(op.region(0), RegionRole::WhileBefore, &inner, depth + 1);
+      // The condition region cannot leave the loop: no break or continue there, even in an if.
+      verify_region(op.region(0), RegionRole::WhileBefore, nullptr, depth + 1);
       verify_region(op.region(1), RegionRole::WhileAfter, &inner, depth + 1);
       return;
     }
@@ -725,8 +735,11 @@ private:
         if (control)
           mark(body.argument(0));
         for (unsigned i = 3; i < op->num_operands(); ++i)
-          if (is_varying(op->operand(i)))
+          if (is_varying(op->operand(i))) {
             mark(body.argument(i - 2));
+            if (i - 3 < op->num_results())
+              mark(op->result(i - 3)); // after zero iterations the result is the initial value
+          }
         if (propagate(body, divergent || control) && loop_exit_varying_.insert(op).second)
           changed_ = true;
         loop_flow(*op, body, 1, divergent || control);

@@ -184,3 +184,68 @@ TEST(Verifier, a_value_carried_around_a_loop_becomes_varying_when_a_varying_valu
   EXPECT_NE(test::first_error(text).find("'barrier'"), std::string::npos)
       << test::first_error(text);
 }
+
+TEST(Verifier, a_loop_result_is_varying_when_its_initial_value_is) {
+  // With zero iterations the result is the (varying) initial value, even though every yield
+  // feeds back a uniform one.
+  std::string text = R"(module @m {
+  kernel @k(%n: u32) workgroup(64, 1, 1) {
+    %z = const 0 : u32
+    %one = const 1 : u32
+    %l = local_index : u32
+    %r = for %z, %n, %one, %l : u32 (%i: u32, %acc: u32) {
+      yield %z
+    }
+    %c = gt %r, %z : bool
+    if %c {
+      barrier
+      yield
+    }
+    return
+  }
+})";
+  EXPECT_NE(test::first_error(text).find("'barrier'"), std::string::npos)
+      << test::first_error(text);
+}
+
+TEST(Verifier, barriers_are_checked_in_every_kernel_even_after_an_error_in_another) {
+  std::string text = R"(module @m {
+  kernel @broken(%x: f32, %y: i32) {
+    %s = add %x, %y : f32
+    return
+  }
+  kernel @divergent() workgroup(64, 1, 1) {
+    %l = local_index : u32
+    %z = const 0 : u32
+    %c = eq %l, %z : bool
+    if %c {
+      barrier
+      yield
+    }
+    return
+  }
+})";
+  ParseResult r = parse_module(text, "two.cir");
+  ASSERT_TRUE(r.module);
+  auto problems = verify(*r.module, &r.source_map);
+  ASSERT_EQ(problems.size(), 2u) << to_string(problems);
+  EXPECT_NE(problems[1].message.find("'barrier' in kernel @divergent"), std::string::npos);
+}
+
+TEST(Printer, names_from_the_api_that_the_text_form_cannot_hold_are_made_printable) {
+  Module m;
+  Kernel &k = m.add_kernel("k");
+  Value *a = k.add_parameter(Type::scalar(Scalar::F32), "a b");
+  Value *b = k.add_parameter(Type::scalar(Scalar::F32), "0");
+  k.add_parameter(Type::scalar(Scalar::F32), "x-y");
+  Builder builder(m);
+  builder.set_insertion_point_to_end(k.body());
+  builder.op(Opcode::Add, {a, b});
+  builder.ret();
+  std::string text = to_string(m);
+  EXPECT_NE(text.find("kernel @k(%a_b: f32, %v0: f32, %x_y: f32)"), std::string::npos) << text;
+  EXPECT_NE(text.find("%0 = add %a_b, %v0 : f32"), std::string::npos) << text;
+  auto reparsed = test::parse_valid(text);
+  ASSERT_TRUE(reparsed);
+  EXPECT_EQ(to_string(*reparsed), text);
+}

@@ -1,8 +1,9 @@
 //===- printer.h - The text form of cubecc IR (.cir) ------------------------------------------===//
 //
 // The printed form parses back to the same module, and printing that module gives the same text
-// (see docs/ir.md for the grammar). Values print with their name hints, made unique within a
-// kernel; values without a hint are numbered in definition order.
+// (see docs/ir.md for the grammar). Values print with their name hints, made unique among the
+// names visible at that point (sibling regions may reuse a name); values without a hint are
+// numbered in definition order across the kernel.
 //
 //===-----------------------------------------------------------------------------------------===//
 #pragma once
