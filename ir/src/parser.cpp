@@ -819,8 +819,8 @@ private:
       if (!types[0].is_scalar())
         fail(name, fmt::format("'const' makes scalars, not '{}' (use 'splat' for vectors)",
                                types[0].str()));
-      if (attrs.find("value"))
-        fail(name, "'const' takes its value as a literal ('const 2 : i32'), not as an attribute");
+      if (!attrs.empty())
+        fail(name, "'const' takes no attributes: its value is the literal ('const 2 : i32')");
       attrs.set("value", constant_bits(literal, negated_literal, types[0]));
     }
 
