@@ -217,6 +217,30 @@ Kernel &Module::add_kernel(std::string name) {
   return *kernels_.back();
 }
 
+void Module::remove_kernel(const Kernel *kernel) {
+  auto it = std::find_if(kernels_.begin(), kernels_.end(),
+                         [&](const std::unique_ptr<Kernel> &k) { return k.get() == kernel; });
+  if (it != kernels_.end()) {
+    (*it)->body().drop_all_references();
+    kernels_.erase(it);
+  }
+}
+
+void Module::adopt_kernels(Module &&other) {
+  auto remap = [&](Location loc) {
+    if (loc.known())
+      loc.file = intern_file(other.file_name(loc.file));
+    return loc;
+  };
+  for (auto &k : other.kernels_) {
+    k->module_ = this;
+    k->set_location(remap(k->location()));
+    k->walk([&](Operation *op) { op->set_location(remap(op->location())); });
+    kernels_.push_back(std::move(k));
+  }
+  other.kernels_.clear();
+}
+
 Kernel *Module::find_kernel(std::string_view name) const {
   for (const auto &k : kernels_)
     if (k->name() == name)

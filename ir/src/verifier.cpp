@@ -77,6 +77,14 @@ public:
     return std::move(diags_);
   }
 
+  std::vector<Diagnostic> run(const Kernel &k) {
+    kernel_ = &k;
+    if (k.name().empty())
+      kernel_error("a kernel has an empty name");
+    verify_kernel(k);
+    return std::move(diags_);
+  }
+
 private:
   //===- Reporting ---------------------------------------------------------------------------===//
 
@@ -884,6 +892,10 @@ private:
 
 std::vector<Diagnostic> verify(const Module &module, const SourceMap *source_map) {
   return Verifier(module, source_map).run();
+}
+
+std::vector<Diagnostic> verify(const Kernel &kernel, const SourceMap *source_map) {
+  return Verifier(*kernel.module(), source_map).run(kernel);
 }
 
 } // namespace cubecc::ir

@@ -263,6 +263,7 @@ public:
   void walk(const std::function<void(Operation *)> &fn);
 
 private:
+  friend class Module;
   Module *module_;
   std::string name_;
   std::array<uint32_t, 3> workgroup_size_ = {1, 1, 1};
@@ -283,6 +284,10 @@ public:
   void set_name(std::string name) { name_ = std::move(name); }
 
   Kernel &add_kernel(std::string name);
+  /// Removes and destroys `kernel` (a kernel of this module).
+  void remove_kernel(const Kernel *kernel);
+  /// Moves every kernel of `other` to the end of this module (locations keep their files).
+  void adopt_kernels(Module &&other);
   std::span<const std::unique_ptr<Kernel>> kernels() const { return kernels_; }
   Kernel *find_kernel(std::string_view name) const;
 

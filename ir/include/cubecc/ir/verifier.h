@@ -21,5 +21,7 @@ namespace cubecc::ir {
 
 /// All problems found in `module` (empty when it is well formed).
 std::vector<Diagnostic> verify(const Module &module, const SourceMap *source_map = nullptr);
+/// The problems of one kernel (of its module).
+std::vector<Diagnostic> verify(const Kernel &kernel, const SourceMap *source_map = nullptr);
 
 } // namespace cubecc::ir

@@ -1,0 +1,125 @@
+//===- control.h - Structured control flow in kernels ----------------------------------------===//
+//
+//   dsl::if_(i < n, [&] { ... }).else_([&] { ... });
+//   dsl::for_(0u, n, [&](dsl::Val<uint32_t> k) { ... });              // runtime bounds
+//   dsl::for_(0u, n, 4u, [&](auto k) { ... }, dsl::Unroll{2});        // step and unroll hint
+//   dsl::while_([&] { return x > 1u; }, [&] { ... });
+//   dsl::break_(); dsl::continue_();
+//
+// A plain C++ `for` over comptime values is unrolled at trace time.
+//
+//===-----------------------------------------------------------------------------------------===//
+#pragma once
+
+#include "cubecc/dsl/expr.h"
+
+#include <utility>
+
+namespace cubecc::ir {
+class Operation;
+}
+
+namespace cubecc::dsl {
+
+namespace detail {
+ir::Operation *current_if_for_else(const Loc &loc);
+void begin_else_of(ir::Operation *if_op, const Loc &loc);
+} // namespace detail
+
+/// The handle returned by if_, for attaching an else branch.
+class IfElse {
+public:
+  explicit IfElse(ir::Operation *op) : op_(op) {}
+  /// Must directly follow its if_.
+  template <class F> void else_(F &&body, const Loc &loc = Loc::current()) const {
+    detail::begin_else_of(op_, loc);
+    std::forward<F>(body)();
+    detail::end_if();
+  }
+
+private:
+  ir::Operation *op_;
+};
+
+template <class C, class F>
+IfElse if_(const C &condition, F &&then, const Loc &loc = Loc::current()) {
+  static_assert(ExprLike<C>, "cubecc: if_ needs a kernel bool condition (a comparison, say); a "
+                             "C++ bool is comptime: use a plain C++ if");
+  static_assert(std::is_same_v<value_of<C>, bool>, "cubecc: if_'s condition must be bool (compare "
+                                                   "first, e.g. x != 0)");
+  detail::begin_if(condition.dsl_node().emit(loc), loc);
+  std::forward<F>(then)();
+  detail::end_then();
+  return IfElse(detail::current_if_for_else(loc));
+}
+
+/// A loop unrolling hint: 0 leaves the choice to the compiler, 1 asks for no unrolling, N > 1
+/// for unrolling by N.
+struct Unroll {
+  int factor = 0;
+};
+
+namespace detail {
+
+template <class L, class H> struct LoopIndex {
+  using type = int32_t; // both bounds are C++ integers
+};
+template <class L, class H>
+requires(ExprLike<H> && !ExprLike<L>) struct LoopIndex<L, H> {
+  using type = value_of<H>;
+};
+template <class L, class H>
+requires ExprLike<L>
+struct LoopIndex<L, H> {
+  using type = value_of<L>;
+};
+
+template <class I, class L, class H, class S, class F>
+void for_impl(const L &lo, const H &hi, const S &step, F &&body, int unroll, const Loc &loc) {
+  static_assert(IntegerType<I> && lanes_of<I> == 1, "cubecc: for_ bounds must be integers");
+  ir::Value *iv = begin_for(node_as<I>(lo).emit(loc), node_as<I>(hi).emit(loc),
+                            node_as<I>(step).emit(loc), unroll, loc);
+  std::forward<F>(body)(Val<I>::from_ir(iv));
+  end_for();
+}
+
+} // namespace detail
+
+/// for (i = lo; i < hi; i += 1) body(i). The bounds are evaluated once.
+template <class L, class H, class F>
+requires std::invocable<F, Val<typename detail::LoopIndex<L, H>::type>>
+void for_(const L &lo, const H &hi, F &&body, const Loc &loc = Loc::current()) {
+  using I = typename detail::LoopIndex<L, H>::type;
+  detail::for_impl<I>(lo, hi, 1, std::forward<F>(body), 0, loc);
+}
+
+/// for (i = lo; i < hi; i += step) body(i), with an optional unrolling hint.
+template <class L, class H, class S, class F>
+requires std::invocable<F, Val<typename detail::LoopIndex<L, H>::type>>
+void for_(const L &lo, const H &hi, const S &step, F &&body, Unroll unroll = {},
+          const Loc &loc = Loc::current()) {
+  using I = typename detail::LoopIndex<L, H>::type;
+  detail::for_impl<I>(lo, hi, step, std::forward<F>(body), unroll.factor, loc);
+}
+
+/// while (condition()) body(). `condition` returns a kernel bool and runs before each iteration.
+template <class C, class F> void while_(C &&condition, F &&body, const Loc &loc = Loc::current()) {
+  using Cond = decltype(condition());
+  static_assert(ExprLike<Cond> && std::is_same_v<value_of<Cond>, bool>,
+                "cubecc: while_'s condition must be a function returning a kernel bool");
+  detail::begin_while(loc);
+  detail::while_condition(condition().dsl_node().emit(loc), loc);
+  std::forward<F>(body)();
+  detail::end_while();
+}
+
+/// Leaves the innermost for_ or while_.
+inline void break_(const Loc &loc = Loc::current()) {
+  detail::emit_break(loc);
+}
+/// Starts the next iteration of the innermost for_ or while_.
+inline void continue_(const Loc &loc = Loc::current()) {
+  detail::emit_continue(loc);
+}
+
+} // namespace cubecc::dsl

@@ -1,0 +1,88 @@
+//===- detail.h - The tracing machinery under the DSL (not for kernel authors) ---------------===//
+//
+// While a kernel is traced, a thread-local TraceState holds the module, the kernel and the IR
+// builder. The DSL's templates call the non-template functions here to emit ops; they live in
+// dsl/src/trace.cpp so that kernel sources do not instantiate the IR's machinery.
+//
+//===-----------------------------------------------------------------------------------------===//
+#pragma once
+
+#include "cubecc/ir/ops.h"
+#include "cubecc/ir/types.h"
+
+#include <cstdint>
+#include <initializer_list>
+#include <source_location>
+#include <stdexcept>
+#include <string>
+
+namespace cubecc::ir {
+class Value;
+class Module;
+class Kernel;
+} // namespace cubecc::ir
+
+namespace cubecc::dsl {
+
+/// A mistake in kernel code that C++ cannot catch at compile time (a statement after break_, a
+/// DSL call outside a kernel being traced). Carries the user's source location.
+class TraceError : public std::runtime_error {
+public:
+  TraceError(const std::string &message, const std::source_location &where)
+      : std::runtime_error(message), where_(where) {}
+  const std::source_location &where() const { return where_; }
+
+private:
+  std::source_location where_;
+};
+
+namespace detail {
+
+using Loc = std::source_location;
+
+/// Emits a one-result op of the given result type at the user's location.
+ir::Value *emit(ir::Opcode op, std::initializer_list<ir::Value *> operands, ir::Type result,
+                const Loc &loc);
+/// Emits a one-result op whose result type the op table implies.
+ir::Value *emit_inferred(ir::Opcode op, std::initializer_list<ir::Value *> operands,
+                         const Loc &loc);
+/// Emits an op without results (store, barrier, ...).
+void emit_void(ir::Opcode op, std::initializer_list<ir::Value *> operands, const Loc &loc);
+ir::Value *emit_int_constant(ir::Type type, int64_t value, const Loc &loc);
+ir::Value *emit_float_constant(ir::Type type, double value, const Loc &loc);
+ir::Value *emit_extract(ir::Value *vector, uint32_t lane, const Loc &loc);
+ir::Value *emit_insert(ir::Value *vector, ir::Value *scalar, uint32_t lane, const Loc &loc);
+/// shared.alloc / local.alloc at the top of the kernel body, so that it dominates every use.
+ir::Value *emit_alloc(ir::Opcode op, ir::Type type, const Loc &loc);
+ir::Type type_of(ir::Value *v);
+
+/// Adds a kernel parameter of the given type and name.
+ir::Value *add_parameter(ir::Type type, const char *name);
+
+// Structured control flow. Each `begin_*` opens a region for the body to fill; the matching
+// `end_*` closes it with a terminator (unless the body already ended with break_/continue_).
+void begin_if(ir::Value *condition, const Loc &loc);
+void end_then();
+void begin_else(const Loc &loc);
+void end_if();
+ir::Value *begin_for(ir::Value *lo, ir::Value *hi, ir::Value *step, int unroll, const Loc &loc);
+void end_for();
+void begin_while(const Loc &loc);
+void while_condition(ir::Value *condition, const Loc &loc);
+void end_while();
+void emit_break(const Loc &loc);
+void emit_continue(const Loc &loc);
+
+/// Names the value just made (from a Var or parameter name) for readable IR; no effect on
+/// meaning.
+void name_value(ir::Value *v, const std::string &name);
+
+/// Starts tracing `name` into `module` (one kernel at a time per thread) and ends it.
+void begin_kernel(ir::Module &module, const std::string &name, uint32_t wg_x, uint32_t wg_y,
+                  uint32_t wg_z, const Loc &loc);
+ir::Kernel &end_kernel();
+/// Drops a kernel whose trace threw.
+void abandon_kernel();
+
+} // namespace detail
+} // namespace cubecc::dsl

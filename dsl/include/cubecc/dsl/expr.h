@@ -1,0 +1,401 @@
+//===- expr.h - Values and expression templates ----------------------------------------------===//
+//
+// Operators on kernel values build typed expression objects; nothing is emitted until a value is
+// materialized: assigned to a Val, Var or tensor element, or passed to a DSL call. At that point
+// the whole expression is emitted with the source location of the statement that materialized
+// it (captured by a defaulted std::source_location on the converting constructor, which C++
+// evaluates at the user's call site).
+//
+// Type rules are checked at C++ compile time with readable static_assert messages: operands of
+// one operator have one type (convert with dsl::cast<T>), a plain C++ number adopts the type of
+// the kernel value it meets (a C++ floating-point number may not meet an integer value), bitwise
+// operators need integers, math functions need floats.
+//
+//===-----------------------------------------------------------------------------------------===//
+#pragma once
+
+#include "cubecc/dsl/detail.h"
+#include "cubecc/dsl/types.h"
+
+#include <concepts>
+#include <tuple>
+#include <type_traits>
+
+namespace cubecc::dsl {
+
+using detail::Loc;
+
+template <class> inline constexpr bool dependent_false = false;
+
+/// An expression node: has a value type and emits itself.
+template <class E>
+concept Expression = requires(const E &e, const Loc &loc) {
+  typename E::dsl_value_type;
+  { e.emit(loc) } -> std::same_as<ir::Value *>;
+};
+
+/// Something that stands for an expression in kernel code (a node, a Var, a tensor element).
+template <class E>
+concept ExprLike = requires(const E &e) {
+  { e.dsl_node() } -> Expression;
+};
+
+template <class E>
+using node_of = std::remove_cvref_t<decltype(std::declval<const E &>().dsl_node())>;
+template <class E> using value_of = typename node_of<E>::dsl_value_type;
+
+/// A plain C++ number (a comptime value) that may meet a kernel value.
+template <class U>
+concept Literal = std::is_arithmetic_v<std::remove_cvref_t<U>>;
+
+// Expression nodes live in this namespace (not detail) so that argument-dependent lookup finds
+// the operators below for any expression.
+
+/// A comptime constant of kernel type T.
+template <class T> struct ConstExpr {
+  using dsl_value_type = T;
+  double float_value = 0;
+  int64_t int_value = 0;
+  ConstExpr dsl_node() const { return *this; }
+  ir::Value *emit(const Loc &loc) const {
+    ir::Type scalar_type = ir_type<scalar_of<T>>();
+    ir::Value *c = FloatType<T> ? detail::emit_float_constant(scalar_type, float_value, loc)
+                                : detail::emit_int_constant(scalar_type, int_value, loc);
+    if constexpr (lanes_of < T >> 1)
+      return detail::emit(ir::Opcode::Splat, {c}, ir_type<T>(), loc);
+    return c;
+  }
+};
+
+template <ir::Opcode Op, class Result, class... Operands> struct OpExpr {
+  using dsl_value_type = Result;
+  std::tuple<Operands...> operands;
+  OpExpr dsl_node() const { return *this; }
+  ir::Value *emit(const Loc &loc) const {
+    return std::apply(
+        [&](const auto &...o) {
+          return detail::emit(Op, {o.emit(loc)...}, ir_type<Result>(), loc);
+        },
+        operands);
+  }
+};
+
+namespace detail {
+
+template <class T, class U> constexpr void check_literal() {
+  using V = std::remove_cvref_t<U>;
+  if constexpr (std::is_same_v<V, bool>)
+    static_assert(BoolType<T>, "cubecc: a C++ bool meets a kernel value that is not bool");
+  else if constexpr (std::is_floating_point_v<V>)
+    static_assert(FloatType<T>,
+                  "cubecc: a C++ floating-point number meets an integer kernel value; "
+                  "write an integer, or convert with dsl::cast<T>(...)");
+  else
+    static_assert(!BoolType<T>, "cubecc: a C++ integer meets a bool kernel value; write true or "
+                                "false");
+}
+
+template <class T, class U> ConstExpr<T> make_const(const U &u) {
+  check_literal<T, U>();
+  ConstExpr<T> c;
+  c.float_value = static_cast<double>(u);
+  c.int_value = static_cast<int64_t>(u);
+  return c;
+}
+
+/// The node for `x` where a value of type T is expected.
+template <class T, class X> auto node_as(const X &x) {
+  if constexpr (ExprLike<X>) {
+    static_assert(std::is_same_v<value_of<X>, T>,
+                  "cubecc: operands have different types (for example float and int32_t); "
+                  "convert one with dsl::cast<T>(...)");
+    return x.dsl_node();
+  } else if constexpr (Literal<X>) {
+    return make_const<T>(x);
+  } else {
+    static_assert(dependent_false<X>, "cubecc: this is not a kernel value or a C++ number");
+  }
+}
+
+/// The kernel type of an operation on `a` and `b`, one of which is a kernel value.
+template <class A, class B> struct OperandType { using type = value_of<B>; };
+template <class A, class B>
+requires ExprLike<A>
+struct OperandType<A, B> {
+  using type = value_of<A>;
+};
+
+template <ir::Opcode Op, class Result, class... Operands> auto make_node(const Operands &...o) {
+  return OpExpr<Op, Result, Operands...>{std::tuple<Operands...>(o...)};
+}
+
+template <class A, class B>
+concept BinaryOperands = (ExprLike<A> || ExprLike<B>)&&(ExprLike<A> || Literal<A>)&&(ExprLike<B> ||
+                                                                                     Literal<B>);
+
+enum class Need { Numeric, Integer, IntegerOrBool, Bool, Any, Float, Signed };
+
+template <Need need, class T> constexpr void check_class() {
+  if constexpr (need == Need::Numeric)
+    static_assert(!BoolType<T>, "cubecc: arithmetic and ordering need numbers, not bool; use "
+                                "&&, ||, ! or dsl::select");
+  else if constexpr (need == Need::Integer)
+    static_assert(IntegerType<T>, "cubecc: shifts and % on integers only; floats use dsl::fmod "
+                                  "semantics through %, so cast first if you meant integers");
+  else if constexpr (need == Need::IntegerOrBool)
+    static_assert(!FloatType<T>, "cubecc: bitwise operators need integers or bool, not floats");
+  else if constexpr (need == Need::Bool)
+    static_assert(BoolType<T>, "cubecc: && and || need bool operands (compare first, e.g. x != 0)");
+  else if constexpr (need == Need::Float)
+    static_assert(FloatType<T>, "cubecc: this math function needs a float value; convert with "
+                                "dsl::cast<float>(...)");
+  else if constexpr (need == Need::Signed)
+    static_assert(FloatType<T> || std::is_signed_v<scalar_of<T>>,
+                  "cubecc: negation and abs need a signed integer or a float, not an unsigned one");
+}
+
+template <ir::Opcode Op, Need need, class A, class B> auto binary(const A &a, const B &b) {
+  using T = typename OperandType<A, B>::type;
+  check_class<need, T>();
+  return make_node<Op, T>(node_as<T>(a), node_as<T>(b));
+}
+
+template <ir::Opcode Op, Need need, class A, class B> auto compare(const A &a, const B &b) {
+  using T = typename OperandType<A, B>::type;
+  check_class<need, T>();
+  return make_node<Op, typename BoolLike<T>::type>(node_as<T>(a), node_as<T>(b));
+}
+
+template <ir::Opcode Op, Need need, class A> auto unary(const A &a) {
+  static_assert(ExprLike<A>, "cubecc: expected a kernel value");
+  using T = value_of<A>;
+  check_class<need, T>();
+  return make_node<Op, T>(a.dsl_node());
+}
+
+} // namespace detail
+
+/// A materialized kernel value of type T: an SSA value of the IR.
+template <KernelType T> class Val {
+public:
+  using dsl_value_type = T;
+
+  /// Materializes an expression (or a C++ number) of type T here, at the caller's line.
+  template <class E>
+  requires(!std::is_same_v<std::remove_cvref_t<E>, Val>)
+      Val(const E &e, const Loc &loc = Loc::current())
+      : value_(detail::node_as<T>(e).emit(loc)) {}
+
+  /// Wraps an IR value (for the DSL's own use).
+  static Val from_ir(ir::Value *v) {
+    Val out;
+    out.value_ = v;
+    return out;
+  }
+
+  ir::Value *ir() const { return value_; }
+  ir::Value *emit(const Loc &) const { return value_; }
+  Val dsl_node() const { return *this; }
+
+  /// Lane `L` of a vector (L is comptime).
+  template <int L> Val<scalar_of<T>> lane(const Loc &loc = Loc::current()) const {
+    static_assert(lanes_of<T> > 1, "cubecc: lane<L>() needs a vector value");
+    static_assert(L >= 0 && L < lanes_of<T>, "cubecc: vector lane out of range");
+    return Val<scalar_of<T>>::from_ir(detail::emit_extract(value_, L, loc));
+  }
+
+private:
+  Val() = default;
+  ir::Value *value_ = nullptr;
+};
+
+// Arithmetic.
+template <class A, class B>
+requires detail::BinaryOperands<A, B>
+auto operator+(const A &a, const B &b) {
+  return detail::binary<ir::Opcode::Add, detail::Need::Numeric>(a, b);
+}
+template <class A, class B>
+requires detail::BinaryOperands<A, B>
+auto operator-(const A &a, const B &b) {
+  return detail::binary<ir::Opcode::Sub, detail::Need::Numeric>(a, b);
+}
+template <class A, class B>
+requires detail::BinaryOperands<A, B>
+auto operator*(const A &a, const B &b) {
+  return detail::binary<ir::Opcode::Mul, detail::Need::Numeric>(a, b);
+}
+template <class A, class B>
+requires detail::BinaryOperands<A, B>
+auto operator/(const A &a, const B &b) {
+  return detail::binary<ir::Opcode::Div, detail::Need::Numeric>(a, b);
+}
+template <class A, class B>
+requires detail::BinaryOperands<A, B>
+auto operator%(const A &a, const B &b) {
+  return detail::binary<ir::Opcode::Rem, detail::Need::Numeric>(a, b);
+}
+template <ExprLike A> auto operator-(const A &a) {
+  return detail::unary<ir::Opcode::Neg, detail::Need::Signed>(a);
+}
+
+// Bitwise and logic. && and || on kernel values evaluate both sides (no short circuit).
+template <class A, class B>
+requires detail::BinaryOperands<A, B>
+auto operator&(const A &a, const B &b) {
+  return detail::binary<ir::Opcode::And, detail::Need::IntegerOrBool>(a, b);
+}
+template <class A, class B>
+requires detail::BinaryOperands<A, B>
+auto operator|(const A &a, const B &b) {
+  return detail::binary<ir::Opcode::Or, detail::Need::IntegerOrBool>(a, b);
+}
+template <class A, class B>
+requires detail::BinaryOperands<A, B>
+auto operator^(const A &a, const B &b) {
+  return detail::binary<ir::Opcode::Xor, detail::Need::IntegerOrBool>(a, b);
+}
+template <class A, class B>
+requires detail::BinaryOperands<A, B>
+auto operator<<(const A &a, const B &b) {
+  return detail::binary<ir::Opcode::Shl, detail::Need::Integer>(a, b);
+}
+template <class A, class B>
+requires detail::BinaryOperands<A, B>
+auto operator>>(const A &a, const B &b) {
+  return detail::binary<ir::Opcode::Shr, detail::Need::Integer>(a, b);
+}
+template <class A, class B>
+requires detail::BinaryOperands<A, B>
+auto operator&&(const A &a, const B &b) {
+  return detail::binary<ir::Opcode::And, detail::Need::Bool>(a, b);
+}
+template <class A, class B>
+requires detail::BinaryOperands<A, B>
+auto operator||(const A &a, const B &b) {
+  return detail::binary<ir::Opcode::Or, detail::Need::Bool>(a, b);
+}
+template <ExprLike A> auto operator!(const A &a) {
+  return detail::unary<ir::Opcode::Not, detail::Need::Bool>(a);
+}
+template <ExprLike A> auto operator~(const A &a) {
+  return detail::unary<ir::Opcode::Not, detail::Need::Integer>(a);
+}
+
+// Comparison.
+template <class A, class B>
+requires detail::BinaryOperands<A, B>
+auto operator==(const A &a, const B &b) {
+  return detail::compare<ir::Opcode::Eq, detail::Need::Any>(a, b);
+}
+template <class A, class B>
+requires detail::BinaryOperands<A, B>
+auto operator!=(const A &a, const B &b) {
+  return detail::compare<ir::Opcode::Ne, detail::Need::Any>(a, b);
+}
+template <class A, class B>
+requires detail::BinaryOperands<A, B>
+auto operator<(const A &a, const B &b) {
+  return detail::compare<ir::Opcode::Lt, detail::Need::Numeric>(a, b);
+}
+template <class A, class B>
+requires detail::BinaryOperands<A, B>
+auto operator<=(const A &a, const B &b) {
+  return detail::compare<ir::Opcode::Le, detail::Need::Numeric>(a, b);
+}
+template <class A, class B>
+requires detail::BinaryOperands<A, B>
+auto operator>(const A &a, const B &b) {
+  return detail::compare<ir::Opcode::Gt, detail::Need::Numeric>(a, b);
+}
+template <class A, class B>
+requires detail::BinaryOperands<A, B>
+auto operator>=(const A &a, const B &b) {
+  return detail::compare<ir::Opcode::Ge, detail::Need::Numeric>(a, b);
+}
+
+// Math functions.
+#define CUBECC_DSL_UNARY_MATH(name, opcode, need)                                                  \
+  template <ExprLike A> auto name(const A &a) {                                                    \
+    return detail::unary<ir::Opcode::opcode, detail::Need::need>(a);                               \
+  }
+CUBECC_DSL_UNARY_MATH(sqrt, Sqrt, Float)
+CUBECC_DSL_UNARY_MATH(rsqrt, Rsqrt, Float)
+CUBECC_DSL_UNARY_MATH(exp, Exp, Float)
+CUBECC_DSL_UNARY_MATH(exp2, Exp2, Float)
+CUBECC_DSL_UNARY_MATH(log, Log, Float)
+CUBECC_DSL_UNARY_MATH(log2, Log2, Float)
+CUBECC_DSL_UNARY_MATH(sin, Sin, Float)
+CUBECC_DSL_UNARY_MATH(cos, Cos, Float)
+CUBECC_DSL_UNARY_MATH(tanh, Tanh, Float)
+CUBECC_DSL_UNARY_MATH(erf, Erf, Float)
+CUBECC_DSL_UNARY_MATH(floor, Floor, Float)
+CUBECC_DSL_UNARY_MATH(ceil, Ceil, Float)
+CUBECC_DSL_UNARY_MATH(round, Round, Float)
+CUBECC_DSL_UNARY_MATH(abs, Abs, Signed)
+#undef CUBECC_DSL_UNARY_MATH
+
+template <class A, class B>
+requires detail::BinaryOperands<A, B>
+auto min(const A &a, const B &b) {
+  return detail::binary<ir::Opcode::Min, detail::Need::Numeric>(a, b);
+}
+template <class A, class B>
+requires detail::BinaryOperands<A, B>
+auto max(const A &a, const B &b) {
+  return detail::binary<ir::Opcode::Max, detail::Need::Numeric>(a, b);
+}
+template <class A, class B>
+requires detail::BinaryOperands<A, B>
+auto pow(const A &a, const B &b) {
+  return detail::binary<ir::Opcode::Pow, detail::Need::Float>(a, b);
+}
+
+/// a * b + c with one rounding.
+template <ExprLike A, class B, class C> auto fma(const A &a, const B &b, const C &c) {
+  using T = value_of<A>;
+  detail::check_class<detail::Need::Float, T>();
+  return detail::make_node<ir::Opcode::Fma, T>(a.dsl_node(), detail::node_as<T>(b),
+                                               detail::node_as<T>(c));
+}
+
+/// min(max(x, lo), hi).
+template <ExprLike A, class B, class C> auto clamp(const A &x, const B &lo, const C &hi) {
+  using T = value_of<A>;
+  detail::check_class<detail::Need::Numeric, T>();
+  return detail::make_node<ir::Opcode::Clamp, T>(x.dsl_node(), detail::node_as<T>(lo),
+                                                 detail::node_as<T>(hi));
+}
+
+/// `c ? a : b`, evaluating both.
+template <class C, class A, class B> auto select(const C &c, const A &a, const B &b) {
+  using T = typename detail::OperandType<A, B>::type;
+  static_assert(ExprLike<C>, "cubecc: dsl::select needs a kernel bool as its condition");
+  static_assert(std::is_same_v<value_of<C>, typename BoolLike<T>::type> ||
+                    std::is_same_v<value_of<C>, bool>,
+                "cubecc: dsl::select's condition must be bool (or a bool vector of the values' "
+                "lanes)");
+  return detail::make_node<ir::Opcode::Select, T>(c.dsl_node(), detail::node_as<T>(a),
+                                                  detail::node_as<T>(b));
+}
+
+/// Numeric conversion (float to integer truncates toward zero and saturates).
+template <KernelType To, ExprLike A> auto cast(const A &a) {
+  static_assert(lanes_of<To> == lanes_of<value_of<A>>,
+                "cubecc: dsl::cast keeps the lane count: cast a Vec<T, N> to a Vec<U, N>");
+  return detail::make_node<ir::Opcode::Cast, To>(a.dsl_node());
+}
+
+/// Reinterprets the bits (the sizes must match).
+template <KernelType To, ExprLike A> auto bitcast(const A &a) {
+  return detail::make_node<ir::Opcode::Bitcast, To>(a.dsl_node());
+}
+
+/// A vector with every lane equal to `x`.
+template <int N, ExprLike A> auto splat(const A &x) {
+  using T = value_of<A>;
+  static_assert(lanes_of<T> == 1, "cubecc: dsl::splat takes a scalar");
+  return detail::make_node<ir::Opcode::Splat, Vec<T, N>>(x.dsl_node());
+}
+
+} // namespace cubecc::dsl

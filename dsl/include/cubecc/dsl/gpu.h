@@ -1,0 +1,178 @@
+//===- gpu.h - Builtins, synchronization, atomics and subgroup operations --------------------===//
+#pragma once
+
+#include "cubecc/dsl/memory.h"
+
+namespace cubecc::dsl {
+
+/// One component of a u32x3 builtin, extracted where it is used.
+struct ComponentExpr {
+  using dsl_value_type = uint32_t;
+  ir::Value *vector;
+  uint32_t lane;
+  ComponentExpr dsl_node() const { return *this; }
+  ir::Value *emit(const Loc &loc) const { return detail::emit_extract(vector, lane, loc); }
+};
+
+/// The three u32 components of a launch builtin (x, y, z).
+struct Dim3 {
+  ComponentExpr x, y, z;
+};
+
+namespace detail {
+inline Dim3 builtin3(ir::Opcode op, const Loc &loc) {
+  ir::Value *v = emit_inferred(op, {}, loc);
+  return Dim3{{v, 0}, {v, 1}, {v, 2}};
+}
+inline Val<uint32_t> builtin1(ir::Opcode op, const Loc &loc) {
+  return Val<uint32_t>::from_ir(emit_inferred(op, {}, loc));
+}
+} // namespace detail
+
+inline Dim3 global_id(const Loc &loc = Loc::current()) {
+  return detail::builtin3(ir::Opcode::GlobalId, loc);
+}
+inline Dim3 local_id(const Loc &loc = Loc::current()) {
+  return detail::builtin3(ir::Opcode::LocalId, loc);
+}
+inline Dim3 workgroup_id(const Loc &loc = Loc::current()) {
+  return detail::builtin3(ir::Opcode::WorkgroupId, loc);
+}
+inline Dim3 workgroup_size(const Loc &loc = Loc::current()) {
+  return detail::builtin3(ir::Opcode::WorkgroupSize, loc);
+}
+inline Dim3 num_workgroups(const Loc &loc = Loc::current()) {
+  return detail::builtin3(ir::Opcode::NumWorkgroups, loc);
+}
+/// The invocation's flat index within its workgroup.
+inline Val<uint32_t> local_index(const Loc &loc = Loc::current()) {
+  return detail::builtin1(ir::Opcode::LocalIndex, loc);
+}
+inline Val<uint32_t> subgroup_id(const Loc &loc = Loc::current()) {
+  return detail::builtin1(ir::Opcode::SubgroupId, loc);
+}
+inline Val<uint32_t> subgroup_size(const Loc &loc = Loc::current()) {
+  return detail::builtin1(ir::Opcode::SubgroupSize, loc);
+}
+inline Val<uint32_t> subgroup_lane(const Loc &loc = Loc::current()) {
+  return detail::builtin1(ir::Opcode::SubgroupLane, loc);
+}
+inline Val<uint32_t> num_subgroups(const Loc &loc = Loc::current()) {
+  return detail::builtin1(ir::Opcode::NumSubgroups, loc);
+}
+
+/// Every invocation of the workgroup waits here; shared and global memory writes before it are
+/// visible after it. Must be reached by all invocations (not under a condition that varies).
+inline void barrier(const Loc &loc = Loc::current()) {
+  detail::emit_void(ir::Opcode::Barrier, {}, loc);
+}
+inline void fence_workgroup(const Loc &loc = Loc::current()) {
+  detail::emit_void(ir::Opcode::FenceWorkgroup, {}, loc);
+}
+inline void fence_device(const Loc &loc = Loc::current()) {
+  detail::emit_void(ir::Opcode::FenceDevice, {}, loc);
+}
+
+namespace detail {
+template <ir::Opcode Op, class T, class Index, class... Values>
+Val<std::remove_const_t<T>> atomic(const ElementRef<T, Index> &element, const Loc &loc,
+                                   const Values &...values) {
+  using V = std::remove_const_t<T>;
+  static_assert(!std::is_const_v<T>, "cubecc: atomics write memory: the tensor must not be const");
+  return Val<V>::from_ir(
+      emit(Op, {element.memory(), element.index().emit(loc), node_as<V>(values).emit(loc)...},
+           ir_type<V>(), loc));
+}
+} // namespace detail
+
+#define CUBECC_DSL_ATOMIC(name, opcode)                                                            \
+  template <class T, class Index, class X>                                                         \
+  auto name(const ElementRef<T, Index> &element, const X &value,                                   \
+            const Loc &loc = Loc::current()) {                                                     \
+    return detail::atomic<ir::Opcode::opcode>(element, loc, value);                                \
+  }
+/// Atomic read-modify-write of a buffer or shared element; returns the old value.
+CUBECC_DSL_ATOMIC(atomic_add, AtomicAdd)
+CUBECC_DSL_ATOMIC(atomic_sub, AtomicSub)
+CUBECC_DSL_ATOMIC(atomic_min, AtomicMin)
+CUBECC_DSL_ATOMIC(atomic_max, AtomicMax)
+CUBECC_DSL_ATOMIC(atomic_and, AtomicAnd)
+CUBECC_DSL_ATOMIC(atomic_or, AtomicOr)
+CUBECC_DSL_ATOMIC(atomic_xor, AtomicXor)
+CUBECC_DSL_ATOMIC(atomic_exchange, AtomicXchg)
+#undef CUBECC_DSL_ATOMIC
+
+/// Stores `desired` if the element equals `expected`; returns the old value either way.
+template <class T, class Index, class E, class D>
+auto atomic_compare_exchange(const ElementRef<T, Index> &element, const E &expected,
+                             const D &desired, const Loc &loc = Loc::current()) {
+  return detail::atomic<ir::Opcode::AtomicCmpXchg>(element, loc, expected, desired);
+}
+
+namespace detail {
+template <ir::Opcode Op, class X> auto subgroup_unary(const X &x, const Loc &loc) {
+  static_assert(ExprLike<X>, "cubecc: subgroup operations take kernel values");
+  using T = value_of<X>;
+  return Val<T>::from_ir(emit(Op, {x.dsl_node().emit(loc)}, ir_type<T>(), loc));
+}
+template <ir::Opcode Op, class X, class L>
+auto subgroup_shuffle(const X &x, const L &lane, const Loc &loc) {
+  static_assert(ExprLike<X>, "cubecc: subgroup operations take kernel values");
+  using T = value_of<X>;
+  return Val<T>::from_ir(
+      emit(Op, {x.dsl_node().emit(loc), node_as<uint32_t>(lane).emit(loc)}, ir_type<T>(), loc));
+}
+} // namespace detail
+
+#define CUBECC_DSL_SUBGROUP(name, opcode)                                                          \
+  template <class X> auto name(const X &x, const Loc &loc = Loc::current()) {                      \
+    return detail::subgroup_unary<ir::Opcode::opcode>(x, loc);                                     \
+  }
+CUBECC_DSL_SUBGROUP(subgroup_sum, SubgroupSum)
+CUBECC_DSL_SUBGROUP(subgroup_min, SubgroupMin)
+CUBECC_DSL_SUBGROUP(subgroup_max, SubgroupMax)
+CUBECC_DSL_SUBGROUP(subgroup_and, SubgroupAnd)
+CUBECC_DSL_SUBGROUP(subgroup_or, SubgroupOr)
+CUBECC_DSL_SUBGROUP(subgroup_xor, SubgroupXor)
+CUBECC_DSL_SUBGROUP(subgroup_inclusive_sum, SubgroupInclusiveSum)
+CUBECC_DSL_SUBGROUP(subgroup_exclusive_sum, SubgroupExclusiveSum)
+CUBECC_DSL_SUBGROUP(subgroup_inclusive_min, SubgroupInclusiveMin)
+CUBECC_DSL_SUBGROUP(subgroup_exclusive_min, SubgroupExclusiveMin)
+CUBECC_DSL_SUBGROUP(subgroup_inclusive_max, SubgroupInclusiveMax)
+CUBECC_DSL_SUBGROUP(subgroup_exclusive_max, SubgroupExclusiveMax)
+#undef CUBECC_DSL_SUBGROUP
+
+#define CUBECC_DSL_SHUFFLE(name, opcode)                                                           \
+  template <class X, class L>                                                                      \
+  auto name(const X &x, const L &lane, const Loc &loc = Loc::current()) {                          \
+    return detail::subgroup_shuffle<ir::Opcode::opcode>(x, lane, loc);                             \
+  }
+/// The value of `x` in lane `lane` (which must be the same for the whole subgroup).
+CUBECC_DSL_SHUFFLE(subgroup_broadcast, SubgroupBroadcast)
+CUBECC_DSL_SHUFFLE(subgroup_shuffle, SubgroupShuffle)
+CUBECC_DSL_SHUFFLE(subgroup_shuffle_xor, SubgroupShuffleXor)
+CUBECC_DSL_SHUFFLE(subgroup_shuffle_up, SubgroupShuffleUp)
+CUBECC_DSL_SHUFFLE(subgroup_shuffle_down, SubgroupShuffleDown)
+#undef CUBECC_DSL_SHUFFLE
+
+/// One bit per lane whose `b` is true, lane 0 in bit 0 of component 0.
+template <class B>
+Val<Vec<uint32_t, 4>> subgroup_ballot(const B &b, const Loc &loc = Loc::current()) {
+  return Val<Vec<uint32_t, 4>>::from_ir(detail::emit(ir::Opcode::SubgroupBallot,
+                                                     {detail::node_as<bool>(b).emit(loc)},
+                                                     ir_type<Vec<uint32_t, 4>>(), loc));
+}
+template <class B> Val<bool> subgroup_all(const B &b, const Loc &loc = Loc::current()) {
+  return Val<bool>::from_ir(detail::emit(
+      ir::Opcode::SubgroupAll, {detail::node_as<bool>(b).emit(loc)}, ir_type<bool>(), loc));
+}
+template <class B> Val<bool> subgroup_any(const B &b, const Loc &loc = Loc::current()) {
+  return Val<bool>::from_ir(detail::emit(
+      ir::Opcode::SubgroupAny, {detail::node_as<bool>(b).emit(loc)}, ir_type<bool>(), loc));
+}
+/// True in exactly one active lane of the subgroup.
+inline Val<bool> subgroup_elect(const Loc &loc = Loc::current()) {
+  return Val<bool>::from_ir(detail::emit(ir::Opcode::SubgroupElect, {}, ir_type<bool>(), loc));
+}
+
+} // namespace cubecc::dsl

@@ -1,0 +1,321 @@
+//===- memory.h - Kernel parameters, memory and mutable locals -------------------------------===//
+//
+// Tensor<T, Rank> and Array<T> are global buffers (read-only when T is const), Scalar<T> a value
+// parameter, Shared<T, N> workgroup memory, Local<T, N> per-invocation arrays, Var<T> a mutable
+// local. Indexing gives an element reference: read it in an expression, assign to store.
+//
+// Launch ABI (the order of the IR kernel's parameters): each Tensor<T, R> is its buffer followed
+// by R u32 shapes and R u32 strides (in elements); an Array<T> is its buffer; a Scalar<T> is the
+// value. Parameters appear in the C++ function's order.
+//
+//===-----------------------------------------------------------------------------------------===//
+#pragma once
+
+#include "cubecc/dsl/expr.h"
+
+#include <array>
+#include <string>
+#include <utility>
+
+namespace cubecc::dsl {
+
+namespace detail {
+
+template <class T> constexpr size_t bytes_of() {
+  using S = scalar_of<T>;
+  constexpr size_t scalar = std::is_same_v<S, f16> || std::is_same_v<S, bf16> ? 2 : sizeof(S);
+  return scalar * static_cast<size_t>(lanes_of<T>);
+}
+
+/// Shared memory a kernel may declare in one array: the static limit of CUDA (48 KiB), which
+/// every backend supports at least. Devices with less report it at compile time for them.
+inline constexpr size_t kMaxSharedBytes = 48 * 1024;
+
+/// The node for an index: integer kernel values, or C++ integers (as u32).
+template <class I> auto index_node(const I &i) {
+  if constexpr (ExprLike<I>) {
+    static_assert(IntegerType<value_of<I>> && lanes_of<value_of<I>> == 1,
+                  "cubecc: indices must be integer scalars; convert with "
+                  "dsl::cast<uint32_t>(...)");
+    return i.dsl_node();
+  } else {
+    static_assert(std::is_integral_v<I> && !std::is_same_v<I, bool>,
+                  "cubecc: indices must be integers (a float index? convert with "
+                  "dsl::cast<uint32_t>(...))");
+    return make_const<uint32_t>(i);
+  }
+}
+
+} // namespace detail
+
+/// A load of element(s) of type V at `index` in memory `memory`.
+template <class V, class Index> struct LoadExpr {
+  using dsl_value_type = V;
+  ir::Value *memory;
+  Index index;
+  LoadExpr dsl_node() const { return *this; }
+  ir::Value *emit(const Loc &loc) const {
+    return detail::emit(ir::Opcode::Load, {memory, index.emit(loc)}, ir_type<V>(), loc);
+  }
+};
+
+/// A value to be stored, materialized where the assignment is written (its location is the
+/// store's location).
+template <KernelType V> struct Stored {
+  template <class E>
+  Stored(const E &e, const Loc &where = Loc::current())
+      : value(detail::node_as<V>(e).emit(where)), loc(where) {}
+  ir::Value *value;
+  Loc loc;
+};
+
+/// One element of a buffer, shared or local array. `T` is const for read-only memory.
+template <class T, class Index> class ElementRef {
+public:
+  using V = std::remove_const_t<T>;
+  ElementRef(ir::Value *memory, Index index) : memory_(memory), index_(index) {}
+
+  LoadExpr<V, Index> dsl_node() const { return {memory_, index_}; }
+
+  const ElementRef &operator=(Stored<V> s) const {
+    static_assert(!std::is_const_v<T>,
+                  "cubecc: cannot store to read-only memory (the tensor is declared with a const "
+                  "element type; drop the const to write it)");
+    detail::emit_void(ir::Opcode::Store, {memory_, index_.emit(s.loc), s.value}, s.loc);
+    return *this;
+  }
+  const ElementRef &operator=(const ElementRef &other) const { return *this = Stored<V>(other); }
+
+#define CUBECC_DSL_COMPOUND(op, opcode)                                                            \
+  const ElementRef &operator op##=(Stored<V> s) const {                                            \
+    ir::Value *old = dsl_node().emit(s.loc);                                                       \
+    ir::Value *next = detail::emit(ir::Opcode::opcode, {old, s.value}, ir_type<V>(), s.loc);       \
+    return *this = Stored<V>(Val<V>::from_ir(next), s.loc);                                        \
+  }
+  CUBECC_DSL_COMPOUND(+, Add)
+  CUBECC_DSL_COMPOUND(-, Sub)
+  CUBECC_DSL_COMPOUND(*, Mul)
+  CUBECC_DSL_COMPOUND(/, Div)
+#undef CUBECC_DSL_COMPOUND
+
+  /// The memory object and the index, for atomics.
+  ir::Value *memory() const {
+    return memory_;
+  }
+  const Index &index() const {
+    return index_;
+  }
+
+private:
+  ir::Value *memory_;
+  Index index_;
+};
+
+/// Shared by every indexable memory handle: element access and vector loads and stores.
+template <class T, class Derived> class Indexable {
+public:
+  using V = std::remove_const_t<T>;
+  template <class I> auto operator[](const I &i) const {
+    auto index = detail::index_node(i);
+    return ElementRef<T, decltype(index)>(self().memory(), index);
+  }
+  /// N consecutive elements from index i (i must be a multiple of N).
+  template <int N, class I> Val<Vec<V, N>> load(const I &i, const Loc &loc = Loc::current()) const {
+    static_assert(lanes_of<V> == 1, "cubecc: vector loads read memory of scalars");
+    ir::Value *v =
+        detail::emit(ir::Opcode::Load, {self().memory(), detail::index_node(i).emit(loc)},
+                     ir_type<Vec<V, N>>(), loc);
+    return Val<Vec<V, N>>::from_ir(v);
+  }
+  /// Stores the N lanes of `value` from index i (i must be a multiple of N).
+  template <int N, class I> void store(const I &i, Stored<Vec<V, N>> value) const {
+    static_assert(!std::is_const_v<T>, "cubecc: cannot store to read-only memory (the tensor is "
+                                       "declared with a const element type)");
+    detail::emit_void(ir::Opcode::Store,
+                      {self().memory(), detail::index_node(i).emit(value.loc), value.value},
+                      value.loc);
+  }
+
+private:
+  const Derived &self() const { return static_cast<const Derived &>(*this); }
+};
+
+/// A scalar kernel parameter.
+template <KernelType T> class Scalar {
+public:
+  static Scalar dsl_make_parameter(const std::string &name) {
+    ir::Value *v = detail::add_parameter(ir_type<T>(), name.c_str());
+    return Scalar(Val<T>::from_ir(v));
+  }
+  Val<T> dsl_node() const { return value_; }
+  operator Val<T>() const { return value_; }
+
+private:
+  explicit Scalar(Val<T> v) : value_(v) {}
+  Val<T> value_;
+};
+
+/// A global buffer of a runtime size. `Array<const T>` is read-only.
+template <class T> class Array : public Indexable<T, Array<T>> {
+  static_assert(KernelType<std::remove_const_t<T>> && lanes_of<std::remove_const_t<T>> == 1,
+                "cubecc: Array<T> holds scalars (bool: use uint8_t)");
+
+public:
+  static Array dsl_make_parameter(const std::string &name) {
+    ir::Access access = std::is_const_v<T> ? ir::Access::Read : ir::Access::ReadWrite;
+    return Array(detail::add_parameter(
+        ir::Type::buffer(detail::ScalarTraits<std::remove_const_t<T>>::scalar, access),
+        name.c_str()));
+  }
+  ir::Value *memory() const { return buffer_; }
+  /// The element count.
+  Val<uint32_t> size(const Loc &loc = Loc::current()) const {
+    return Val<uint32_t>::from_ir(
+        detail::emit(ir::Opcode::BufferSize, {buffer_}, ir_type<uint32_t>(), loc));
+  }
+
+private:
+  explicit Array(ir::Value *buffer) : buffer_(buffer) {}
+  ir::Value *buffer_;
+};
+
+/// A strided view of a global buffer with Rank dimensions; shapes and strides are kernel
+/// parameters. `t[i]` indexes the buffer directly (flat); `t(i, j)` applies the strides.
+template <class T, int Rank = 1> class Tensor : public Indexable<T, Tensor<T, Rank>> {
+  static_assert(KernelType<std::remove_const_t<T>> && lanes_of<std::remove_const_t<T>> == 1,
+                "cubecc: Tensor<T> holds scalars (bool: use uint8_t)");
+  static_assert(Rank >= 1 && Rank <= 8, "cubecc: tensors have 1 to 8 dimensions");
+
+public:
+  static Tensor dsl_make_parameter(const std::string &name) {
+    ir::Access access = std::is_const_v<T> ? ir::Access::Read : ir::Access::ReadWrite;
+    Tensor t(detail::add_parameter(
+        ir::Type::buffer(detail::ScalarTraits<std::remove_const_t<T>>::scalar, access),
+        name.c_str()));
+    for (int d = 0; d < Rank; ++d)
+      t.shape_[d] =
+          detail::add_parameter(ir_type<uint32_t>(), (name + ".shape" + std::to_string(d)).c_str());
+    for (int d = 0; d < Rank; ++d)
+      t.stride_[d] = detail::add_parameter(ir_type<uint32_t>(),
+                                           (name + ".stride" + std::to_string(d)).c_str());
+    return t;
+  }
+  ir::Value *memory() const { return buffer_; }
+  static constexpr int rank() { return Rank; }
+  Val<uint32_t> shape(int d) const { return Val<uint32_t>::from_ir(shape_[check(d)]); }
+  Val<uint32_t> stride(int d) const { return Val<uint32_t>::from_ir(stride_[check(d)]); }
+  /// The element count: the product of the shape.
+  Val<uint32_t> size(const Loc &loc = Loc::current()) const {
+    ir::Value *n = shape_[0];
+    for (int d = 1; d < Rank; ++d)
+      n = detail::emit(ir::Opcode::Mul, {n, shape_[d]}, ir_type<uint32_t>(), loc);
+    return Val<uint32_t>::from_ir(n);
+  }
+  /// The element at coordinates (i0, i1, ...): sum of i_d * stride(d).
+  /// Coordinates are uint32_t values or C++ integers.
+  template <class... I> auto operator()(const I &...i) const {
+    static_assert(sizeof...(I) == Rank, "cubecc: give one coordinate per tensor dimension");
+    return [&]<size_t... D>(std::index_sequence<D...>) {
+      auto offset = (... + (Val<uint32_t>::from_ir(stride_[D]) * detail::index_node(i)));
+      return (*this)[offset];
+    }
+    (std::index_sequence_for<I...>{});
+  }
+
+private:
+  explicit Tensor(ir::Value *buffer) : buffer_(buffer) {}
+  static int check(int d) {
+    if (d < 0 || d >= Rank)
+      throw TraceError("tensor dimension out of range", Loc::current());
+    return d;
+  }
+  ir::Value *buffer_;
+  std::array<ir::Value *, Rank> shape_{};
+  std::array<ir::Value *, Rank> stride_{};
+};
+
+/// An array in workgroup-shared memory, allocated once per workgroup.
+template <KernelType T, int N> class Shared : public Indexable<T, Shared<T, N>> {
+  static_assert(N > 0, "cubecc: Shared<T, N> needs N > 0");
+  static_assert(detail::bytes_of<T>() * N <= detail::kMaxSharedBytes,
+                "cubecc: this Shared<T, N> is larger than the 48 KiB of shared memory a kernel "
+                "may declare; use smaller tiles");
+  static_assert(lanes_of<T> == 1, "cubecc: Shared<T, N> holds scalars; load vectors with load<N>");
+
+public:
+  explicit Shared(const Loc &loc = Loc::current())
+      : memory_(detail::emit_alloc(ir::Opcode::SharedAlloc,
+                                   ir::Type::shared(detail::ScalarTraits<T>::scalar, N), loc)) {}
+  ir::Value *memory() const { return memory_; }
+
+private:
+  ir::Value *memory_;
+};
+
+/// An array private to each invocation.
+template <KernelType T, int N> class Local : public Indexable<T, Local<T, N>> {
+  static_assert(N > 0, "cubecc: Local<T, N> needs N > 0");
+  static_assert(lanes_of<T> == 1, "cubecc: Local<T, N> holds scalars");
+
+public:
+  explicit Local(const Loc &loc = Loc::current())
+      : memory_(detail::emit_alloc(ir::Opcode::LocalAlloc,
+                                   ir::Type::local(detail::ScalarTraits<T>::scalar, N), loc)) {}
+  ir::Value *memory() const { return memory_; }
+
+private:
+  ir::Value *memory_;
+};
+
+/// A mutable local variable. Reading it in an expression loads its current value; assigning
+/// stores. (It lives in invocation-private memory; the optimizer promotes it to registers.)
+template <KernelType T> class Var {
+public:
+  template <class E>
+  requires(!std::is_same_v<std::remove_cvref_t<E>, Var>)
+      Var(const E &init, const Loc &loc = Loc::current())
+      : slot_(allocate(loc)) {
+    *this = Stored<T>(init, loc);
+  }
+  /// A new variable holding the other's current value (not an alias).
+  Var(const Var &other, const Loc &loc = Loc::current()) : slot_(allocate(loc)) {
+    *this = Stored<T>(other, loc);
+  }
+
+  LoadExpr<T, ConstExpr<uint32_t>> dsl_node() const {
+    return {slot_, detail::make_const<uint32_t>(0)};
+  }
+
+  Var &operator=(Stored<T> s) {
+    ir::Value *zero = detail::make_const<uint32_t>(0).emit(s.loc);
+    detail::emit_void(ir::Opcode::Store, {slot_, zero, s.value}, s.loc);
+    return *this;
+  }
+  Var &operator=(const Var &other) { return *this = Stored<T>(other); }
+
+#define CUBECC_DSL_COMPOUND(op, opcode)                                                            \
+  Var &operator op##=(Stored<T> s) {                                                               \
+    ir::Value *old = dsl_node().emit(s.loc);                                                       \
+    ir::Value *next = detail::emit(ir::Opcode::opcode, {old, s.value}, ir_type<T>(), s.loc);       \
+    return *this = Stored<T>(Val<T>::from_ir(next), s.loc);                                        \
+  }
+  CUBECC_DSL_COMPOUND(+, Add)
+  CUBECC_DSL_COMPOUND(-, Sub)
+  CUBECC_DSL_COMPOUND(*, Mul)
+  CUBECC_DSL_COMPOUND(/, Div)
+  CUBECC_DSL_COMPOUND(&, And)
+  CUBECC_DSL_COMPOUND(|, Or)
+  CUBECC_DSL_COMPOUND(^, Xor)
+#undef CUBECC_DSL_COMPOUND
+
+private:
+  static ir::Value *allocate(const Loc &loc) {
+    return detail::emit_alloc(ir::Opcode::LocalAlloc,
+                              ir::Type::local(detail::ScalarTraits<scalar_of<T>>::scalar,
+                                              static_cast<uint32_t>(lanes_of<T>)),
+                              loc);
+  }
+  ir::Value *slot_;
+};
+
+} // namespace cubecc::dsl

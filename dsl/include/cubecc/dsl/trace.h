@@ -1,0 +1,86 @@
+//===- trace.h - Tracing a C++ kernel function into IR ---------------------------------------===//
+//
+//   void axpy(dsl::Tensor<const float> x, dsl::Tensor<float> y, dsl::Scalar<float> a);
+//   dsl::TraceResult r = dsl::trace<axpy>("axpy", {.workgroup = {256, 1, 1}});
+//
+// Tracing calls the function once with parameter handles; every DSL call appends IR. The result
+// is verified; errors (the verifier's, or a TraceError) name the user's file and line.
+//
+//===-----------------------------------------------------------------------------------------===//
+#pragma once
+
+#include "cubecc/dsl/detail.h"
+#include "cubecc/ir/diagnostic.h"
+
+#include <array>
+#include <functional>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <vector>
+
+namespace cubecc::dsl {
+
+struct KernelOptions {
+  std::array<uint32_t, 3> workgroup = {1, 1, 1};
+  /// Names for the kernel's parameters in the IR (default p0, p1, ...).
+  std::vector<std::string> parameter_names = {};
+};
+
+struct TraceResult {
+  std::unique_ptr<ir::Module> module; ///< null when tracing or verification failed
+  std::vector<ir::Diagnostic> errors;
+};
+
+namespace detail {
+
+template <class... P>
+void call_with_parameters(void (*kernel)(P...), const std::vector<std::string> &names) {
+  size_t next = 0;
+  auto name = [&] {
+    std::string n = next < names.size() ? names[next] : "p" + std::to_string(next);
+    ++next;
+    return n;
+  };
+  // A braced list evaluates left to right: parameters are added in the function's order.
+  std::tuple<std::decay_t<P>...> parameters{std::decay_t<P>::dsl_make_parameter(name())...};
+  std::apply(kernel, parameters);
+}
+
+/// Traces `body` as kernel `name` into `module`; appends problems to `errors` (and leaves no
+/// kernel behind if tracing threw).
+void trace_kernel_into(ir::Module &module, const std::string &name, const KernelOptions &options,
+                       const std::function<void()> &body, std::vector<ir::Diagnostic> &errors);
+
+} // namespace detail
+
+/// Traces kernel function F into `module` as kernel `name`.
+template <auto F>
+void trace_into(ir::Module &module, const std::string &name, const KernelOptions &options,
+                std::vector<ir::Diagnostic> &errors) {
+  static_assert(std::is_pointer_v<decltype(F)> &&
+                    std::is_function_v<std::remove_pointer_t<decltype(F)>>,
+                "cubecc: trace<F> takes a kernel function (returning void)");
+  detail::trace_kernel_into(
+      module, name, options, [&] { detail::call_with_parameters(F, options.parameter_names); },
+      errors);
+}
+
+/// Traces kernel function F into a new module.
+template <auto F> TraceResult trace(const std::string &name, const KernelOptions &options = {});
+
+namespace detail {
+std::unique_ptr<ir::Module> new_module(const std::string &name);
+}
+
+template <auto F> TraceResult trace(const std::string &name, const KernelOptions &options) {
+  TraceResult result;
+  result.module = detail::new_module(name);
+  trace_into<F>(*result.module, name, options, result.errors);
+  if (!result.errors.empty())
+    result.module.reset();
+  return result;
+}
+
+} // namespace cubecc::dsl
