@@ -139,15 +139,17 @@ void name_value(ir::Value *v, const std::string &name) {
 void begin_if(ir::Value *condition, const Loc &loc) {
   ir::Operation *op = builder_at(loc).create_if(condition, {});
   push_region(op->region(0));
-  current->last_if = op;
 }
 
 void end_then() {
+  // The if_ whose then-branch closes here: the owner of the innermost region (an if_ nested in
+  // the branch has closed already, so it is not necessarily the last if_ begun).
+  ir::Operation *op = current->regions.back()->parent_op();
   pop_region(ir::Opcode::Yield);
-  ir::Operation *op = current->last_if;
   current->builder.set_insertion_point_to_end(op->region(1));
   current->builder.set_location({});
   current->builder.yield();
+  current->last_if = op;
 }
 
 ir::Operation *current_if_for_else(const Loc &loc) {

@@ -291,7 +291,9 @@ public:
     detail::emit_void(ir::Opcode::Store, {slot_, zero, s.value}, s.loc);
     return *this;
   }
-  Var &operator=(const Var &other) { return *this = Stored<T>(other); }
+  // Taking a non-const reference keeps this copy assignment from competing with
+  // operator=(Stored<T>) when the right side is an expression (a prvalue cannot bind here).
+  Var &operator=(Var &other) { return *this = Stored<T>(other); }
 
 #define CUBECC_DSL_COMPOUND(op, opcode)                                                            \
   Var &operator op##=(Stored<T> s) {                                                               \
