@@ -27,6 +27,9 @@ for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
     if var in os.environ:
         config.environment[var] = os.environ[var]
 
+# Longest names first: lit substitutes in order, and %cubecc is a prefix of %cubecc-opt.
 config.substitutions.append(("%cubecc-opt", os.path.join(tools_dir, "cubecc-opt")))
+config.substitutions.append(("%cubecc", os.path.join(tools_dir, "cubecc")))
+config.substitutions.append(("%examples_lib", os.path.join(os.path.dirname(tools_dir), "examples", "libcubecc_examples.so")))
 config.substitutions.append(("%expect-exit", os.path.join(config.test_source_root, "utils", "expect-exit")))
 config.substitutions.append(("%repo", repo_root))

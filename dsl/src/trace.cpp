@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include <map>
 #include <optional>
 
 namespace cubecc::dsl::detail {
@@ -28,6 +29,8 @@ struct TraceState {
   ir::Operation *last_alloc = nullptr;
   /// The if_ that an else_ may follow.
   ir::Operation *last_if = nullptr;
+  /// Components extracted from builtin vectors: (vector, lane) -> the extract's result.
+  std::map<std::pair<ir::Value *, uint32_t>, ir::Value *> components;
 };
 
 thread_local TraceState *current = nullptr;
@@ -110,6 +113,26 @@ ir::Value *emit_insert(ir::Value *vector, ir::Value *scalar, uint32_t lane, cons
       .create(ir::Opcode::VecInsert, {vector, scalar}, {vector->type()},
               {{"lane", static_cast<int64_t>(lane)}})
       ->result();
+}
+
+ir::Value *builtin_component(ir::Value *vector, uint32_t lane) {
+  TraceState &s = state(Loc::current());
+  ir::Value *&slot = s.components[{vector, lane}];
+  if (!slot) {
+    ir::Operation *def = vector->defining_op();
+    // Insert after the builtin and any components already extracted from it.
+    ir::Operation *after = def;
+    while (after->next() && after->next()->opcode() == ir::Opcode::VecExtract &&
+           after->next()->operand(0) == vector)
+      after = after->next();
+    ir::Value *operands[] = {vector};
+    ir::Type types[] = {vector->type().element_type()};
+    auto extract =
+        ir::Operation::create(ir::Opcode::VecExtract, operands, types, 0, def->location());
+    extract->attributes().set("lane", int64_t{lane});
+    slot = def->parent_region()->insert(after->next(), std::move(extract))->result();
+  }
+  return slot;
 }
 
 ir::Value *emit_alloc(ir::Opcode op, ir::Type type, const Loc &loc) {

@@ -51,6 +51,9 @@ void emit_void(ir::Opcode op, std::initializer_list<ir::Value *> operands, const
 ir::Value *emit_int_constant(ir::Type type, int64_t value, const Loc &loc);
 ir::Value *emit_float_constant(ir::Type type, double value, const Loc &loc);
 ir::Value *emit_extract(ir::Value *vector, uint32_t lane, const Loc &loc);
+/// Lane `lane` of a builtin vector, extracted once, right after the builtin (so that every use
+/// the builtin dominates can share it).
+ir::Value *builtin_component(ir::Value *vector, uint32_t lane);
 ir::Value *emit_insert(ir::Value *vector, ir::Value *scalar, uint32_t lane, const Loc &loc);
 /// shared.alloc / local.alloc at the top of the kernel body, so that it dominates every use.
 ir::Value *emit_alloc(ir::Opcode op, ir::Type type, const Loc &loc);

@@ -11,7 +11,7 @@ struct ComponentExpr {
   ir::Value *vector;
   uint32_t lane;
   ComponentExpr dsl_node() const { return *this; }
-  ir::Value *emit(const Loc &loc) const { return detail::emit_extract(vector, lane, loc); }
+  ir::Value *emit(const Loc &) const { return detail::builtin_component(vector, lane); }
 };
 
 /// The three u32 components of a launch builtin (x, y, z).
