@@ -1,0 +1,959 @@
+//===- interpreter.cpp - Lockstep execution of a workgroup over structured IR -----------------===//
+#include "cubecc/ir/interpreter.h"
+
+#include "cubecc/ir/float16.h"
+#include "cubecc/ir/printer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <unordered_map>
+
+namespace cubecc::ir {
+namespace {
+
+/// Stops the run; carries the diagnostic.
+struct Failure {
+  Diagnostic diagnostic;
+};
+
+using Mask = std::vector<uint8_t>;
+
+bool any(const Mask &m) {
+  return std::find(m.begin(), m.end(), 1) != m.end();
+}
+
+uint64_t width_mask(unsigned bits) {
+  return bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
+}
+
+int64_t sign_extend(uint64_t v, unsigned bits) {
+  if (bits >= 64)
+    return static_cast<int64_t>(v);
+  unsigned shift = 64 - bits;
+  return static_cast<int64_t>(v << shift) >> shift;
+}
+
+double to_double(Scalar s, uint64_t bits) {
+  switch (s) {
+  case Scalar::F16:
+    return f16_bits_to_float(static_cast<uint16_t>(bits));
+  case Scalar::BF16:
+    return bf16_bits_to_float(static_cast<uint16_t>(bits));
+  case Scalar::F32:
+    return std::bit_cast<float>(static_cast<uint32_t>(bits));
+  default:
+    return std::bit_cast<double>(bits);
+  }
+}
+
+/// Rounds `v` to the float type `s` (once: float has more than twice the bits of f16 and bf16,
+/// so computing those in float and rounding is exact rounding of the real result).
+uint64_t from_double(Scalar s, double v) {
+  switch (s) {
+  case Scalar::F16:
+    return float_to_f16_bits(static_cast<float>(v));
+  case Scalar::BF16:
+    return float_to_bf16_bits(static_cast<float>(v));
+  case Scalar::F32:
+    return std::bit_cast<uint32_t>(static_cast<float>(v));
+  default:
+    return std::bit_cast<uint64_t>(v);
+  }
+}
+
+/// f16 and bf16 arithmetic happens in float (then rounds once), f32 in float, f64 in double.
+template <class F> uint64_t float_op(Scalar s, F &&f, uint64_t a, uint64_t b = 0, uint64_t c = 0) {
+  if (s == Scalar::F64)
+    return std::bit_cast<uint64_t>(f(to_double(s, a), to_double(s, b), to_double(s, c)));
+  float r =
+      static_cast<float>(f(static_cast<float>(to_double(s, a)), static_cast<float>(to_double(s, b)),
+                           static_cast<float>(to_double(s, c))));
+  return from_double(s, r);
+}
+
+bool is_nan(Scalar s, uint64_t bits) {
+  return std::isnan(to_double(s, bits));
+}
+
+uint64_t float_min_max(Scalar s, uint64_t a, uint64_t b, bool is_max) {
+  if (is_nan(s, a))
+    return b;
+  if (is_nan(s, b))
+    return a;
+  double x = to_double(s, a), y = to_double(s, b);
+  return (is_max ? x < y : y < x) ? b : a;
+}
+
+/// Scalar semantics of the element-wise ops (one lane).
+uint64_t eval_lane(Opcode op, Scalar s, uint64_t a, uint64_t b, uint64_t c) {
+  unsigned w = scalar_bits(s);
+  uint64_t m = width_mask(w);
+  bool flt = is_float(s), sgn = is_signed(s);
+  int64_t sa = sign_extend(a, w), sb = sign_extend(b, w);
+  switch (op) {
+  case Opcode::Add:
+    return flt ? float_op(
+                     s, [](auto x, auto y, auto) { return x + y; }, a, b)
+               : (a + b) & m;
+  case Opcode::Sub:
+    return flt ? float_op(
+                     s, [](auto x, auto y, auto) { return x - y; }, a, b)
+               : (a - b) & m;
+  case Opcode::Mul:
+    return flt ? float_op(
+                     s, [](auto x, auto y, auto) { return x * y; }, a, b)
+               : (a * b) & m;
+  case Opcode::Div:
+    if (flt)
+      return float_op(
+          s, [](auto x, auto y, auto) { return x / y; }, a, b);
+    if (b == 0)
+      return 0; // unspecified: the interpreter's choice is 0
+    if (sgn) {
+      if (sa == std::numeric_limits<int64_t>::min() >> (64 - w) && sb == -1)
+        return a; // MIN / -1: unspecified; the interpreter wraps
+      return static_cast<uint64_t>(sa / sb) & m;
+    }
+    return (a / b) & m;
+  case Opcode::Rem:
+    if (flt)
+      return float_op(
+          s, [](auto x, auto y, auto) { return std::fmod(x, y); }, a, b);
+    if (b == 0)
+      return 0;
+    if (sgn) {
+      if (sb == -1)
+        return 0;
+      return static_cast<uint64_t>(sa % sb) & m;
+    }
+    return (a % b) & m;
+  case Opcode::Neg:
+    return flt ? a ^ (uint64_t{1} << (w - 1)) : (0 - a) & m;
+  case Opcode::Abs:
+    return flt ? a & ~(uint64_t{1} << (w - 1)) : (sa < 0 ? (0 - a) & m : a);
+  case Opcode::Min:
+  case Opcode::Max: {
+    bool is_max = op == Opcode::Max;
+    if (flt)
+      return float_min_max(s, a, b, is_max);
+    bool less = sgn ? sa < sb : a < b;
+    return (less != is_max) ? a : b;
+  }
+  case Opcode::Clamp:
+    return eval_lane(Opcode::Min, s, eval_lane(Opcode::Max, s, a, b, 0), c, 0);
+  case Opcode::And:
+    return a & b;
+  case Opcode::Or:
+    return a | b;
+  case Opcode::Xor:
+    return a ^ b;
+  case Opcode::Not:
+    return ~a & m;
+  case Opcode::Shl:
+    return (a << (b & (w - 1))) & m; // an amount >= the width is unspecified: taken modulo
+  case Opcode::Shr:
+    return sgn ? static_cast<uint64_t>(sa >> (b & (w - 1))) & m : a >> (b & (w - 1));
+  case Opcode::Eq:
+    return flt ? to_double(s, a) == to_double(s, b) : a == b;
+  case Opcode::Ne:
+    return flt ? !(to_double(s, a) == to_double(s, b)) : a != b;
+  case Opcode::Lt:
+    return flt ? to_double(s, a) < to_double(s, b) : (sgn ? sa < sb : a < b);
+  case Opcode::Le:
+    return flt ? to_double(s, a) <= to_double(s, b) : (sgn ? sa <= sb : a <= b);
+  case Opcode::Gt:
+    return flt ? to_double(s, a) > to_double(s, b) : (sgn ? sa > sb : a > b);
+  case Opcode::Ge:
+    return flt ? to_double(s, a) >= to_double(s, b) : (sgn ? sa >= sb : a >= b);
+#define CUBECC_MATH1(opcode, fn)                                                                   \
+  case Opcode::opcode:                                                                             \
+    return float_op(                                                                               \
+        s, [](auto x, auto, auto) { return fn; }, a);
+    CUBECC_MATH1(Sqrt, std::sqrt(x))
+    CUBECC_MATH1(Rsqrt, decltype(x)(1) / std::sqrt(x))
+    CUBECC_MATH1(Exp, std::exp(x))
+    CUBECC_MATH1(Exp2, std::exp2(x))
+    CUBECC_MATH1(Log, std::log(x))
+    CUBECC_MATH1(Log2, std::log2(x))
+    CUBECC_MATH1(Sin, std::sin(x))
+    CUBECC_MATH1(Cos, std::cos(x))
+    CUBECC_MATH1(Tanh, std::tanh(x))
+    CUBECC_MATH1(Erf, std::erf(x))
+    CUBECC_MATH1(Floor, std::floor(x))
+    CUBECC_MATH1(Ceil, std::ceil(x))
+    CUBECC_MATH1(Round, std::round(x))
+#undef CUBECC_MATH1
+  case Opcode::Pow:
+    return float_op(
+        s, [](auto x, auto y, auto) { return std::pow(x, y); }, a, b);
+  case Opcode::Fma:
+    return float_op(
+        s, [](auto x, auto y, auto z) { return std::fma(x, y, z); }, a, b, c);
+  default:
+    return 0;
+  }
+}
+
+/// Value conversion of one lane (docs/ir.md, `cast`).
+uint64_t convert(Scalar from, Scalar to, uint64_t v) {
+  unsigned fw = scalar_bits(from), tw = scalar_bits(to);
+  if (to == Scalar::Bool)
+    return is_float(from) ? to_double(from, v) != 0.0 : v != 0;
+  if (from == Scalar::Bool)
+    return is_float(to) ? from_double(to, v ? 1.0 : 0.0) : v;
+  if (is_float(from) && is_float(to))
+    return from_double(to, to_double(from, v));
+  if (is_float(to)) {
+    if (to == Scalar::F64 || to == Scalar::F32) {
+      if (is_signed(from)) {
+        int64_t x = sign_extend(v, fw);
+        return to == Scalar::F64 ? std::bit_cast<uint64_t>(static_cast<double>(x))
+                                 : std::bit_cast<uint32_t>(static_cast<float>(x));
+      }
+      return to == Scalar::F64 ? std::bit_cast<uint64_t>(static_cast<double>(v))
+                               : std::bit_cast<uint32_t>(static_cast<float>(v));
+    }
+    // Integer to f16/bf16: through float is exact for |x| < 2^24 and close enough beyond
+    // (those values overflow f16 anyway; bf16 keeps 8 bits).
+    double x = is_signed(from) ? static_cast<double>(sign_extend(v, fw)) : static_cast<double>(v);
+    return from_double(to, x);
+  }
+  if (is_float(from)) {
+    double x = std::trunc(to_double(from, v));
+    if (std::isnan(x))
+      return 0;
+    if (is_signed(to)) {
+      double lo = -std::ldexp(1.0, static_cast<int>(tw) - 1);
+      double hi = std::ldexp(1.0, static_cast<int>(tw) - 1);
+      if (x <= lo)
+        return (uint64_t{1} << (tw - 1)) & width_mask(tw);
+      if (x >= hi)
+        return width_mask(tw - 1);
+      return static_cast<uint64_t>(static_cast<int64_t>(x)) & width_mask(tw);
+    }
+    if (x <= 0)
+      return 0;
+    if (x >= std::ldexp(1.0, static_cast<int>(tw)))
+      return width_mask(tw);
+    return static_cast<uint64_t>(x);
+  }
+  // Integer to integer: sign-extend from a signed source, then keep the target's width.
+  uint64_t wide = is_signed(from) ? static_cast<uint64_t>(sign_extend(v, fw)) : v;
+  return wide & width_mask(tw);
+}
+
+/// A memory object: a kernel's buffer, a workgroup's shared array, or local arrays (one copy
+/// per invocation).
+struct Memory {
+  Scalar element;
+  uint64_t count; ///< elements per copy
+  uint8_t *data;  ///< the first copy
+  bool per_invocation;
+  std::string what;
+};
+
+class Interpreter {
+public:
+  Interpreter(const Kernel &kernel, std::span<const Argument> args, const LaunchConfig &config)
+      : kernel_(kernel), config_(config) {
+    const auto &wg = kernel.workgroup_size();
+    size_ = wg[0] * wg[1] * wg[2];
+    for (unsigned i = 0; i < kernel.num_parameters(); ++i)
+      bind_parameter(kernel.parameter(i), i < args.size() ? &args[i] : nullptr, i);
+  }
+
+  void run() {
+    const auto &n = config_.num_workgroups;
+    for (uint32_t z = 0; z < n[2]; ++z)
+      for (uint32_t y = 0; y < n[1]; ++y)
+        for (uint32_t x = 0; x < n[0]; ++x) {
+          workgroup_ = {x, y, z};
+          shared_storage_.clear();
+          local_storage_.clear();
+          Mask all(size_, 1);
+          exec_region(kernel_.body(), all);
+        }
+  }
+
+private:
+  //===- Errors ------------------------------------------------------------------------------===//
+
+  [[noreturn]] void fail(const Operation *op, std::string message) {
+    Diagnostic d;
+    if (op && op->location().known()) {
+      d.file = std::string(kernel_.module()->file_name(op->location().file));
+      d.line = op->location().line;
+      d.col = op->location().col;
+    }
+    d.message = fmt::format("'{}' in kernel {} (workgroup ({}, {}, {})): {}",
+                            op ? op->name() : "kernel", format_symbol(kernel_.name()),
+                            workgroup_[0], workgroup_[1], workgroup_[2], message);
+    throw Failure{std::move(d)};
+  }
+
+  //===- Values ------------------------------------------------------------------------------===//
+
+  std::vector<uint64_t> &lanes_of(const Value *v) {
+    auto &slot = values_[v];
+    size_t need = static_cast<size_t>(size_) * v->type().lanes();
+    if (slot.size() != need)
+      slot.assign(need, 0);
+    return slot;
+  }
+  uint64_t get(const Value *v, unsigned inv, unsigned lane = 0) {
+    return lanes_of(v)[inv * v->type().lanes() + lane];
+  }
+  void set(const Value *v, unsigned inv, unsigned lane, uint64_t bits) {
+    lanes_of(v)[inv * v->type().lanes() + lane] = bits;
+  }
+  void copy_value(const Value *to, const Value *from, unsigned inv) {
+    for (unsigned l = 0; l < to->type().lanes(); ++l)
+      set(to, inv, l, get(from, inv, l));
+  }
+
+  void bind_parameter(const Value *p, const Argument *arg, unsigned index) {
+    Type t = p->type();
+    if (t.kind() == TypeKind::Buffer) {
+      if (!arg || !arg->buffer)
+        fail(nullptr, fmt::format("parameter {} ({}) needs a buffer argument", index, t.str()));
+      if (arg->buffer->element != t.element())
+        fail(nullptr, fmt::format("parameter {} is {}, but the buffer holds {}", index, t.str(),
+                                  scalar_name(arg->buffer->element)));
+      memory_[p] = Memory{t.element(), arg->buffer->size(), arg->buffer->bytes.data(), false,
+                          fmt::format("buffer parameter {}", index)};
+      return;
+    }
+    if (!arg || arg->bits.size() != t.lanes())
+      fail(nullptr, fmt::format("parameter {} ({}) needs {} value(s)", index, t.str(), t.lanes()));
+    for (unsigned inv = 0; inv < size_; ++inv)
+      for (unsigned l = 0; l < t.lanes(); ++l)
+        set(p, inv, l, arg->bits[l] & width_mask(scalar_bits(t.element())));
+  }
+
+  //===- Memory ------------------------------------------------------------------------------===//
+
+  /// The byte address of element `index` (+ `lanes` consecutive) for invocation `inv`.
+  uint8_t *address(const Operation *op, const Value *mem_value, unsigned inv, uint64_t index_bits,
+                   Type index_type, unsigned lanes) {
+    Memory &mem = memory_.at(mem_value);
+    int64_t index = is_signed(index_type.element())
+                        ? sign_extend(index_bits, scalar_bits(index_type.element()))
+                        : static_cast<int64_t>(index_bits);
+    if (index < 0 || static_cast<uint64_t>(index) + lanes > mem.count)
+      fail(op, fmt::format("index {} is out of bounds of {} ({} elements{}) in invocation {}",
+                           index, mem.what, mem.count,
+                           lanes > 1 ? fmt::format(", accessing {}", lanes) : "", inv));
+    if (lanes > 1 && index % lanes != 0)
+      fail(op, fmt::format("vector access of {} lanes at index {}, which is not a multiple of {}",
+                           lanes, index, lanes));
+    size_t bytes = scalar_bits(mem.element) / 8;
+    size_t copy = mem.per_invocation ? static_cast<size_t>(inv) * mem.count : 0;
+    return mem.data + (copy + static_cast<size_t>(index)) * bytes;
+  }
+
+  static uint64_t read_element(const uint8_t *p, Scalar s) {
+    uint64_t v = 0;
+    std::memcpy(&v, p, scalar_bits(s) / 8);
+    return v;
+  }
+  static void write_element(uint8_t *p, Scalar s, uint64_t v) {
+    std::memcpy(p, &v, scalar_bits(s) / 8);
+  }
+
+  //===- Regions and control flow ------------------------------------------------------------===//
+
+  struct LoopFrame {
+    const Operation *loop;
+    size_t depth; ///< mask stack size at the body's mask
+    Mask exited;  ///< lanes that left by break
+    Mask continued;
+    std::vector<std::vector<uint64_t>> exit_values;     ///< per result: invocation * lanes
+    std::vector<std::vector<uint64_t>> continue_values; ///< per carried value
+  };
+
+  void exec_region(const Region &region, Mask &mask) {
+    masks_.push_back(&mask);
+    for (Operation *op : region) {
+      if (!any(mask))
+        break;
+      exec_op(*op, mask);
+    }
+    masks_.pop_back();
+  }
+
+  /// Removes `inv` from every mask of the current loop body (and the ifs inside it).
+  void leave(unsigned inv, const LoopFrame &frame) {
+    for (size_t d = frame.depth; d < masks_.size(); ++d)
+      (*masks_[d])[inv] = 0;
+  }
+
+  void store_lanes(std::vector<uint64_t> &out, const Value *v, unsigned inv) {
+    unsigned lanes = v->type().lanes();
+    if (out.size() < static_cast<size_t>(size_) * lanes)
+      out.resize(static_cast<size_t>(size_) * lanes);
+    for (unsigned l = 0; l < lanes; ++l)
+      out[inv * lanes + l] = get(v, inv, l);
+  }
+
+  void load_lanes(const Value *to, const std::vector<uint64_t> &from, unsigned inv) {
+    unsigned lanes = to->type().lanes();
+    for (unsigned l = 0; l < lanes; ++l)
+      set(to, inv, l, from[inv * lanes + l]);
+  }
+
+  /// Copies the terminator's operands (from `first`) of each invocation still in `mask` to
+  /// `targets` (values or stored lanes).
+  void take_yield(const Region &region, const Mask &mask, size_t first,
+                  const std::function<void(unsigned, size_t, const Value *)> &to) {
+    Operation *term = region.terminator();
+    if (!term || (term->opcode() != Opcode::Yield && term->opcode() != Opcode::Condition))
+      return;
+    for (unsigned inv = 0; inv < size_; ++inv)
+      if (mask[inv])
+        for (size_t i = first; i < term->num_operands(); ++i)
+          to(inv, i - first, term->operand(static_cast<unsigned>(i)));
+  }
+
+  void exec_if(const Operation &op, Mask &mask) {
+    Mask then_mask(size_, 0), else_mask(size_, 0);
+    for (unsigned inv = 0; inv < size_; ++inv)
+      if (mask[inv])
+        (get(op.operand(0), inv) ? then_mask : else_mask)[inv] = 1;
+    for (unsigned r = 0; r < 2; ++r) {
+      Mask &m = r == 0 ? then_mask : else_mask;
+      if (!any(m))
+        continue;
+      exec_region(op.region(r), m);
+      take_yield(op.region(r), m, 0, [&](unsigned inv, size_t i, const Value *v) {
+        copy_value(op.result(static_cast<unsigned>(i)), v, inv);
+      });
+    }
+  }
+
+  void exec_for(const Operation &op, Mask &mask) {
+    const Region &body = op.region(0);
+    Type iv_type = op.operand(0)->type();
+    Scalar s = iv_type.element();
+    unsigned w = scalar_bits(s);
+    Mask in_loop = mask;
+    std::vector<uint64_t> iv(size_);
+    for (unsigned inv = 0; inv < size_; ++inv) {
+      if (!in_loop[inv])
+        continue;
+      iv[inv] = get(op.operand(0), inv);
+      uint64_t step = get(op.operand(2), inv);
+      if (is_signed(s) ? sign_extend(step, w) <= 0 : step == 0)
+        fail(&op,
+             fmt::format("the step is {} in invocation {}; a for loop's step must be positive",
+                         is_signed(s) ? std::to_string(sign_extend(step, w)) : std::to_string(step),
+                         inv));
+      for (unsigned c = 0; c + 3 < op.num_operands(); ++c)
+        copy_value(body.argument(c + 1), op.operand(c + 3), inv);
+    }
+    while (any(in_loop)) {
+      Mask body_mask(size_, 0);
+      for (unsigned inv = 0; inv < size_; ++inv) {
+        if (!in_loop[inv])
+          continue;
+        uint64_t hi = get(op.operand(1), inv);
+        bool more = is_signed(s) ? sign_extend(iv[inv], w) < sign_extend(hi, w) : iv[inv] < hi;
+        if (more) {
+          body_mask[inv] = 1;
+          set(body.argument(0), inv, 0, iv[inv]);
+        } else {
+          in_loop[inv] = 0;
+          for (unsigned c = 0; c < op.num_results(); ++c)
+            copy_value(op.result(c), body.argument(c + 1), inv);
+        }
+      }
+      if (!any(body_mask))
+        break;
+      run_loop_body(op, body, body_mask, in_loop, 1);
+      for (unsigned inv = 0; inv < size_; ++inv)
+        if (in_loop[inv]) {
+          uint64_t next = (iv[inv] + get(op.operand(2), inv)) & width_mask(w);
+          // Stepping past the type's range ends the loop (no wrap-around).
+          bool wrapped =
+              is_signed(s) ? sign_extend(next, w) < sign_extend(iv[inv], w) : next < iv[inv];
+          if (wrapped) {
+            in_loop[inv] = 0;
+            for (unsigned c = 0; c < op.num_results(); ++c)
+              copy_value(op.result(c), body.argument(c + 1), inv);
+          }
+          iv[inv] = next;
+        }
+    }
+  }
+
+  /// Runs a loop body for `body_mask`; afterwards, lanes that reached the yield or a continue
+  /// carry their new values into `carried` (region args from `first_carried`), and lanes that
+  /// broke out leave `in_loop` with their results set.
+  void run_loop_body(const Operation &loop, const Region &body, Mask &body_mask, Mask &in_loop,
+                     unsigned first_carried) {
+    const Region &carried = loop.opcode() == Opcode::For ? body : loop.region(0);
+    unsigned carried_first = loop.opcode() == Opcode::For ? 1 : 0;
+    frames_.push_back(LoopFrame{&loop, masks_.size(), Mask(size_, 0), Mask(size_, 0), {}, {}});
+    frames_.back().exit_values.resize(loop.num_results());
+    frames_.back().continue_values.resize(carried.num_arguments());
+    Mask reached = body_mask;
+    exec_region(body, reached);
+    LoopFrame frame = std::move(frames_.back());
+    frames_.pop_back();
+    // The yield's values are read now (they may be the body's own values).
+    std::vector<std::vector<uint64_t>> next(carried.num_arguments() - carried_first);
+    take_yield(body, reached, 0,
+               [&](unsigned inv, size_t i, const Value *v) { store_lanes(next[i], v, inv); });
+    for (unsigned inv = 0; inv < size_; ++inv) {
+      if (!body_mask[inv])
+        continue;
+      if (frame.exited[inv]) {
+        in_loop[inv] = 0;
+        for (unsigned c = 0; c < loop.num_results(); ++c)
+          load_lanes(loop.result(c), frame.exit_values[c], inv);
+      } else if (frame.continued[inv]) {
+        for (unsigned c = carried_first; c < carried.num_arguments(); ++c)
+          load_lanes(carried.argument(c), frame.continue_values[c - carried_first], inv);
+      } else if (reached[inv]) {
+        for (unsigned c = carried_first; c < carried.num_arguments(); ++c)
+          load_lanes(carried.argument(c), next[c - carried_first], inv);
+      }
+    }
+    (void)first_carried;
+  }
+
+  void exec_while(const Operation &op, Mask &mask) {
+    const Region &before = op.region(0), &after = op.region(1);
+    Mask in_loop = mask;
+    for (unsigned inv = 0; inv < size_; ++inv)
+      if (in_loop[inv])
+        for (unsigned c = 0; c < op.num_operands(); ++c)
+          copy_value(before.argument(c), op.operand(c), inv);
+    while (any(in_loop)) {
+      Mask m = in_loop;
+      exec_region(before, m);
+      Operation *cond = before.terminator();
+      Mask body_mask(size_, 0);
+      for (unsigned inv = 0; inv < size_; ++inv) {
+        if (!m[inv])
+          continue;
+        bool go = get(cond->operand(0), inv) != 0;
+        for (unsigned c = 1; c < cond->num_operands(); ++c)
+          copy_value(go ? after.argument(c - 1) : op.result(c - 1), cond->operand(c), inv);
+        if (go)
+          body_mask[inv] = 1;
+        else
+          in_loop[inv] = 0;
+      }
+      if (!any(body_mask))
+        break;
+      run_loop_body(op, after, body_mask, in_loop, 0);
+    }
+  }
+
+  void exec_exit(const Operation &op, Mask &mask) {
+    LoopFrame &frame = frames_.back();
+    bool is_break = op.opcode() == Opcode::Break;
+    for (unsigned inv = 0; inv < size_; ++inv) {
+      if (!mask[inv])
+        continue;
+      for (unsigned i = 0; i < op.num_operands(); ++i)
+        store_lanes(is_break ? frame.exit_values[i] : frame.continue_values[i], op.operand(i), inv);
+      (is_break ? frame.exited : frame.continued)[inv] = 1;
+      leave(inv, frame);
+    }
+  }
+
+  //===- Ops ---------------------------------------------------------------------------------===//
+
+  uint32_t builtin(Opcode op, unsigned inv, unsigned lane) {
+    const auto &wg = kernel_.workgroup_size();
+    uint32_t local[3] = {inv % wg[0], (inv / wg[0]) % wg[1], inv / (wg[0] * wg[1])};
+    switch (op) {
+    case Opcode::GlobalId:
+      return workgroup_[lane] * wg[lane] + local[lane];
+    case Opcode::LocalId:
+      return local[lane];
+    case Opcode::WorkgroupId:
+      return workgroup_[lane];
+    case Opcode::WorkgroupSize:
+      return wg[lane];
+    case Opcode::NumWorkgroups:
+      return config_.num_workgroups[lane];
+    case Opcode::LocalIndex:
+      return inv;
+    case Opcode::SubgroupId:
+      return inv / config_.subgroup_size;
+    case Opcode::SubgroupSize:
+      return config_.subgroup_size;
+    case Opcode::SubgroupLane:
+      return inv % config_.subgroup_size;
+    case Opcode::NumSubgroups:
+      return (size_ + config_.subgroup_size - 1) / config_.subgroup_size;
+    default:
+      return 0;
+    }
+  }
+
+  void exec_subgroup(const Operation &op, const Mask &mask) {
+    unsigned sg = config_.subgroup_size;
+    Type t = op.result()->type();
+    Scalar s = t.element();
+    for (unsigned base = 0; base < size_; base += sg) {
+      unsigned end = std::min(size_, base + sg);
+      for (unsigned inv = base; inv < end; ++inv) {
+        if (!mask[inv])
+          continue;
+        switch (op.opcode()) {
+        case Opcode::SubgroupElect: {
+          unsigned first = base;
+          while (!mask[first])
+            ++first;
+          set(op.result(), inv, 0, inv == first);
+          break;
+        }
+        case Opcode::SubgroupBallot: {
+          uint32_t words[4] = {0, 0, 0, 0};
+          for (unsigned j = base; j < end; ++j)
+            if (mask[j] && get(op.operand(0), j))
+              words[(j - base) / 32] |= 1u << ((j - base) % 32);
+          for (unsigned l = 0; l < 4; ++l)
+            set(op.result(), inv, l, words[l]);
+          break;
+        }
+        case Opcode::SubgroupAll:
+        case Opcode::SubgroupAny: {
+          bool all = true, some = false;
+          for (unsigned j = base; j < end; ++j)
+            if (mask[j]) {
+              bool b = get(op.operand(0), j) != 0;
+              all &= b;
+              some |= b;
+            }
+          set(op.result(), inv, 0, op.opcode() == Opcode::SubgroupAll ? all : some);
+          break;
+        }
+        case Opcode::SubgroupBroadcast:
+        case Opcode::SubgroupShuffle:
+        case Opcode::SubgroupShuffleXor:
+        case Opcode::SubgroupShuffleUp:
+        case Opcode::SubgroupShuffleDown: {
+          uint32_t arg = static_cast<uint32_t>(get(op.operand(1), inv));
+          uint32_t lane = inv - base;
+          int64_t src = op.opcode() == Opcode::SubgroupShuffleXor    ? lane ^ arg
+                        : op.opcode() == Opcode::SubgroupShuffleUp   ? int64_t{lane} - arg
+                        : op.opcode() == Opcode::SubgroupShuffleDown ? int64_t{lane} + arg
+                                                                     : int64_t{arg};
+          bool relative = op.opcode() == Opcode::SubgroupShuffleUp ||
+                          op.opcode() == Opcode::SubgroupShuffleDown;
+          if (relative && (src < 0 || src >= static_cast<int64_t>(end - base)))
+            src = lane; // out of range: the invocation keeps its own value
+          if (src < 0 || src >= static_cast<int64_t>(end - base) || !mask[base + src])
+            fail(&op, fmt::format("invocation {} reads lane {}, which is not an active lane of "
+                                  "its subgroup",
+                                  inv, src));
+          copy_lanes_from(op.result(), op.operand(0), inv, base + static_cast<unsigned>(src));
+          break;
+        }
+        default: { // reductions and scans
+          Opcode o = op.opcode();
+          Opcode combine = (o == Opcode::SubgroupMin || o == Opcode::SubgroupInclusiveMin ||
+                            o == Opcode::SubgroupExclusiveMin)
+                               ? Opcode::Min
+                           : (o == Opcode::SubgroupMax || o == Opcode::SubgroupInclusiveMax ||
+                              o == Opcode::SubgroupExclusiveMax)
+                               ? Opcode::Max
+                           : o == Opcode::SubgroupAnd ? Opcode::And
+                           : o == Opcode::SubgroupOr  ? Opcode::Or
+                           : o == Opcode::SubgroupXor ? Opcode::Xor
+                                                      : Opcode::Add;
+          bool inclusive = o == Opcode::SubgroupInclusiveSum || o == Opcode::SubgroupInclusiveMin ||
+                           o == Opcode::SubgroupInclusiveMax;
+          bool exclusive = o == Opcode::SubgroupExclusiveSum || o == Opcode::SubgroupExclusiveMin ||
+                           o == Opcode::SubgroupExclusiveMax;
+          unsigned last = inclusive ? inv + 1 : exclusive ? inv : end;
+          for (unsigned l = 0; l < t.lanes(); ++l) {
+            uint64_t acc = identity(combine, s);
+            for (unsigned j = base; j < last; ++j)
+              if (mask[j])
+                acc = eval_lane(combine, s, acc, get(op.operand(0), j, l), 0);
+            set(op.result(), inv, l, acc);
+          }
+          break;
+        }
+        }
+      }
+    }
+  }
+
+  static uint64_t identity(Opcode combine, Scalar s) {
+    unsigned w = scalar_bits(s);
+    switch (combine) {
+    case Opcode::Add:
+    case Opcode::Or:
+    case Opcode::Xor:
+      return is_float(s) ? from_double(s, 0.0) : 0;
+    case Opcode::And:
+      return width_mask(w);
+    case Opcode::Min:
+      return is_float(s) ? from_double(s, INFINITY)
+                         : (is_signed(s) ? width_mask(w - 1) : width_mask(w));
+    case Opcode::Max:
+      return is_float(s) ? from_double(s, -INFINITY) : (is_signed(s) ? uint64_t{1} << (w - 1) : 0);
+    default:
+      return 0;
+    }
+  }
+
+  void copy_lanes_from(const Value *to, const Value *from, unsigned to_inv, unsigned from_inv) {
+    for (unsigned l = 0; l < to->type().lanes(); ++l)
+      set(to, to_inv, l, get(from, from_inv, l));
+  }
+
+  void exec_op(const Operation &op, Mask &mask) {
+    ops_executed_ += size_;
+    if (ops_executed_ > config_.op_limit)
+      fail(&op, fmt::format("stopped after {} operations (a runaway loop?); raise "
+                            "LaunchConfig::op_limit if the kernel really needs more",
+                            config_.op_limit));
+    Opcode o = op.opcode();
+    const OpInfo &info = op.info();
+    switch (info.signature) {
+    case Signature::If:
+      return exec_if(op, mask);
+    case Signature::For:
+      return exec_for(op, mask);
+    case Signature::While:
+      return exec_while(op, mask);
+    case Signature::Break:
+    case Signature::Continue:
+      return exec_exit(op, mask);
+    case Signature::Yield:
+    case Signature::Condition:
+    case Signature::Return:
+      return; // read by the enclosing op
+    case Signature::SharedAlloc:
+    case Signature::LocalAlloc: {
+      Type t = op.result()->type();
+      bool local = o == Opcode::LocalAlloc;
+      auto &storage = (local ? local_storage_ : shared_storage_)[&op];
+      size_t bytes =
+          static_cast<size_t>(t.count()) * (scalar_bits(t.element()) / 8) * (local ? size_ : 1);
+      // Fresh contents are unspecified; the interpreter fills them with a recognisable pattern.
+      storage.assign(bytes, 0xCD);
+      memory_[op.result()] = Memory{t.element(), t.count(), storage.data(), local,
+                                    fmt::format("{} array of {} {}", local ? "local" : "shared",
+                                                t.count(), scalar_name(t.element()))};
+      return;
+    }
+    case Signature::Sync:
+      if (o == Opcode::Barrier) {
+        unsigned active = static_cast<unsigned>(std::count(mask.begin(), mask.end(), 1));
+        if (active != size_)
+          fail(&op, fmt::format("reached by {} of the workgroup's {} invocations; every "
+                                "invocation must reach each barrier",
+                                active, size_));
+      }
+      return; // lockstep execution already orders memory
+    default:
+      break;
+    }
+    if (op.has_flag(Subgroup))
+      return exec_subgroup(op, mask);
+    for (unsigned inv = 0; inv < size_; ++inv)
+      if (mask[inv])
+        exec_lane(op, inv);
+  }
+
+  void exec_lane(const Operation &op, unsigned inv) {
+    Opcode o = op.opcode();
+    const OpInfo &info = op.info();
+    switch (info.signature) {
+    case Signature::Constant:
+      set(op.result(), inv, 0, static_cast<uint64_t>(*op.attributes().get_int("value")));
+      return;
+    case Signature::Unary:
+    case Signature::Binary:
+    case Signature::Ternary:
+    case Signature::Compare: {
+      Type t = op.operand(0)->type();
+      for (unsigned l = 0; l < t.lanes(); ++l) {
+        uint64_t a = get(op.operand(0), inv, l);
+        uint64_t b = op.num_operands() > 1 ? get(op.operand(1), inv, l) : 0;
+        uint64_t c = op.num_operands() > 2 ? get(op.operand(2), inv, l) : 0;
+        set(op.result(), inv, l, eval_lane(o, t.element(), a, b, c));
+      }
+      return;
+    }
+    case Signature::Select: {
+      Type t = op.result()->type();
+      Type ct = op.operand(0)->type();
+      for (unsigned l = 0; l < t.lanes(); ++l) {
+        bool c = get(op.operand(0), inv, ct.is_vector() ? l : 0) != 0;
+        set(op.result(), inv, l, get(op.operand(c ? 1 : 2), inv, l));
+      }
+      return;
+    }
+    case Signature::Cast: {
+      Type from = op.operand(0)->type(), to = op.result()->type();
+      for (unsigned l = 0; l < to.lanes(); ++l)
+        set(op.result(), inv, l, convert(from.element(), to.element(), get(op.operand(0), inv, l)));
+      return;
+    }
+    case Signature::Bitcast: {
+      Type from = op.operand(0)->type(), to = op.result()->type();
+      unsigned fw = scalar_bits(from.element()), tw = scalar_bits(to.element());
+      // Concatenate the lanes (lane 0 least significant) and split them again.
+      std::vector<uint8_t> bits(fw * from.lanes(), 0);
+      for (unsigned l = 0; l < from.lanes(); ++l)
+        for (unsigned b = 0; b < fw; ++b)
+          bits[l * fw + b] = (get(op.operand(0), inv, l) >> b) & 1;
+      for (unsigned l = 0; l < to.lanes(); ++l) {
+        uint64_t v = 0;
+        for (unsigned b = 0; b < tw; ++b)
+          v |= uint64_t{bits[l * tw + b]} << b;
+        set(op.result(), inv, l, v);
+      }
+      return;
+    }
+    case Signature::Splat:
+      for (unsigned l = 0; l < op.result()->type().lanes(); ++l)
+        set(op.result(), inv, l, get(op.operand(0), inv));
+      return;
+    case Signature::VecBuild:
+      for (unsigned l = 0; l < op.num_operands(); ++l)
+        set(op.result(), inv, l, get(op.operand(l), inv));
+      return;
+    case Signature::VecExtract:
+      set(op.result(), inv, 0,
+          get(op.operand(0), inv, static_cast<unsigned>(*op.attributes().get_int("lane"))));
+      return;
+    case Signature::VecInsert: {
+      auto lane = static_cast<unsigned>(*op.attributes().get_int("lane"));
+      copy_value(op.result(), op.operand(0), inv);
+      set(op.result(), inv, lane, get(op.operand(1), inv));
+      return;
+    }
+    case Signature::Load: {
+      Type t = op.result()->type();
+      uint8_t *p = address(&op, op.operand(0), inv, get(op.operand(1), inv), op.operand(1)->type(),
+                           t.lanes());
+      size_t bytes = scalar_bits(t.element()) / 8;
+      for (unsigned l = 0; l < t.lanes(); ++l)
+        set(op.result(), inv, l, read_element(p + l * bytes, t.element()));
+      return;
+    }
+    case Signature::Store: {
+      Type t = op.operand(2)->type();
+      uint8_t *p = address(&op, op.operand(0), inv, get(op.operand(1), inv), op.operand(1)->type(),
+                           t.lanes());
+      size_t bytes = scalar_bits(t.element()) / 8;
+      for (unsigned l = 0; l < t.lanes(); ++l)
+        write_element(p + l * bytes, t.element(), get(op.operand(2), inv, l));
+      return;
+    }
+    case Signature::BufferSize:
+      set(op.result(), inv, 0,
+          memory_.at(op.operand(0)).count & width_mask(scalar_bits(op.result()->type().element())));
+      return;
+    case Signature::Builtin3:
+      for (unsigned l = 0; l < 3; ++l)
+        set(op.result(), inv, l, builtin(o, inv, l));
+      return;
+    case Signature::Builtin1:
+      set(op.result(), inv, 0, builtin(o, inv, 0));
+      return;
+    case Signature::AtomicRmw:
+    case Signature::AtomicCmpXchg: {
+      Type elem = op.result()->type();
+      Scalar s = elem.element();
+      uint8_t *p =
+          address(&op, op.operand(0), inv, get(op.operand(1), inv), op.operand(1)->type(), 1);
+      uint64_t old = read_element(p, s);
+      uint64_t v = get(op.operand(2), inv), next = old;
+      switch (o) {
+      case Opcode::AtomicAdd:
+        next = eval_lane(Opcode::Add, s, old, v, 0);
+        break;
+      case Opcode::AtomicSub:
+        next = eval_lane(Opcode::Sub, s, old, v, 0);
+        break;
+      case Opcode::AtomicMin:
+        next = eval_lane(Opcode::Min, s, old, v, 0);
+        break;
+      case Opcode::AtomicMax:
+        next = eval_lane(Opcode::Max, s, old, v, 0);
+        break;
+      case Opcode::AtomicAnd:
+        next = old & v;
+        break;
+      case Opcode::AtomicOr:
+        next = old | v;
+        break;
+      case Opcode::AtomicXor:
+        next = old ^ v;
+        break;
+      case Opcode::AtomicXchg:
+        next = v;
+        break;
+      case Opcode::AtomicCmpXchg:
+        next = old == v ? get(op.operand(3), inv) : old;
+        break;
+      default:
+        break;
+      }
+      write_element(p, s, next);
+      set(op.result(), inv, 0, old);
+      return;
+    }
+    default:
+      fail(&op, "the interpreter does not implement this op (a bug in cubecc)");
+    }
+  }
+
+  const Kernel &kernel_;
+  LaunchConfig config_;
+  unsigned size_ = 1;
+  std::array<uint32_t, 3> workgroup_ = {0, 0, 0};
+  std::unordered_map<const Value *, std::vector<uint64_t>> values_;
+  std::unordered_map<const Value *, Memory> memory_;
+  std::unordered_map<const Operation *, std::vector<uint8_t>> shared_storage_, local_storage_;
+  std::vector<Mask *> masks_;
+  std::vector<LoopFrame> frames_;
+  uint64_t ops_executed_ = 0;
+};
+
+} // namespace
+
+std::vector<Diagnostic> interpret(const Kernel &kernel, std::span<const Argument> arguments,
+                                  const LaunchConfig &config) {
+  if (config.subgroup_size == 0 || config.subgroup_size > 128 ||
+      (config.subgroup_size & (config.subgroup_size - 1)) != 0)
+    return {Diagnostic{
+        "",
+        0,
+        0,
+        fmt::format("subgroup size {} is not a power of two from 1 to 128", config.subgroup_size),
+        {}}};
+  if (arguments.size() != kernel.num_parameters())
+    return {Diagnostic{"",
+                       0,
+                       0,
+                       fmt::format("kernel {} takes {} arguments, {} were given",
+                                   format_symbol(kernel.name()), kernel.num_parameters(),
+                                   arguments.size()),
+                       {}}};
+  try {
+    Interpreter interpreter(kernel, arguments, config);
+    interpreter.run();
+  } catch (const Failure &f) {
+    return {f.diagnostic};
+  }
+  return {};
+}
+
+} // namespace cubecc::ir
