@@ -30,8 +30,11 @@ void begin_else_of(ir::Operation *if_op, const Loc &loc);
 class IfElse {
 public:
   explicit IfElse(ir::Operation *op) : op_(op) {}
-  /// Must directly follow its if_.
+  /// Must directly follow its if_, once.
   template <class F> void else_(F &&body, const Loc &loc = Loc::current()) const {
+    if (used_)
+      throw TraceError("this if_ already has an else_", loc);
+    used_ = true;
     detail::begin_else_of(op_, loc);
     std::forward<F>(body)();
     detail::end_if();
@@ -39,6 +42,7 @@ public:
 
 private:
   ir::Operation *op_;
+  mutable bool used_ = false;
 };
 
 template <class C, class F>
@@ -77,8 +81,12 @@ struct LoopIndex<L, H> {
 template <class I, class L, class H, class S, class F>
 void for_impl(const L &lo, const H &hi, const S &step, F &&body, int unroll, const Loc &loc) {
   static_assert(IntegerType<I> && lanes_of<I> == 1, "cubecc: for_ bounds must be integers");
-  ir::Value *iv = begin_for(node_as<I>(lo).emit(loc), node_as<I>(hi).emit(loc),
-                            node_as<I>(step).emit(loc), unroll, loc);
+  // Emitted in source order (a function call's arguments are evaluated in an unspecified order,
+  // which would make the IR, and so the structural hash, depend on the C++ compiler).
+  ir::Value *lo_value = node_as<I>(lo).emit(loc);
+  ir::Value *hi_value = node_as<I>(hi).emit(loc);
+  ir::Value *step_value = node_as<I>(step).emit(loc);
+  ir::Value *iv = begin_for(lo_value, hi_value, step_value, unroll, loc);
   std::forward<F>(body)(Val<I>::from_ir(iv));
   end_for();
 }
@@ -105,8 +113,11 @@ void for_(const L &lo, const H &hi, const S &step, F &&body, Unroll unroll = {},
 /// while (condition()) body(). `condition` returns a kernel bool and runs before each iteration.
 template <class C, class F> void while_(C &&condition, F &&body, const Loc &loc = Loc::current()) {
   using Cond = decltype(condition());
-  static_assert(ExprLike<Cond> && std::is_same_v<value_of<Cond>, bool>,
-                "cubecc: while_'s condition must be a function returning a kernel bool");
+  static_assert(ExprLike<Cond>, "cubecc: while_'s condition must be a function returning a "
+                                "kernel bool (a C++ bool is comptime: use a plain C++ while)");
+  if constexpr (ExprLike<Cond>)
+    static_assert(std::is_same_v<value_of<Cond>, bool>,
+                  "cubecc: while_'s condition must be a function returning a kernel bool");
   detail::begin_while(loc);
   detail::while_condition(condition().dsl_node().emit(loc), loc);
   std::forward<F>(body)();

@@ -18,8 +18,10 @@
 #include "cubecc/dsl/types.h"
 
 #include <concepts>
+#include <string>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 
 namespace cubecc::dsl {
 
@@ -56,8 +58,15 @@ template <class T> struct ConstExpr {
   using dsl_value_type = T;
   double float_value = 0;
   int64_t int_value = 0;
+  bool fits = true; ///< false for a C++ integer outside T's range (reported where it is used)
   ConstExpr dsl_node() const { return *this; }
   ir::Value *emit(const Loc &loc) const {
+    if (!fits)
+      throw TraceError("the C++ integer " +
+                           (float_value < 0 ? std::to_string(int_value)
+                                            : std::to_string(static_cast<uint64_t>(int_value))) +
+                           " does not fit in the kernel value's type; convert explicitly",
+                       loc);
     ir::Type scalar_type = ir_type<scalar_of<T>>();
     ir::Value *c = FloatType<T> ? detail::emit_float_constant(scalar_type, float_value, loc)
                                 : detail::emit_int_constant(scalar_type, int_value, loc);
@@ -100,6 +109,11 @@ template <class T, class U> ConstExpr<T> make_const(const U &u) {
   ConstExpr<T> c;
   c.float_value = static_cast<double>(u);
   c.int_value = static_cast<int64_t>(u);
+  using S = scalar_of<T>;
+  using V = std::remove_cvref_t<U>;
+  if constexpr (std::is_integral_v<S> && std::is_integral_v<V> && !std::is_same_v<S, bool> &&
+                !std::is_same_v<V, bool>)
+    c.fits = std::in_range<S>(u);
   return c;
 }
 

@@ -27,8 +27,8 @@ template <class T> constexpr size_t bytes_of() {
   return scalar * static_cast<size_t>(lanes_of<T>);
 }
 
-/// Shared memory a kernel may declare in one array: the static limit of CUDA (48 KiB), which
-/// every backend supports at least. Devices with less report it at compile time for them.
+/// The most shared memory one Shared<T, N> array may take: CUDA's 48 KiB static limit. (The
+/// total over a kernel's arrays, and devices with less, are checked when compiling for a target.)
 inline constexpr size_t kMaxSharedBytes = 48 * 1024;
 
 /// The node for an index: integer kernel values, or C++ integers (as u32).
@@ -157,7 +157,8 @@ private:
 
 /// A global buffer of a runtime size. `Array<const T>` is read-only.
 template <class T> class Array : public Indexable<T, Array<T>> {
-  static_assert(KernelType<std::remove_const_t<T>> && lanes_of<std::remove_const_t<T>> == 1,
+  static_assert(KernelType<std::remove_const_t<T>> && lanes_of<std::remove_const_t<T>> == 1 &&
+                    !std::is_same_v<std::remove_const_t<T>, bool>,
                 "cubecc: Array<T> holds scalars (bool: use uint8_t)");
 
 public:
@@ -182,7 +183,8 @@ private:
 /// A strided view of a global buffer with Rank dimensions; shapes and strides are kernel
 /// parameters. `t[i]` indexes the buffer directly (flat); `t(i, j)` applies the strides.
 template <class T, int Rank = 1> class Tensor : public Indexable<T, Tensor<T, Rank>> {
-  static_assert(KernelType<std::remove_const_t<T>> && lanes_of<std::remove_const_t<T>> == 1,
+  static_assert(KernelType<std::remove_const_t<T>> && lanes_of<std::remove_const_t<T>> == 1 &&
+                    !std::is_same_v<std::remove_const_t<T>, bool>,
                 "cubecc: Tensor<T> holds scalars (bool: use uint8_t)");
   static_assert(Rank >= 1 && Rank <= 8, "cubecc: tensors have 1 to 8 dimensions");
 
@@ -202,8 +204,12 @@ public:
   }
   ir::Value *memory() const { return buffer_; }
   static constexpr int rank() { return Rank; }
-  Val<uint32_t> shape(int d) const { return Val<uint32_t>::from_ir(shape_[check(d)]); }
-  Val<uint32_t> stride(int d) const { return Val<uint32_t>::from_ir(stride_[check(d)]); }
+  Val<uint32_t> shape(int d, const Loc &loc = Loc::current()) const {
+    return Val<uint32_t>::from_ir(shape_[check(d, loc)]);
+  }
+  Val<uint32_t> stride(int d, const Loc &loc = Loc::current()) const {
+    return Val<uint32_t>::from_ir(stride_[check(d, loc)]);
+  }
   /// The element count: the product of the shape.
   Val<uint32_t> size(const Loc &loc = Loc::current()) const {
     ir::Value *n = shape_[0];
@@ -224,9 +230,12 @@ public:
 
 private:
   explicit Tensor(ir::Value *buffer) : buffer_(buffer) {}
-  static int check(int d) {
+  static int check(int d, const Loc &loc) {
     if (d < 0 || d >= Rank)
-      throw TraceError("tensor dimension out of range", Loc::current());
+      throw TraceError("tensor dimension " + std::to_string(d) +
+                           " is out of range for a tensor of " + std::to_string(Rank) +
+                           " dimension(s)",
+                       loc);
     return d;
   }
   ir::Value *buffer_;

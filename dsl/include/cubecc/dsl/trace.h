@@ -11,6 +11,7 @@
 
 #include "cubecc/dsl/detail.h"
 #include "cubecc/ir/diagnostic.h"
+#include "cubecc/ir/ir.h"
 
 #include <array>
 #include <functional>
@@ -35,8 +36,20 @@ struct TraceResult {
 
 namespace detail {
 
+template <class> struct IsKernelFunction : std::false_type {};
+template <class... P> struct IsKernelFunction<void (*)(P...)> : std::true_type {};
+
+/// A kernel parameter type: Tensor, Array or Scalar.
+template <class P>
+concept KernelParameter = requires(const std::string &name) {
+  {std::decay_t<P>::dsl_make_parameter(name)};
+};
+
 template <class... P>
 void call_with_parameters(void (*kernel)(P...), const std::vector<std::string> &names) {
+  static_assert((KernelParameter<P> && ...),
+                "cubecc: kernel parameters are dsl::Tensor<T, Rank>, dsl::Array<T> or "
+                "dsl::Scalar<T> (a plain C++ value is comptime: make it a template parameter)");
   size_t next = 0;
   auto name = [&] {
     std::string n = next < names.size() ? names[next] : "p" + std::to_string(next);
@@ -59,12 +72,12 @@ void trace_kernel_into(ir::Module &module, const std::string &name, const Kernel
 template <auto F>
 void trace_into(ir::Module &module, const std::string &name, const KernelOptions &options,
                 std::vector<ir::Diagnostic> &errors) {
-  static_assert(std::is_pointer_v<decltype(F)> &&
-                    std::is_function_v<std::remove_pointer_t<decltype(F)>>,
+  static_assert(detail::IsKernelFunction<decltype(F)>::value,
                 "cubecc: trace<F> takes a kernel function (returning void)");
-  detail::trace_kernel_into(
-      module, name, options, [&] { detail::call_with_parameters(F, options.parameter_names); },
-      errors);
+  if constexpr (detail::IsKernelFunction<decltype(F)>::value)
+    detail::trace_kernel_into(
+        module, name, options, [&] { detail::call_with_parameters(F, options.parameter_names); },
+        errors);
 }
 
 /// Traces kernel function F into a new module.

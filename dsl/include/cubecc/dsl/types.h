@@ -51,6 +51,8 @@ template <class T> struct ValueTraits {
   static constexpr int lanes = 1;
 };
 template <class T, int N> struct ValueTraits<Vec<T, N>> {
+  static_assert(N == 2 || N == 3 || N == 4 || N == 8 || N == 16,
+                "cubecc: Vec<T, N> needs N = 2, 3, 4, 8 or 16 lanes");
   using scalar = T;
   static constexpr int lanes = N;
 };
