@@ -147,6 +147,8 @@ std::unique_ptr<Operation> Operation::create(Opcode opcode, std::span<Value *con
                                              std::span<const Type> result_types,
                                              unsigned num_regions, Location loc) {
   std::unique_ptr<Operation> op(new Operation(opcode, loc));
+  op->operands_.reserve(operands.size());
+  op->results_.reserve(result_types.size());
   for (Value *v : operands)
     op->append_operand(v);
   for (unsigned i = 0; i < result_types.size(); ++i)

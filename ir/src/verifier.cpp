@@ -48,6 +48,79 @@ std::string_view class_text(TypeClass cls) {
   return "?";
 }
 
+/// A set of values as flags over dense ids: the verifier asks "is this value visible / varying"
+/// once per operand, so a hash set's node allocations would dominate its cost. Ids come from an
+/// insert-only open-addressing table keyed by the value's address (only membership is asked,
+/// never iteration order, so addresses do not leak into any result).
+class ValueFlags {
+public:
+  bool test(const Value *v) const {
+    uint32_t id = find(v);
+    return id != kNone && flags_[id];
+  }
+  /// Sets the flag; returns true if it was clear.
+  bool set(const Value *v) {
+    uint32_t id = intern(v);
+    bool was = flags_[id];
+    flags_[id] = 1;
+    return !was;
+  }
+  void reset(const Value *v) {
+    uint32_t id = find(v);
+    if (id != kNone)
+      flags_[id] = 0;
+  }
+  void clear() { std::fill(flags_.begin(), flags_.end(), 0); }
+
+private:
+  static constexpr uint32_t kNone = ~0u;
+  size_t slot(const Value *v) const {
+    uint64_t h = (reinterpret_cast<uintptr_t>(v) >> 3) * 0x9E3779B97F4A7C15ull;
+    return static_cast<size_t>(h >> 32) & (keys_.size() - 1);
+  }
+  uint32_t find(const Value *v) const {
+    if (keys_.empty())
+      return kNone;
+    for (size_t i = slot(v);; i = (i + 1) & (keys_.size() - 1)) {
+      if (keys_[i] == v)
+        return ids_[i];
+      if (!keys_[i])
+        return kNone;
+    }
+  }
+  uint32_t intern(const Value *v) {
+    if ((flags_.size() + 1) * 2 > keys_.size())
+      grow();
+    size_t i = slot(v);
+    while (keys_[i] && keys_[i] != v)
+      i = (i + 1) & (keys_.size() - 1);
+    if (!keys_[i]) {
+      keys_[i] = v;
+      ids_[i] = static_cast<uint32_t>(flags_.size());
+      flags_.push_back(0);
+    }
+    return ids_[i];
+  }
+  void grow() {
+    std::vector<const Value *> keys = std::move(keys_);
+    std::vector<uint32_t> ids = std::move(ids_);
+    keys_.assign(std::max<size_t>(64, keys.size() * 2), nullptr);
+    ids_.assign(keys_.size(), 0);
+    for (size_t k = 0; k < keys.size(); ++k) {
+      if (!keys[k])
+        continue;
+      size_t i = slot(keys[k]);
+      while (keys_[i])
+        i = (i + 1) & (keys_.size() - 1);
+      keys_[i] = keys[k];
+      ids_[i] = ids[k];
+    }
+  }
+  std::vector<const Value *> keys_;
+  std::vector<uint32_t> ids_;
+  std::vector<uint8_t> flags_;
+};
+
 /// What a region is, for the terminator and break/continue rules.
 enum class RegionRole { KernelBody, IfBranch, ForBody, WhileBefore, WhileAfter };
 
@@ -184,7 +257,7 @@ private:
         kernel_error(fmt::format("parameter {} has type {}: shared and local arrays are made "
                                  "with shared.alloc and local.alloc, not passed in",
                                  i, t.str()));
-      visible_.insert(k.parameter(i));
+      visible_.set(k.parameter(i));
     }
     if (!k.attributes().empty())
       for (const NamedAttribute &a : k.attributes().entries())
@@ -204,7 +277,7 @@ private:
     std::vector<const Value *> added;
     const Operation *parent = region.parent_op();
     for (unsigned i = 0; i < region.num_arguments(); ++i) {
-      visible_.insert(region.argument(i));
+      visible_.set(region.argument(i));
       added.push_back(region.argument(i));
       Type t = region.argument(i)->type();
       if (parent && !t.is_value())
@@ -226,12 +299,12 @@ private:
                   "continue or return)");
       verify_op(*op, role, loop, depth);
       for (unsigned i = 0; i < op->num_results(); ++i) {
-        visible_.insert(op->result(i));
+        visible_.set(op->result(i));
         added.push_back(op->result(i));
       }
     }
     for (const Value *v : added)
-      visible_.erase(v);
+      visible_.reset(v);
   }
 
   void verify_op(const Operation &op, RegionRole role, const LoopContext *loop, unsigned depth) {
@@ -248,7 +321,7 @@ private:
                                     region_count(info.signature)));
     bool operands_ok = true;
     for (unsigned i = 0; i < op.num_operands(); ++i) {
-      if (!visible_.count(op.operand(i))) {
+      if (!visible_.test(op.operand(i))) {
         error(&op, fmt::format("operand {} does not dominate this use (it is defined later, in "
                                "another region, or in another kernel)",
                                i));
@@ -701,10 +774,10 @@ private:
   // depends on a varying value. The passes layer has the full uniformity analysis; this check
   // only needs to be sound for the rule it enforces.
 
-  bool is_varying(const Value *v) const { return varying_.count(v) != 0; }
+  bool is_varying(const Value *v) const { return varying_.test(v); }
 
   void mark(const Value *v) {
-    if (varying_.insert(v).second)
+    if (varying_.set(v))
       changed_ = true;
   }
 
@@ -882,8 +955,8 @@ private:
   const SourceMap *map_;
   const Kernel *kernel_ = nullptr;
   std::vector<Diagnostic> diags_;
-  std::unordered_set<const Value *> visible_;
-  std::unordered_set<const Value *> varying_;
+  ValueFlags visible_;
+  ValueFlags varying_;
   std::unordered_set<const Operation *> loop_exit_varying_;
   bool changed_ = false;
 };
