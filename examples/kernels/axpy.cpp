@@ -13,10 +13,17 @@ void axpy(dsl::Tensor<const float> x, dsl::Tensor<float> y, dsl::Scalar<float> a
     dsl::if_(i < y.size(), [&] { y[i] = a * x[i] + y[i]; });
   } else {
     dsl::Val<uint32_t> base = i * kWidth;
-    dsl::if_(base + kWidth <= y.size(), [&] {
+    dsl::Val<uint32_t> n = y.size();
+    dsl::if_(base + kWidth <= n, [&] {
       auto xv = x.load<kWidth>(base);
       auto yv = y.load<kWidth>(base);
       y.store<kWidth>(base, dsl::splat<kWidth>(a) * xv + yv);
+    }).else_([&] {
+      // The last, partial group of kWidth elements, one at a time (a comptime loop: unrolled).
+      for (int k = 0; k < kWidth; ++k) {
+        dsl::Val<uint32_t> e = base + k;
+        dsl::if_(e < n, [&] { y[e] = a * x[e] + y[e]; });
+      }
     });
   }
 }
