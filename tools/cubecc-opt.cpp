@@ -56,6 +56,7 @@ int run(int argc, char **argv) {
   app.add_option("--print-after", options.print_after, "print the IR after the named pass")
       ->delimiter(',');
   app.add_flag("--time-passes", options.time_passes, "report the time each pass takes");
+  app.add_flag("--pass-statistics", options.statistics, "report what each pass changed");
   app.add_flag("--strip-locations", no_locations, "print without loc(...) annotations");
   try {
     app.parse(argc, argv);

@@ -1,6 +1,8 @@
 //===- interpreter.cpp - Lockstep execution of a workgroup over structured IR -----------------===//
 #include "cubecc/ir/interpreter.h"
 
+#include "cubecc/ir/semantics.h"
+
 #include "cubecc/ir/float16.h"
 #include "cubecc/ir/printer.h"
 
@@ -25,226 +27,6 @@ using Mask = std::vector<uint8_t>;
 
 bool any(const Mask &m) {
   return std::find(m.begin(), m.end(), 1) != m.end();
-}
-
-uint64_t width_mask(unsigned bits) {
-  return bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
-}
-
-int64_t sign_extend(uint64_t v, unsigned bits) {
-  if (bits >= 64)
-    return static_cast<int64_t>(v);
-  unsigned shift = 64 - bits;
-  return static_cast<int64_t>(v << shift) >> shift;
-}
-
-double to_double(Scalar s, uint64_t bits) {
-  switch (s) {
-  case Scalar::F16:
-    return f16_bits_to_float(static_cast<uint16_t>(bits));
-  case Scalar::BF16:
-    return bf16_bits_to_float(static_cast<uint16_t>(bits));
-  case Scalar::F32:
-    return std::bit_cast<float>(static_cast<uint32_t>(bits));
-  default:
-    return std::bit_cast<double>(bits);
-  }
-}
-
-/// Rounds `v` to the float type `s` (once: float has more than twice the bits of f16 and bf16,
-/// so computing those in float and rounding is exact rounding of the real result).
-uint64_t from_double(Scalar s, double v) {
-  switch (s) {
-  case Scalar::F16:
-    return float_to_f16_bits(static_cast<float>(v));
-  case Scalar::BF16:
-    return float_to_bf16_bits(static_cast<float>(v));
-  case Scalar::F32:
-    return std::bit_cast<uint32_t>(static_cast<float>(v));
-  default:
-    return std::bit_cast<uint64_t>(v);
-  }
-}
-
-/// f16 and bf16 arithmetic happens in float (then rounds once), f32 in float, f64 in double.
-template <class F> uint64_t float_op(Scalar s, F &&f, uint64_t a, uint64_t b = 0, uint64_t c = 0) {
-  if (s == Scalar::F64)
-    return std::bit_cast<uint64_t>(f(to_double(s, a), to_double(s, b), to_double(s, c)));
-  float r =
-      static_cast<float>(f(static_cast<float>(to_double(s, a)), static_cast<float>(to_double(s, b)),
-                           static_cast<float>(to_double(s, c))));
-  return from_double(s, r);
-}
-
-bool is_nan(Scalar s, uint64_t bits) {
-  return std::isnan(to_double(s, bits));
-}
-
-uint64_t float_min_max(Scalar s, uint64_t a, uint64_t b, bool is_max) {
-  if (is_nan(s, a))
-    return b;
-  if (is_nan(s, b))
-    return a;
-  double x = to_double(s, a), y = to_double(s, b);
-  return (is_max ? x < y : y < x) ? b : a;
-}
-
-/// Scalar semantics of the element-wise ops (one lane).
-uint64_t eval_lane(Opcode op, Scalar s, uint64_t a, uint64_t b, uint64_t c) {
-  unsigned w = scalar_bits(s);
-  uint64_t m = width_mask(w);
-  bool flt = is_float(s), sgn = is_signed(s);
-  int64_t sa = sign_extend(a, w), sb = sign_extend(b, w);
-  switch (op) {
-  case Opcode::Add:
-    return flt ? float_op(
-                     s, [](auto x, auto y, auto) { return x + y; }, a, b)
-               : (a + b) & m;
-  case Opcode::Sub:
-    return flt ? float_op(
-                     s, [](auto x, auto y, auto) { return x - y; }, a, b)
-               : (a - b) & m;
-  case Opcode::Mul:
-    return flt ? float_op(
-                     s, [](auto x, auto y, auto) { return x * y; }, a, b)
-               : (a * b) & m;
-  case Opcode::Div:
-    if (flt)
-      return float_op(
-          s, [](auto x, auto y, auto) { return x / y; }, a, b);
-    if (b == 0)
-      return 0; // unspecified: the interpreter's choice is 0
-    if (sgn) {
-      if (sa == std::numeric_limits<int64_t>::min() >> (64 - w) && sb == -1)
-        return a; // MIN / -1: unspecified; the interpreter wraps
-      return static_cast<uint64_t>(sa / sb) & m;
-    }
-    return (a / b) & m;
-  case Opcode::Rem:
-    if (flt)
-      return float_op(
-          s, [](auto x, auto y, auto) { return std::fmod(x, y); }, a, b);
-    if (b == 0)
-      return 0;
-    if (sgn) {
-      if (sb == -1)
-        return 0;
-      return static_cast<uint64_t>(sa % sb) & m;
-    }
-    return (a % b) & m;
-  case Opcode::Neg:
-    return flt ? a ^ (uint64_t{1} << (w - 1)) : (0 - a) & m;
-  case Opcode::Abs:
-    return flt ? a & ~(uint64_t{1} << (w - 1)) : (sa < 0 ? (0 - a) & m : a);
-  case Opcode::Min:
-  case Opcode::Max: {
-    bool is_max = op == Opcode::Max;
-    if (flt)
-      return float_min_max(s, a, b, is_max);
-    bool less = sgn ? sa < sb : a < b;
-    return (less != is_max) ? a : b;
-  }
-  case Opcode::Clamp:
-    return eval_lane(Opcode::Min, s, eval_lane(Opcode::Max, s, a, b, 0), c, 0);
-  case Opcode::And:
-    return a & b;
-  case Opcode::Or:
-    return a | b;
-  case Opcode::Xor:
-    return a ^ b;
-  case Opcode::Not:
-    return ~a & m;
-  case Opcode::Shl:
-    return (a << (b & (w - 1))) & m; // an amount >= the width is unspecified: taken modulo
-  case Opcode::Shr:
-    return sgn ? static_cast<uint64_t>(sa >> (b & (w - 1))) & m : a >> (b & (w - 1));
-  case Opcode::Eq:
-    return flt ? to_double(s, a) == to_double(s, b) : a == b;
-  case Opcode::Ne:
-    return flt ? !(to_double(s, a) == to_double(s, b)) : a != b;
-  case Opcode::Lt:
-    return flt ? to_double(s, a) < to_double(s, b) : (sgn ? sa < sb : a < b);
-  case Opcode::Le:
-    return flt ? to_double(s, a) <= to_double(s, b) : (sgn ? sa <= sb : a <= b);
-  case Opcode::Gt:
-    return flt ? to_double(s, a) > to_double(s, b) : (sgn ? sa > sb : a > b);
-  case Opcode::Ge:
-    return flt ? to_double(s, a) >= to_double(s, b) : (sgn ? sa >= sb : a >= b);
-#define CUBECC_MATH1(opcode, fn)                                                                   \
-  case Opcode::opcode:                                                                             \
-    return float_op(                                                                               \
-        s, [](auto x, auto, auto) { return fn; }, a);
-    CUBECC_MATH1(Sqrt, std::sqrt(x))
-    CUBECC_MATH1(Rsqrt, decltype(x)(1) / std::sqrt(x))
-    CUBECC_MATH1(Exp, std::exp(x))
-    CUBECC_MATH1(Exp2, std::exp2(x))
-    CUBECC_MATH1(Log, std::log(x))
-    CUBECC_MATH1(Log2, std::log2(x))
-    CUBECC_MATH1(Sin, std::sin(x))
-    CUBECC_MATH1(Cos, std::cos(x))
-    CUBECC_MATH1(Tanh, std::tanh(x))
-    CUBECC_MATH1(Erf, std::erf(x))
-    CUBECC_MATH1(Floor, std::floor(x))
-    CUBECC_MATH1(Ceil, std::ceil(x))
-    CUBECC_MATH1(Round, std::round(x))
-#undef CUBECC_MATH1
-  case Opcode::Pow:
-    return float_op(
-        s, [](auto x, auto y, auto) { return std::pow(x, y); }, a, b);
-  case Opcode::Fma:
-    return float_op(
-        s, [](auto x, auto y, auto z) { return std::fma(x, y, z); }, a, b, c);
-  default:
-    return 0;
-  }
-}
-
-/// Value conversion of one lane (docs/ir.md, `cast`).
-uint64_t convert(Scalar from, Scalar to, uint64_t v) {
-  unsigned fw = scalar_bits(from), tw = scalar_bits(to);
-  if (to == Scalar::Bool)
-    return is_float(from) ? to_double(from, v) != 0.0 : v != 0;
-  if (from == Scalar::Bool)
-    return is_float(to) ? from_double(to, v ? 1.0 : 0.0) : v;
-  if (is_float(from) && is_float(to))
-    return from_double(to, to_double(from, v));
-  if (is_float(to)) {
-    if (to == Scalar::F64 || to == Scalar::F32) {
-      if (is_signed(from)) {
-        int64_t x = sign_extend(v, fw);
-        return to == Scalar::F64 ? std::bit_cast<uint64_t>(static_cast<double>(x))
-                                 : std::bit_cast<uint32_t>(static_cast<float>(x));
-      }
-      return to == Scalar::F64 ? std::bit_cast<uint64_t>(static_cast<double>(v))
-                               : std::bit_cast<uint32_t>(static_cast<float>(v));
-    }
-    // Integer to f16/bf16: through float is exact for |x| < 2^24 and close enough beyond
-    // (those values overflow f16 anyway; bf16 keeps 8 bits).
-    double x = is_signed(from) ? static_cast<double>(sign_extend(v, fw)) : static_cast<double>(v);
-    return from_double(to, x);
-  }
-  if (is_float(from)) {
-    double x = std::trunc(to_double(from, v));
-    if (std::isnan(x))
-      return 0;
-    if (is_signed(to)) {
-      double lo = -std::ldexp(1.0, static_cast<int>(tw) - 1);
-      double hi = std::ldexp(1.0, static_cast<int>(tw) - 1);
-      if (x <= lo)
-        return (uint64_t{1} << (tw - 1)) & width_mask(tw);
-      if (x >= hi)
-        return width_mask(tw - 1);
-      return static_cast<uint64_t>(static_cast<int64_t>(x)) & width_mask(tw);
-    }
-    if (x <= 0)
-      return 0;
-    if (x >= std::ldexp(1.0, static_cast<int>(tw)))
-      return width_mask(tw);
-    return static_cast<uint64_t>(x);
-  }
-  // Integer to integer: sign-extend from a signed source, then keep the target's width.
-  uint64_t wide = is_signed(from) ? static_cast<uint64_t>(sign_extend(v, fw)) : v;
-  return wide & width_mask(tw);
 }
 
 /// A memory object: a kernel's buffer, a workgroup's shared array, or local arrays (one copy
@@ -680,7 +462,7 @@ private:
             uint64_t acc = identity(combine, s);
             for (unsigned j = base; j < last; ++j)
               if (mask[j])
-                acc = eval_lane(combine, s, acc, get(op.operand(0), j, l), 0);
+                acc = evaluate_lane(combine, s, acc, get(op.operand(0), j, l), 0);
             set(op.result(), inv, l, acc);
           }
           break;
@@ -785,7 +567,7 @@ private:
         uint64_t a = get(op.operand(0), inv, l);
         uint64_t b = op.num_operands() > 1 ? get(op.operand(1), inv, l) : 0;
         uint64_t c = op.num_operands() > 2 ? get(op.operand(2), inv, l) : 0;
-        set(op.result(), inv, l, eval_lane(o, t.element(), a, b, c));
+        set(op.result(), inv, l, evaluate_lane(o, t.element(), a, b, c));
       }
       return;
     }
@@ -801,7 +583,8 @@ private:
     case Signature::Cast: {
       Type from = op.operand(0)->type(), to = op.result()->type();
       for (unsigned l = 0; l < to.lanes(); ++l)
-        set(op.result(), inv, l, convert(from.element(), to.element(), get(op.operand(0), inv, l)));
+        set(op.result(), inv, l,
+            convert_lane(from.element(), to.element(), get(op.operand(0), inv, l)));
       return;
     }
     case Signature::Bitcast: {
@@ -877,16 +660,16 @@ private:
       uint64_t v = get(op.operand(2), inv), next = old;
       switch (o) {
       case Opcode::AtomicAdd:
-        next = eval_lane(Opcode::Add, s, old, v, 0);
+        next = evaluate_lane(Opcode::Add, s, old, v, 0);
         break;
       case Opcode::AtomicSub:
-        next = eval_lane(Opcode::Sub, s, old, v, 0);
+        next = evaluate_lane(Opcode::Sub, s, old, v, 0);
         break;
       case Opcode::AtomicMin:
-        next = eval_lane(Opcode::Min, s, old, v, 0);
+        next = evaluate_lane(Opcode::Min, s, old, v, 0);
         break;
       case Opcode::AtomicMax:
-        next = eval_lane(Opcode::Max, s, old, v, 0);
+        next = evaluate_lane(Opcode::Max, s, old, v, 0);
         break;
       case Opcode::AtomicAnd:
         next = old & v;

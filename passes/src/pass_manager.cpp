@@ -37,13 +37,16 @@ std::vector<ir::Diagnostic> PassManager::run(ir::Module &module, std::ostream &o
   using Clock = std::chrono::steady_clock;
   std::vector<std::pair<std::string_view, double>> timings;
   for (const PassInfo *pass : passes_) {
-    PassContext context{out, {}};
+    PassContext context{out, {}, {}};
     auto start = Clock::now();
     pass->run(module, context);
     timings.emplace_back(pass->name,
                          std::chrono::duration<double, std::milli>(Clock::now() - start).count());
     if (!context.errors.empty())
       return context.errors;
+    if (options_.statistics)
+      for (const auto &[what, n] : context.statistics)
+        fmt::print(err, "{:>8} {} ({})\n", n, what, pass->name);
     if (options_.verify_each) {
       auto problems = ir::verify(module);
       if (!problems.empty()) {

@@ -1,12 +1,21 @@
 //===- pass_registry.cpp - The list of passes and the -O pipelines ----------------------------===//
 #include "cubecc/passes/pass_manager.h"
+#include "cubecc/passes/passes.h"
 #include "cubecc/passes/print_hash.h"
 
 namespace cubecc::passes {
 
 const std::vector<PassInfo> &registered_passes() {
   static const std::vector<PassInfo> passes = {
+      {"canonicalize", "fold constants and apply algebraic identities", canonicalize},
+      {"cse", "merge identical pure ops", cse},
+      {"dce", "remove unused ops and effect-free ifs and loops", dce},
+      {"licm", "hoist loop-invariant pure ops out of loops", licm},
       {"print-hash", "print each kernel's structural hash (changes nothing)", print_hash},
+      {"simplify-cf", "inline constant branches, drop empty ifs and loops that never run",
+       simplify_cf},
+      {"strength-reduce", "turn multiplications and divisions by powers of two into shifts",
+       strength_reduce},
   };
   return passes;
 }
@@ -19,10 +28,16 @@ const PassInfo *find_pass(std::string_view name) {
 }
 
 std::vector<std::string_view> optimization_pipeline(int level) {
-  // No optimizing pass exists yet (they come with the passes issue), so every level is the empty
-  // pipeline: -O2 is accepted and means "no rewriting" until then.
-  (void)level;
-  return {};
+  // The pipeline reads as a list; each level adds to the one below it.
+  switch (level) {
+  case 0:
+    return {};
+  case 1:
+    return {"canonicalize", "dce"};
+  default: // -O2 and -O3 (loop unrolling, bounds-check removal and vectorization will join -O3)
+    return {"canonicalize",    "simplify-cf",  "cse", "licm",
+            "strength-reduce", "canonicalize", "cse", "dce"};
+  }
 }
 
 } // namespace cubecc::passes

@@ -25,6 +25,16 @@ namespace cubecc::passes {
 struct PassContext {
   std::ostream &out;
   std::vector<ir::Diagnostic> errors;
+  /// Counters a pass keeps ("ops folded", ...), reported by --pass-statistics.
+  std::vector<std::pair<std::string, uint64_t>> statistics;
+  void count(const std::string &what, uint64_t n = 1) {
+    for (auto &[name, value] : statistics)
+      if (name == what) {
+        value += n;
+        return;
+      }
+    statistics.emplace_back(what, n);
+  }
 };
 
 struct PassInfo {
@@ -49,6 +59,7 @@ struct PassManagerOptions {
   bool print_after_all = false;
   std::vector<std::string> print_after; ///< pass names
   bool time_passes = false;
+  bool statistics = false; ///< report each pass's counters
 };
 
 class PassManager {

@@ -1,0 +1,79 @@
+//===- rewrite.h - Small helpers the passes share (internal to passes/) -----------------------===//
+#pragma once
+
+#include "cubecc/ir/builder.h"
+#include "cubecc/ir/ir.h"
+
+#include <optional>
+#include <vector>
+
+namespace cubecc::passes::detail {
+
+/// The bits of a scalar `const`, if `v` is one.
+inline std::optional<uint64_t> constant_bits(const ir::Value *v) {
+  const ir::Operation *def = v->defining_op();
+  if (!def || def->opcode() != ir::Opcode::Const)
+    return std::nullopt;
+  return static_cast<uint64_t>(*def->attributes().get_int("value"));
+}
+
+/// A `const` of scalar type `t` with `bits`, inserted just before `before` at its location.
+inline ir::Value *insert_constant(ir::Module &module, ir::Operation *before, ir::Type t,
+                                  uint64_t bits) {
+  ir::Builder b(module);
+  b.set_insertion_point_before(before);
+  b.set_location(before->location());
+  return b.create(ir::Opcode::Const, {}, {t}, {{"value", static_cast<int64_t>(bits)}})->result();
+}
+
+/// Replaces every use of `op`'s results with `replacements` and erases `op`.
+inline void replace_op(ir::Operation *op, std::initializer_list<ir::Value *> replacements) {
+  unsigned i = 0;
+  for (ir::Value *r : replacements)
+    op->result(i++)->replace_all_uses_with(r);
+  op->parent_region()->erase(op);
+}
+
+/// Every op of `module` in pre-order (parents before children), for passes that edit as they go.
+inline std::vector<ir::Operation *> all_ops(ir::Module &module) {
+  std::vector<ir::Operation *> ops;
+  for (const auto &k : module.kernels())
+    k->walk([&](ir::Operation *op) { ops.push_back(op); });
+  return ops;
+}
+
+/// True when `v` is defined inside `op` (in one of its regions, at any depth).
+inline bool defined_inside(const ir::Value *v, const ir::Operation *op) {
+  const ir::Region *r = v->defining_op() ? v->defining_op()->parent_region() : v->owner_region();
+  while (r) {
+    const ir::Operation *parent = r->parent_op();
+    if (!parent)
+      return false;
+    if (parent == op)
+      return true;
+    r = parent->parent_region();
+  }
+  return false;
+}
+
+/// True when nothing in `region` (at any depth) writes memory, synchronizes, takes part in a
+/// subgroup operation or leaves a loop outside the region: running it or not is invisible.
+/// `exits_are_local` says whether a break/continue directly in `region` belongs to a loop that
+/// is itself being considered (true for a loop's own regions).
+inline bool has_no_effects(const ir::Region &region, bool exits_are_local) {
+  for (ir::Operation *op : region) {
+    if (op->has_flag(ir::WritesMemory) || op->has_flag(ir::Synchronizes) ||
+        op->has_flag(ir::Subgroup))
+      return false;
+    if (!exits_are_local &&
+        (op->opcode() == ir::Opcode::Break || op->opcode() == ir::Opcode::Continue))
+      return false;
+    bool is_loop = op->opcode() == ir::Opcode::For || op->opcode() == ir::Opcode::While;
+    for (unsigned r = 0; r < op->num_regions(); ++r)
+      if (!has_no_effects(op->region(r), is_loop || exits_are_local))
+        return false;
+  }
+  return true;
+}
+
+} // namespace cubecc::passes::detail

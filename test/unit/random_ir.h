@@ -1,0 +1,23 @@
+//===- random_ir.h - Random, well-typed kernels for differential testing ---------------------===//
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace cubecc::test {
+
+/// The shape every generated kernel has, so a test can run it:
+///   kernel @random(%in_i: buffer<i32, read>, %in_f: buffer<f32, read>,
+///                  %out: buffer<u32, readwrite>, %n: i32) workgroup(kRandomWorkgroup, 1, 1)
+/// %in_i and %in_f hold kRandomInputs elements (every load index is masked into range); each
+/// invocation writes kRandomSlots words of %out from local_index * kRandomSlots.
+inline constexpr uint32_t kRandomWorkgroup = 8;
+inline constexpr uint32_t kRandomInputs = 64;
+inline constexpr uint32_t kRandomSlots = 4;
+
+/// The IR text of a random kernel: integer and float arithmetic, comparisons, casts, selects,
+/// loads, ifs with results, for and while loops with carried values, break and continue, shared
+/// memory with barriers, subgroup operations and stores under branches. Deterministic per seed.
+std::string random_kernel(uint64_t seed);
+
+} // namespace cubecc::test
