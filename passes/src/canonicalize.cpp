@@ -7,7 +7,7 @@
 // (so `x + 0.0 -> x` is not one: -0.0 + 0.0 is +0.0).
 //
 //===-----------------------------------------------------------------------------------------===//
-#include "cubecc/passes/passes.h"
+#include "cubecc/passes/canonicalize.h"
 
 #include "cubecc/ir/semantics.h"
 #include "rewrite.h"

@@ -5,7 +5,7 @@
 // a region are dropped when it ends.
 //
 //===-----------------------------------------------------------------------------------------===//
-#include "cubecc/passes/passes.h"
+#include "cubecc/passes/cse.h"
 
 #include "rewrite.h"
 

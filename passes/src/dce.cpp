@@ -1,5 +1,5 @@
 //===- dce.cpp - Dead code elimination -------------------------------------------------------===//
-#include "cubecc/passes/passes.h"
+#include "cubecc/passes/dce.h"
 
 #include "rewrite.h"
 

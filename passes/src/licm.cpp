@@ -6,7 +6,7 @@
 // first, so an invariant can climb several levels.
 //
 //===-----------------------------------------------------------------------------------------===//
-#include "cubecc/passes/passes.h"
+#include "cubecc/passes/licm.h"
 
 #include "rewrite.h"
 

@@ -1,5 +1,5 @@
 //===- simplify_cf.cpp - Constant branches, empty ifs, loops that never run ------------------===//
-#include "cubecc/passes/passes.h"
+#include "cubecc/passes/simplify_cf.h"
 
 #include "cubecc/ir/semantics.h"
 #include "rewrite.h"

@@ -5,7 +5,7 @@
 //   rem x, 2^k  -> and x, 2^k-1 (unsigned only)
 //
 //===-----------------------------------------------------------------------------------------===//
-#include "cubecc/passes/passes.h"
+#include "cubecc/passes/strength_reduce.h"
 
 #include "cubecc/ir/semantics.h"
 #include "rewrite.h"
