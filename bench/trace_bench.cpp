@@ -2,16 +2,19 @@
 //
 // Tracing runs on every launch that misses the kernel cache, so it must be cheap. One benchmark
 // per registered example kernel (the examples are linked in), reporting µs per trace; the
-// verifier, which tracing runs too, is included.
+// verifier, which tracing runs too, is included. A second family, optimize/<kernel>, times the
+// -O3 pipeline on the traced kernel (tracing excluded) and reports the op counts before and after.
 //   build/bench/trace_bench --benchmark_format=json
 //
 //===-----------------------------------------------------------------------------------------===//
 #include "cubecc/dsl/registry.h"
 #include "cubecc/ir/ir.h"
 #include "cubecc/ir/printer.h"
+#include "cubecc/passes/pass_manager.h"
 
 #include <benchmark/benchmark.h>
 
+#include <sstream>
 #include <stdexcept>
 
 namespace {
@@ -33,11 +36,46 @@ void trace_one(benchmark::State &state, const cubecc::dsl::RegisteredKernel *ker
   state.counters["ops"] = ops;
 }
 
+int count_ops(const cubecc::ir::Module &module) {
+  int ops = 0;
+  module.kernels()[0]->walk([&](cubecc::ir::Operation *) { ++ops; });
+  return ops;
+}
+
+void optimize_one(benchmark::State &state, const cubecc::dsl::RegisteredKernel *kernel) {
+  cubecc::passes::PassManagerOptions options;
+  options.verify_each = false; // release behaviour: verify once at the end, outside the timing
+  cubecc::passes::PassManager manager(options);
+  for (std::string_view pass : cubecc::passes::optimization_pipeline(3))
+    manager.add(*cubecc::passes::find_pass(pass));
+  int before = 0, after = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    cubecc::ir::Module module;
+    std::vector<cubecc::ir::Diagnostic> errors;
+    kernel->trace(module, *kernel, errors);
+    before = count_ops(module);
+    std::ostringstream out, err;
+    state.ResumeTiming();
+    errors = manager.run(module, out, err);
+    state.PauseTiming();
+    if (!errors.empty())
+      throw std::runtime_error(cubecc::ir::to_string(errors));
+    after = count_ops(module);
+    state.ResumeTiming();
+  }
+  state.counters["ops_before"] = before;
+  state.counters["ops_after"] = after;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   for (const cubecc::dsl::RegisteredKernel &k : cubecc::dsl::registered_kernels())
     benchmark::RegisterBenchmark(("trace/" + k.name).c_str(), trace_one, &k)
+        ->Unit(benchmark::kMicrosecond);
+  for (const cubecc::dsl::RegisteredKernel &k : cubecc::dsl::registered_kernels())
+    benchmark::RegisterBenchmark(("optimize/" + k.name).c_str(), optimize_one, &k)
         ->Unit(benchmark::kMicrosecond);
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
