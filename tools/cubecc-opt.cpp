@@ -10,6 +10,8 @@
 #include "cubecc/ir/verifier.h"
 #include "cubecc/passes/pass_manager.h"
 
+#include "tool_support.h"
+
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -21,12 +23,7 @@
 
 namespace {
 
-enum ExitCode { kSuccess = 0, kUserError = 1, kUsageError = 2, kInternalError = 3 };
-
-int report(const std::vector<cubecc::ir::Diagnostic> &diagnostics) {
-  std::cerr << cubecc::ir::to_string(diagnostics);
-  return kUserError;
-}
+using namespace cubecc::tools;
 
 int run(int argc, char **argv) {
   std::string input;
@@ -115,33 +112,11 @@ int run(int argc, char **argv) {
 
   std::string result =
       pass_output.str() + cubecc::ir::to_string(*parsed.module, {.locations = !no_locations});
-  if (output == "-") {
-    std::cout << result;
-    std::cout.flush();
-    if (!std::cout) {
-      std::cerr << "cubecc-opt: error: writing to standard output failed\n";
-      return kUserError;
-    }
-  } else {
-    std::ofstream file(output, std::ios::binary);
-    file << result;
-    if (!file) {
-      std::cerr << fmt::format("{}: error: cannot write the file: {}\n", output,
-                               std::strerror(errno));
-      return kUserError;
-    }
-  }
-  return kSuccess;
+  return write_output("cubecc-opt", output, result);
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception &e) {
-    std::cerr << "cubecc-opt: internal error: " << e.what()
-              << "\nThis is a bug in cubecc; please report it with the input that caused it.\n";
-    return kInternalError;
-  }
+  return run_tool("cubecc-opt", [&] { return run(argc, argv); });
 }

@@ -15,6 +15,8 @@
 #include "cubecc/ir/verifier.h"
 #include "cubecc/passes/pass_manager.h"
 
+#include "tool_support.h"
+
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -26,7 +28,7 @@
 
 namespace {
 
-enum ExitCode { kSuccess = 0, kUserError = 1, kUsageError = 2, kInternalError = 3 };
+using namespace cubecc::tools;
 
 bool ends_with(const std::string &s, std::string_view suffix) {
   return s.size() >= suffix.size() &&
@@ -89,26 +91,6 @@ bool load_inputs(const std::vector<std::string> &inputs, cubecc::ir::Module &mod
     }
   }
   return true;
-}
-
-int report(const std::vector<cubecc::ir::Diagnostic> &errors) {
-  std::cerr << cubecc::ir::to_string(errors);
-  return kUserError;
-}
-
-int write_output(const std::string &output, const std::string &text) {
-  if (output == "-") {
-    std::cout << text;
-    return kSuccess;
-  }
-  std::ofstream file(output, std::ios::binary);
-  file << text;
-  if (!file) {
-    std::cerr << fmt::format("{}: error: cannot write the file: {}\n", output,
-                             std::strerror(errno));
-    return kUserError;
-  }
-  return kSuccess;
 }
 
 int run(int argc, char **argv) {
@@ -181,7 +163,7 @@ int run(int argc, char **argv) {
     std::ostringstream pass_output;
     if (auto errors_after = manager.run(module, pass_output, std::cerr); !errors_after.empty())
       return report(errors_after);
-    return write_output(output, cubecc::ir::to_string(module));
+    return write_output("cubecc", output, cubecc::ir::to_string(module));
   }
   if (kernels->parsed()) {
     std::string error;
@@ -211,11 +193,5 @@ int run(int argc, char **argv) {
 } // namespace
 
 int main(int argc, char **argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception &e) {
-    std::cerr << "cubecc: internal error: " << e.what()
-              << "\nThis is a bug in cubecc; please report it with the input that caused it.\n";
-    return kInternalError;
-  }
+  return run_tool("cubecc", [&] { return run(argc, argv); });
 }

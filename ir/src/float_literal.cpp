@@ -2,6 +2,7 @@
 #include "float_literal.h"
 
 #include "cubecc/ir/float16.h"
+#include "cubecc/ir/semantics.h"
 
 #include <fmt/format.h>
 
@@ -66,14 +67,7 @@ uint64_t narrow(double d, Format f) {
 }
 
 double widen(uint64_t bits, Scalar s) {
-  switch (s) {
-  case Scalar::F16:
-    return f16_bits_to_float(static_cast<uint16_t>(bits));
-  case Scalar::BF16:
-    return bf16_bits_to_float(static_cast<uint16_t>(bits));
-  default:
-    return std::bit_cast<float>(static_cast<uint32_t>(bits));
-  }
+  return to_double(s, bits);
 }
 
 /// `bits`' value, with infinity replaced by the power of two just past the largest finite value

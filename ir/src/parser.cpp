@@ -2,6 +2,7 @@
 #include "cubecc/ir/parser.h"
 
 #include "cubecc/ir/float16.h"
+#include "cubecc/ir/semantics.h"
 #include "float_literal.h"
 
 #include <fmt/format.h>
@@ -491,17 +492,7 @@ private:
   int64_t float_bits(const Token &t, bool negated, Scalar s, uint64_t mask) {
     std::string type_name(scalar_name(s));
     if (t.kind == Tok::Ident && t.value == "inf") {
-      double inf = negated ? -HUGE_VAL : HUGE_VAL;
-      switch (s) {
-      case Scalar::F16:
-        return float_to_f16_bits(static_cast<float>(inf));
-      case Scalar::BF16:
-        return float_to_bf16_bits(static_cast<float>(inf));
-      case Scalar::F32:
-        return std::bit_cast<uint32_t>(static_cast<float>(inf));
-      default:
-        return std::bit_cast<int64_t>(inf);
-      }
+      return static_cast<int64_t>(from_double(s, negated ? -HUGE_VAL : HUGE_VAL));
     }
     if (t.kind != Tok::Number || negated)
       fail(t, fmt::format("expected a float literal for a constant of type {}, found {}", type_name,

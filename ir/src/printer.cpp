@@ -2,6 +2,7 @@
 #include "cubecc/ir/printer.h"
 
 #include "cubecc/ir/float16.h"
+#include "cubecc/ir/semantics.h"
 #include "float_literal.h"
 
 #include <fmt/format.h>
@@ -216,17 +217,10 @@ std::string format_constant(Type t, int64_t bits) {
     unsigned shift = 64 - width;
     return std::to_string(static_cast<int64_t>(u << shift) >> shift);
   }
-  case ScalarClass::Float:
-    switch (s) {
-    case Scalar::F16:
-      return format_float(s, u & 0xffff, f16_bits_to_float(static_cast<uint16_t>(u)), 4);
-    case Scalar::BF16:
-      return format_float(s, u & 0xffff, bf16_bits_to_float(static_cast<uint16_t>(u)), 4);
-    case Scalar::F32:
-      return format_float(s, u & 0xffffffffu, std::bit_cast<float>(static_cast<uint32_t>(u)), 8);
-    default:
-      return format_float(s, u, std::bit_cast<double>(u), 16);
-    }
+  case ScalarClass::Float: {
+    uint64_t bits = u & width_mask(width);
+    return format_float(s, bits, to_double(s, bits), static_cast<int>(width / 4));
+  }
   }
   return "?";
 }
