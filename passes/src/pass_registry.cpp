@@ -16,6 +16,7 @@ const std::vector<PassInfo> &registered_passes() {
        simplify_cf},
       {"strength-reduce", "turn multiplications and divisions by powers of two into shifts",
        strength_reduce},
+      {"unroll", "fully unroll small loops with constant trip counts", unroll},
   };
   return passes;
 }

@@ -380,9 +380,10 @@ private:
     std::string arg_list = iv + ": u32";
     for (size_t i = 0; i < types.size(); ++i)
       arg_list += ", " + args[i] + ": " + types[i];
-    line("{}for {}, {}, {}{}{} ({}) {{", results.empty() ? "" : join(results) + " = ", lo, hi, step,
-         inits.empty() ? "" : ", " + join(inits), types.empty() ? "" : " : " + join(types),
-         arg_list);
+    static const char *const hints[] = {"", "", "", " {unroll = 1}", " {unroll = 4}"};
+    line("{}for {}, {}, {}{}{}{} ({}) {{", results.empty() ? "" : join(results) + " = ", lo, hi,
+         step, inits.empty() ? "" : ", " + join(inits), hints[pick(std::size(hints))],
+         types.empty() ? "" : " : " + join(types), arg_list);
     ++indent_;
     scopes_.emplace_back();
     define("u32", iv);

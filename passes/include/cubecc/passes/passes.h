@@ -13,3 +13,4 @@
 #include "cubecc/passes/print_hash.h"
 #include "cubecc/passes/simplify_cf.h"
 #include "cubecc/passes/strength_reduce.h"
+#include "cubecc/passes/unroll.h"

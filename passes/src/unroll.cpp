@@ -1,0 +1,111 @@
+//===- unroll.cpp - Full unrolling of loops with constant trip counts ------------------------===//
+#include "cubecc/passes/unroll.h"
+
+#include "cubecc/ir/clone.h"
+#include "cubecc/ir/semantics.h"
+#include "rewrite.h"
+
+namespace cubecc::passes {
+namespace {
+
+constexpr uint64_t kMaxTrips = 16;
+constexpr uint64_t kMaxCopiedOps = 512;
+
+/// Whether a break or continue leaves this loop (not a nested one).
+bool exits_early(const ir::Region &r) {
+  for (ir::Operation *op : r) {
+    if (op->opcode() == ir::Opcode::Break || op->opcode() == ir::Opcode::Continue)
+      return true;
+    if (op->opcode() == ir::Opcode::If)
+      for (unsigned i = 0; i < 2; ++i)
+        if (exits_early(op->region(i)))
+          return true;
+  }
+  return false;
+}
+
+size_t count_ops(const ir::Region &r) {
+  size_t n = 0;
+  for (ir::Operation *op : r) {
+    ++n;
+    for (unsigned i = 0; i < op->num_regions(); ++i)
+      n += count_ops(op->region(i));
+  }
+  return n;
+}
+
+/// The trip count of a for loop with constant bounds and step, if it has one.
+std::optional<uint64_t> trip_count(const ir::Operation &loop) {
+  auto lo = detail::constant_bits(loop.operand(0)), hi = detail::constant_bits(loop.operand(1)),
+       step = detail::constant_bits(loop.operand(2));
+  if (!lo || !hi || !step)
+    return std::nullopt;
+  ir::Scalar s = loop.operand(0)->type().element();
+  unsigned w = ir::scalar_bits(s);
+  if (ir::is_signed(s)) {
+    int64_t l = ir::sign_extend(*lo, w), h = ir::sign_extend(*hi, w),
+            st = ir::sign_extend(*step, w);
+    if (st <= 0)
+      return std::nullopt;
+    return l >= h ? 0 : static_cast<uint64_t>((h - l + st - 1) / st);
+  }
+  if (*step == 0)
+    return std::nullopt;
+  return *lo >= *hi ? 0 : (*hi - *lo + *step - 1) / *step;
+}
+
+bool unroll_fully(ir::Module &module, ir::Operation *loop, PassContext &ctx) {
+  if (auto hint = loop->attributes().get_int("unroll"); hint && *hint == 1)
+    return false;
+  auto trips = trip_count(*loop);
+  ir::Region &body = loop->region(0);
+  if (!trips || *trips > kMaxTrips || exits_early(body) || *trips * count_ops(body) > kMaxCopiedOps)
+    return false;
+  ir::Type iv_type = loop->operand(0)->type();
+  uint64_t lo = *detail::constant_bits(loop->operand(0)),
+           step = *detail::constant_bits(loop->operand(2));
+  std::vector<ir::Value *> carried(loop->operands().begin() + 3, loop->operands().end());
+  for (uint64_t t = 0; t < *trips; ++t) {
+    ir::ValueMap map;
+    uint64_t iv = (lo + t * step) & ir::width_mask(ir::scalar_bits(iv_type.element()));
+    map[body.argument(0)] = detail::insert_constant(module, loop, iv_type, iv);
+    for (unsigned c = 0; c < carried.size(); ++c)
+      map[body.argument(c + 1)] = carried[c];
+    for (ir::Operation *op : body) {
+      if (op == body.terminator())
+        break;
+      loop->parent_region()->insert(loop, ir::clone(*op, map));
+    }
+    ir::Operation *yield = body.terminator();
+    for (unsigned c = 0; c < carried.size(); ++c) {
+      ir::Value *v = yield->operand(c);
+      auto it = map.find(v);
+      carried[c] = it == map.end() ? v : it->second;
+    }
+  }
+  for (unsigned i = 0; i < loop->num_results(); ++i)
+    loop->result(i)->replace_all_uses_with(carried[i]);
+  loop->parent_region()->erase(loop);
+  ctx.count("loops fully unrolled");
+  return true;
+}
+
+void visit(ir::Module &module, ir::Region &r, PassContext &ctx) {
+  for (ir::Operation *op = r.front(); op;) {
+    ir::Operation *next = op->next();
+    for (unsigned i = 0; i < op->num_regions(); ++i)
+      visit(module, op->region(i), ctx);
+    if (op->opcode() == ir::Opcode::For)
+      unroll_fully(module, op, ctx);
+    op = next;
+  }
+}
+
+} // namespace
+
+void unroll(ir::Module &module, PassContext &context) {
+  for (const auto &k : module.kernels())
+    visit(module, k->body(), context);
+}
+
+} // namespace cubecc::passes
