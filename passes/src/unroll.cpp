@@ -90,13 +90,94 @@ bool unroll_fully(ir::Module &module, ir::Operation *loop, PassContext &ctx) {
   return true;
 }
 
+/// Unrolls by the loop's `unroll` factor F: the loop steps by F * step and its body runs F
+/// copies, copy k guarded by "iteration k exists" (hi - i > k * step, computed without overflow),
+/// so any trip count stays right. Needs a constant step with F * step in range.
+bool unroll_by_factor(ir::Module &module, ir::Operation *loop, PassContext &ctx) {
+  auto factor = loop->attributes().get_int("unroll");
+  auto step = detail::constant_bits(loop->operand(2));
+  ir::Region &body = loop->region(0);
+  if (!factor || *factor < 2 || *factor > 16 || !step || exits_early(body))
+    return false;
+  ir::Type iv_type = loop->operand(0)->type();
+  ir::Scalar s = iv_type.element();
+  unsigned w = ir::scalar_bits(s);
+  uint64_t limit = ir::is_signed(s) ? ir::width_mask(w - 1) : ir::width_mask(w);
+  uint64_t f = static_cast<uint64_t>(*factor);
+  bool positive = ir::is_signed(s) ? ir::sign_extend(*step, w) > 0 : *step > 0;
+  if (!positive || *step > limit / f)
+    return false;
+  ir::Type unsigned_type = ir::Type::scalar(ir::is_signed(s) ? (w == 64   ? ir::Scalar::U64
+                                                                : w == 32 ? ir::Scalar::U32
+                                                                : w == 16 ? ir::Scalar::U16
+                                                                          : ir::Scalar::U8)
+                                                             : s);
+  ir::Builder b(module);
+  ir::Operation *yield = body.terminator();
+  b.set_insertion_point_before(yield);
+  b.set_location(loop->location());
+  ir::Value *iv = body.argument(0);
+  ir::Value *hi = loop->operand(1);
+  // hi - iv as unsigned: exact, since iv < hi inside the body.
+  ir::Value *hi_u = unsigned_type == iv_type
+                        ? hi
+                        : b.create(ir::Opcode::Bitcast, {hi}, {unsigned_type})->result();
+  ir::Value *iv_u = unsigned_type == iv_type
+                        ? iv
+                        : b.create(ir::Opcode::Bitcast, {iv}, {unsigned_type})->result();
+  ir::Value *left = b.op(ir::Opcode::Sub, {hi_u, iv_u});
+  std::vector<ir::Value *> carried(yield->operands().begin(), yield->operands().end());
+  std::vector<ir::Type> types;
+  for (ir::Value *v : carried)
+    types.push_back(v->type());
+  // The original body, without its terminator, to copy from.
+  std::vector<ir::Operation *> original;
+  for (ir::Operation *op : body)
+    if (op != yield && op != left->defining_op() && op != hi_u->defining_op() &&
+        op != iv_u->defining_op())
+      original.push_back(op);
+  for (uint64_t k = 1; k < f; ++k) {
+    b.set_insertion_point_before(yield);
+    ir::Value *offset = b.const_int(unsigned_type, static_cast<int64_t>(k * *step));
+    ir::Value *exists = b.op(ir::Opcode::Gt, {left, offset});
+    ir::Operation *guard = b.create_if(exists, types);
+    ir::Region &then = guard->region(0);
+    b.set_insertion_point_to_end(then);
+    ir::Value *step_k = b.const_int(iv_type, static_cast<int64_t>(k * *step));
+    ir::ValueMap map;
+    map[iv] = b.op(ir::Opcode::Add, {iv, step_k});
+    for (unsigned c = 0; c < carried.size(); ++c)
+      map[body.argument(c + 1)] = carried[c];
+    for (ir::Operation *op : original)
+      then.push_back(ir::clone(*op, map));
+    std::vector<ir::Value *> next;
+    for (ir::Value *v : yield->operands()) {
+      auto it = map.find(v);
+      next.push_back(it == map.end() ? v : it->second);
+    }
+    b.set_insertion_point_to_end(then);
+    b.yield(next);
+    b.set_insertion_point_to_end(guard->region(1));
+    b.yield(carried);
+    for (unsigned c = 0; c < carried.size(); ++c)
+      carried[c] = guard->result(c);
+  }
+  for (unsigned c = 0; c < carried.size(); ++c)
+    yield->set_operand(c, carried[c]);
+  b.set_insertion_point_before(loop);
+  loop->set_operand(2, b.const_int(iv_type, static_cast<int64_t>(f * *step)));
+  loop->attributes().set("unroll", int64_t{1}); // done: do not unroll again
+  ctx.count("loops unrolled by a factor");
+  return true;
+}
+
 void visit(ir::Module &module, ir::Region &r, PassContext &ctx) {
   for (ir::Operation *op = r.front(); op;) {
     ir::Operation *next = op->next();
     for (unsigned i = 0; i < op->num_regions(); ++i)
       visit(module, op->region(i), ctx);
-    if (op->opcode() == ir::Opcode::For)
-      unroll_fully(module, op, ctx);
+    if (op->opcode() == ir::Opcode::For && !unroll_fully(module, op, ctx))
+      unroll_by_factor(module, op, ctx);
     op = next;
   }
 }
