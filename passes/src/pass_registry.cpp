@@ -7,6 +7,7 @@ namespace cubecc::passes {
 
 const std::vector<PassInfo> &registered_passes() {
   static const std::vector<PassInfo> passes = {
+      {"bounds-check", "checked mode: guard memory accesses not proven in bounds", bounds_check},
       {"canonicalize", "fold constants and apply algebraic identities", canonicalize},
       {"cse", "merge identical pure ops", cse},
       {"dce", "remove unused ops and effect-free ifs and loops", dce},

@@ -6,6 +6,7 @@
 //===-----------------------------------------------------------------------------------------===//
 #pragma once
 
+#include "cubecc/passes/bounds_check.h"
 #include "cubecc/passes/canonicalize.h"
 #include "cubecc/passes/cse.h"
 #include "cubecc/passes/dce.h"

@@ -1,0 +1,120 @@
+//===- bounds_check.cpp - Checked mode: guard accesses not proven in bounds ------------------===//
+#include "cubecc/passes/bounds_check.h"
+
+#include "cubecc/ir/semantics.h"
+#include "cubecc/passes/integer_ranges.h"
+#include "rewrite.h"
+
+namespace cubecc::passes {
+namespace {
+
+bool is_access(const ir::Operation &op) {
+  switch (op.info().signature) {
+  case ir::Signature::Load:
+  case ir::Signature::Store:
+  case ir::Signature::AtomicRmw:
+  case ir::Signature::AtomicCmpXchg:
+    return true;
+  default:
+    return false;
+  }
+}
+
+/// Elements the access touches from its index.
+unsigned lanes_of(const ir::Operation &op) {
+  if (op.info().signature == ir::Signature::Load)
+    return op.result()->type().lanes();
+  if (op.info().signature == ir::Signature::Store)
+    return op.operand(2)->type().lanes();
+  return 1;
+}
+
+/// Zero of a value type (splatted for vectors), inserted before `before`.
+ir::Value *zero_of(ir::Module &m, ir::Operation *before, ir::Type t) {
+  ir::Value *zero = detail::insert_constant(m, before, t.element_type(), 0);
+  if (!t.is_vector())
+    return zero;
+  ir::Builder b(m);
+  b.set_insertion_point_before(before);
+  b.set_location(before->location());
+  return b.create(ir::Opcode::Splat, {zero}, {t})->result();
+}
+
+void guard(ir::Module &m, ir::Operation *op, PassContext &ctx) {
+  ir::Value *memory = op->operand(0), *index = op->operand(1);
+  ir::Type it = index->type();
+  ir::Scalar is = it.element();
+  unsigned lanes = lanes_of(*op);
+  ir::Builder b(m);
+  b.set_insertion_point_before(op);
+  b.set_location(op->location());
+  ir::Value *size;
+  if (memory->type().kind() == ir::TypeKind::Buffer) {
+    if (ir::scalar_bits(is) < 32)
+      return; // buffer.size has no narrower form; left unchecked (counted below)
+    size = b.create(ir::Opcode::BufferSize, {memory}, {it})->result();
+  } else {
+    uint64_t count = memory->type().count();
+    if (count > ir::width_mask(ir::scalar_bits(is) - (ir::is_signed(is) ? 1 : 0))) {
+      ctx.count("checks left out: index type narrower than the array");
+      return;
+    }
+    size = b.const_int(it, static_cast<int64_t>(count));
+  }
+  // ok = 0 <= index && lanes <= size && index <= size - lanes (no overflow anywhere).
+  ir::Value *lanes_v = b.const_int(it, lanes);
+  ir::Value *ok = b.op(ir::Opcode::And,
+                       {b.op(ir::Opcode::Le, {lanes_v, size}),
+                        b.op(ir::Opcode::Le, {index, b.op(ir::Opcode::Sub, {size, lanes_v})})});
+  if (ir::is_signed(is))
+    ok = b.op(ir::Opcode::And, {ok, b.op(ir::Opcode::Ge, {index, b.const_int(it, 0)})});
+  std::vector<ir::Type> types;
+  if (op->num_results())
+    types.push_back(op->result()->type());
+  ir::Operation *branch = b.create_if(ok, types);
+  ir::Value *fallback = types.empty() ? nullptr : zero_of(m, branch, types[0]);
+  // Move the access into the then-branch.
+  auto access = op->parent_region()->take(op);
+  ir::Operation *moved = branch->region(0).push_back(std::move(access));
+  b.set_insertion_point_to_end(branch->region(0));
+  if (types.empty()) {
+    b.yield();
+    b.set_insertion_point_to_end(branch->region(1));
+    b.yield();
+  } else {
+    // Uses of the access now take the if's result.
+    moved->result()->replace_all_uses_with(branch->result());
+    ir::Value *r = moved->result();
+    b.yield(std::span<ir::Value *const>(&r, 1));
+    b.set_insertion_point_to_end(branch->region(1));
+    b.yield(std::span<ir::Value *const>(&fallback, 1));
+  }
+  ctx.count("checks inserted");
+}
+
+} // namespace
+
+void bounds_check(ir::Module &module, PassContext &context) {
+  for (const auto &k : module.kernels()) {
+    IntegerRanges ranges(*k);
+    std::vector<ir::Operation *> accesses;
+    k->walk([&](ir::Operation *op) {
+      if (is_access(*op))
+        accesses.push_back(op);
+    });
+    for (ir::Operation *op : accesses) {
+      ir::Value *memory = op->operand(0), *index = op->operand(1);
+      if (memory->type().kind() != ir::TypeKind::Buffer && IntegerRanges::tracked(index)) {
+        IntegerRange r = ranges.range(index);
+        uint64_t count = memory->type().count();
+        if (r.lo >= 0 && static_cast<uint64_t>(r.hi) + lanes_of(*op) <= count) {
+          context.count("checks proven unnecessary");
+          continue;
+        }
+      }
+      guard(module, op, context);
+    }
+  }
+}
+
+} // namespace cubecc::passes
