@@ -17,7 +17,8 @@ const std::vector<PassInfo> &registered_passes() {
        simplify_cf},
       {"strength-reduce", "turn multiplications and divisions by powers of two into shifts",
        strength_reduce},
-      {"unroll", "fully unroll small loops with constant trip counts", unroll},
+      {"unroll", "fully unroll small loops with constant trip counts, or by their factor", unroll},
+      {"vectorize", "merge adjacent aligned scalar loads and stores into vector ones", vectorize},
   };
   return passes;
 }
@@ -30,15 +31,19 @@ const PassInfo *find_pass(std::string_view name) {
 }
 
 std::vector<std::string_view> optimization_pipeline(int level) {
-  // The pipeline reads as a list; each level adds to the one below it.
+  // Each pipeline reads as a list. -O3 adds unrolling first (so that folding sees the induction
+  // variable's values) and vectorization after CSE (so that equal bases are one value).
   switch (level) {
   case 0:
     return {};
   case 1:
     return {"canonicalize", "dce"};
-  default: // -O2 and -O3 (loop unrolling, bounds-check removal and vectorization will join -O3)
+  case 2:
     return {"canonicalize",    "simplify-cf",  "cse", "licm",
             "strength-reduce", "canonicalize", "cse", "dce"};
+  default:
+    return {"canonicalize", "simplify-cf",     "unroll",       "canonicalize", "cse", "licm",
+            "vectorize",    "strength-reduce", "canonicalize", "cse",          "dce"};
   }
 }
 

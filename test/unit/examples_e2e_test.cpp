@@ -666,16 +666,16 @@ TEST_P(ExamplesE2E, matches_the_host_reference) {
                  std::to_string(width));
     (*runner)(Case{*registered, *module.kernels()[0], width});
   }
-  // The optimized kernel keeps its promise too (the -O2 pipeline, verified after each pass).
+  // The optimized kernel keeps its promise too (the -O3 pipeline, verified after each pass).
   passes::PassManagerOptions options;
   options.verify_each = true;
   passes::PassManager manager(options);
-  for (std::string_view pass : passes::optimization_pipeline(2))
+  for (std::string_view pass : passes::optimization_pipeline(3))
     manager.add(*passes::find_pass(pass));
   std::ostringstream out, err;
   std::vector<Diagnostic> pass_errors = manager.run(module, out, err);
   ASSERT_TRUE(pass_errors.empty()) << to_string(pass_errors);
-  SCOPED_TRACE(name + " after -O2, subgroup size " + std::to_string(kSubgroupSizes[0]));
+  SCOPED_TRACE(name + " after -O3, subgroup size " + std::to_string(kSubgroupSizes[0]));
   (*runner)(Case{*registered, *module.kernels()[0], kSubgroupSizes[0]});
 }
 

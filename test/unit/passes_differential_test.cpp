@@ -1,9 +1,9 @@
 //===- passes_differential_test.cpp - Every pass keeps every kernel's results ----------------===//
 //
 // Random kernels (random_ir.h) run in the reference interpreter before and after each pass and
-// after the -O2 pipeline; their outputs must be bit-identical (no pass may reassociate floats).
-// CUBECC_DIFFERENTIAL_KERNELS sets how many kernels (default 200); CUBECC_DIFFERENTIAL_SEED the
-// first seed. A failure prints the seed, the pass and both IRs.
+// after the -O2 and -O3 pipelines; their outputs must be bit-identical (no pass may reassociate
+// floats). CUBECC_DIFFERENTIAL_KERNELS sets how many kernels (default 200);
+// CUBECC_DIFFERENTIAL_SEED the first seed. A failure prints the seed, the pass and both IRs.
 //
 //===-----------------------------------------------------------------------------------------===//
 #include "cubecc/ir/interpreter.h"
@@ -73,6 +73,7 @@ std::vector<std::vector<std::string_view>> pipelines() {
     if (p.name != "print-hash")
       out.push_back({p.name});
   out.push_back(passes::optimization_pipeline(2));
+  out.push_back(passes::optimization_pipeline(3));
   return out;
 }
 

@@ -226,6 +226,25 @@ private:
   }
 
   void load() {
+    if (chance(0.25)) { // four neighbours from an aligned base: work for the vectorizer
+      std::string group = fresh(), base = fresh();
+      line("{} = and {}, {} : u32", group, any("u32"),
+           constant("u32", fmt::format("{}", kRandomInputs / 4 - 1)));
+      line("{} = mul {}, {} : u32", base, group, constant("u32", "4"));
+      bool is_float = chance(0.5);
+      for (int k = 0; k < 4; ++k) {
+        std::string index = base;
+        if (k) {
+          index = fresh();
+          line("{} = add {}, {} : u32", index, base, constant("u32", fmt::format("{}", k)));
+        }
+        std::string name = fresh();
+        line("{} = load {}, {} : {}", name, is_float ? "%in_f" : "%in_i", index,
+             is_float ? "f32" : "i32");
+        define(is_float ? "f32" : "i32", name);
+      }
+      return;
+    }
     std::string index = fresh();
     line("{} = and {}, {} : u32", index, any("u32"), mask_of_inputs());
     std::string name = fresh();

@@ -15,3 +15,4 @@
 #include "cubecc/passes/simplify_cf.h"
 #include "cubecc/passes/strength_reduce.h"
 #include "cubecc/passes/unroll.h"
+#include "cubecc/passes/vectorize.h"
