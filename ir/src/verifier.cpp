@@ -2,6 +2,8 @@
 #include "cubecc/ir/verifier.h"
 
 #include "cubecc/ir/printer.h"
+#include "cubecc/ir/uniformity.h"
+#include "value_flags.h"
 
 #include <fmt/format.h>
 
@@ -47,79 +49,6 @@ std::string_view class_text(TypeClass cls) {
   }
   return "?";
 }
-
-/// A set of values as flags over dense ids: the verifier asks "is this value visible / varying"
-/// once per operand, so a hash set's node allocations would dominate its cost. Ids come from an
-/// insert-only open-addressing table keyed by the value's address (only membership is asked,
-/// never iteration order, so addresses do not leak into any result).
-class ValueFlags {
-public:
-  bool test(const Value *v) const {
-    uint32_t id = find(v);
-    return id != kNone && flags_[id];
-  }
-  /// Sets the flag; returns true if it was clear.
-  bool set(const Value *v) {
-    uint32_t id = intern(v);
-    bool was = flags_[id];
-    flags_[id] = 1;
-    return !was;
-  }
-  void reset(const Value *v) {
-    uint32_t id = find(v);
-    if (id != kNone)
-      flags_[id] = 0;
-  }
-  void clear() { std::fill(flags_.begin(), flags_.end(), 0); }
-
-private:
-  static constexpr uint32_t kNone = ~0u;
-  size_t slot(const Value *v) const {
-    uint64_t h = (reinterpret_cast<uintptr_t>(v) >> 3) * 0x9E3779B97F4A7C15ull;
-    return static_cast<size_t>(h >> 32) & (keys_.size() - 1);
-  }
-  uint32_t find(const Value *v) const {
-    if (keys_.empty())
-      return kNone;
-    for (size_t i = slot(v);; i = (i + 1) & (keys_.size() - 1)) {
-      if (keys_[i] == v)
-        return ids_[i];
-      if (!keys_[i])
-        return kNone;
-    }
-  }
-  uint32_t intern(const Value *v) {
-    if ((flags_.size() + 1) * 2 > keys_.size())
-      grow();
-    size_t i = slot(v);
-    while (keys_[i] && keys_[i] != v)
-      i = (i + 1) & (keys_.size() - 1);
-    if (!keys_[i]) {
-      keys_[i] = v;
-      ids_[i] = static_cast<uint32_t>(flags_.size());
-      flags_.push_back(0);
-    }
-    return ids_[i];
-  }
-  void grow() {
-    std::vector<const Value *> keys = std::move(keys_);
-    std::vector<uint32_t> ids = std::move(ids_);
-    keys_.assign(std::max<size_t>(64, keys.size() * 2), nullptr);
-    ids_.assign(keys_.size(), 0);
-    for (size_t k = 0; k < keys.size(); ++k) {
-      if (!keys[k])
-        continue;
-      size_t i = slot(keys[k]);
-      while (keys_[i])
-        i = (i + 1) & (keys_.size() - 1);
-      keys_[i] = keys[k];
-      ids_[i] = ids[k];
-    }
-  }
-  std::vector<const Value *> keys_;
-  std::vector<uint32_t> ids_;
-  std::vector<uint8_t> flags_;
-};
 
 /// What a region is, for the terminator and break/continue rules.
 enum class RegionRole { KernelBody, IfBranch, ForBody, WhileBefore, WhileAfter };
@@ -767,174 +696,6 @@ private:
   }
 
   //===- Barrier placement -------------------------------------------------------------------===//
-  //
-  // A conservative, local uniformity check: a value is "varying" when invocations of one
-  // workgroup may see different values of it (invocation ids, atomics, subgroup results, private
-  // memory, and anything computed from those). A barrier must not sit in a region whose execution
-  // depends on a varying value. The passes layer has the full uniformity analysis; this check
-  // only needs to be sound for the rule it enforces.
-
-  bool is_varying(const Value *v) const { return varying_.test(v); }
-
-  void mark(const Value *v) {
-    if (varying_.set(v))
-      changed_ = true;
-  }
-
-  /// One forward sweep over `region`; `divergent` says whether reaching it is non-uniform.
-  /// Returns true when a break or continue under varying control was seen (loop exits diverge).
-  bool propagate(const Region &region, bool divergent) {
-    bool divergent_exit = false;
-    for (Operation *op : region) {
-      bool any_varying = false;
-      for (Value *v : op->operands())
-        any_varying |= is_varying(v);
-      switch (op->opcode()) {
-      case Opcode::GlobalId:
-      case Opcode::LocalId:
-      case Opcode::LocalIndex:
-      case Opcode::SubgroupId:
-      case Opcode::SubgroupLane:
-        mark(op->result());
-        break;
-      case Opcode::Load:
-        if (any_varying || op->operand(0)->type().kind() == TypeKind::Local)
-          mark(op->result());
-        break;
-      case Opcode::If: {
-        bool inner = divergent || is_varying(op->operand(0));
-        for (unsigned r = 0; r < 2; ++r) {
-          divergent_exit |= propagate(op->region(r), inner);
-          yield_flow(op->region(r), *op, inner);
-        }
-        break;
-      }
-      case Opcode::For: {
-        const Region &body = op->region(0);
-        bool control = is_varying(op->operand(0)) || is_varying(op->operand(1)) ||
-                       is_varying(op->operand(2)) || loop_exit_varying_.count(op);
-        if (control)
-          mark(body.argument(0));
-        for (unsigned i = 3; i < op->num_operands(); ++i)
-          if (is_varying(op->operand(i))) {
-            mark(body.argument(i - 2));
-            if (i - 3 < op->num_results())
-              mark(op->result(i - 3)); // after zero iterations the result is the initial value
-          }
-        if (propagate(body, divergent || control) && loop_exit_varying_.insert(op).second)
-          changed_ = true;
-        loop_flow(*op, body, 1, divergent || control);
-        break;
-      }
-      case Opcode::While: {
-        const Region &before = op->region(0), &after = op->region(1);
-        for (unsigned i = 0; i < op->num_operands(); ++i)
-          if (is_varying(op->operand(i)))
-            mark(before.argument(i));
-        bool control = loop_exit_varying_.count(op) != 0;
-        propagate(before, divergent || control);
-        Operation *cond = before.terminator();
-        if (cond && cond->opcode() == Opcode::Condition && cond->num_operands() &&
-            is_varying(cond->operand(0)) && loop_exit_varying_.insert(op).second)
-          changed_ = true;
-        control = loop_exit_varying_.count(op) != 0;
-        if (cond)
-          for (unsigned i = 1; i < cond->num_operands() && i - 1 < after.num_arguments(); ++i)
-            if (is_varying(cond->operand(i)) || control) {
-              mark(after.argument(i - 1));
-              if (i - 1 < op->num_results())
-                mark(op->result(i - 1));
-            }
-        if (propagate(after, divergent || control) && loop_exit_varying_.insert(op).second)
-          changed_ = true;
-        loop_flow(*op, before, 0, divergent || control);
-        break;
-      }
-      case Opcode::Break:
-      case Opcode::Continue:
-        divergent_exit |= divergent;
-        break;
-      default:
-        if (op->has_flag(Subgroup) || (op->has_flag(ReadsMemory) && op->has_flag(WritesMemory)) ||
-            any_varying)
-          for (unsigned i = 0; i < op->num_results(); ++i)
-            mark(op->result(i));
-        break;
-      }
-    }
-    return divergent_exit;
-  }
-
-  /// An if's results vary when its condition does or a branch yields a varying value.
-  void yield_flow(const Region &branch, const Operation &op, bool divergent) {
-    Operation *term = branch.terminator();
-    if (!term || term->opcode() != Opcode::Yield)
-      return;
-    for (unsigned i = 0; i < term->num_operands() && i < op.num_results(); ++i)
-      if (divergent || is_varying(term->operand(i)))
-        mark(op.result(i));
-  }
-
-  /// Loop-carried values vary when a yield or continue feeds a varying value back, and results
-  /// vary when any break carries one or the loop's exit is divergent.
-  void loop_flow(const Operation &loop, const Region &carried_region, unsigned first_carried,
-                 bool divergent) {
-    if (divergent)
-      for (unsigned i = 0; i < loop.num_results(); ++i)
-        mark(loop.result(i));
-    for (unsigned r = 0; r < loop.num_regions(); ++r) {
-      const Region &region = loop.region(r);
-      walk_exits(region, [&](const Operation &exit) {
-        bool to_results = exit.opcode() == Opcode::Break;
-        for (unsigned i = 0; i < exit.num_operands(); ++i) {
-          if (!is_varying(exit.operand(i)))
-            continue;
-          if (to_results && i < loop.num_results())
-            mark(loop.result(i));
-          else if (!to_results && i + first_carried < carried_region.num_arguments())
-            mark(carried_region.argument(i + first_carried));
-        }
-      });
-      Operation *term = region.terminator();
-      if (term && term->opcode() == Opcode::Yield && (loop.opcode() == Opcode::For || r == 1))
-        for (unsigned i = 0; i < term->num_operands(); ++i)
-          if (is_varying(term->operand(i)) && i + first_carried < carried_region.num_arguments()) {
-            mark(carried_region.argument(i + first_carried));
-            if (loop.opcode() == Opcode::For && i < loop.num_results())
-              mark(loop.result(i));
-          }
-    }
-  }
-
-  /// Calls `fn` on the break and continue ops that leave `region`'s loop (not nested loops').
-  template <typename F> static void walk_exits(const Region &region, F &&fn) {
-    for (Operation *op : region) {
-      if (op->opcode() == Opcode::Break || op->opcode() == Opcode::Continue)
-        fn(*op);
-      else if (op->opcode() == Opcode::If)
-        for (unsigned r = 0; r < 2; ++r)
-          walk_exits(op->region(r), fn);
-    }
-  }
-
-  void find_divergent_barriers(const Region &region, bool divergent) {
-    for (Operation *op : region) {
-      if (op->opcode() == Opcode::Barrier && divergent)
-        error(op, "is reached under control flow that depends on the invocation (a varying "
-                  "branch condition, loop bound or loop exit); every invocation of the workgroup "
-                  "must reach each barrier");
-      bool control = false;
-      if (op->opcode() == Opcode::If)
-        control = is_varying(op->operand(0));
-      else if (op->opcode() == Opcode::For)
-        control = is_varying(op->operand(0)) || is_varying(op->operand(1)) ||
-                  is_varying(op->operand(2)) || loop_exit_varying_.count(op);
-      else if (op->opcode() == Opcode::While)
-        control = loop_exit_varying_.count(op) != 0;
-      for (unsigned r = 0; r < op->num_regions(); ++r)
-        find_divergent_barriers(op->region(r), divergent || control);
-    }
-  }
 
   void check_barriers(const Kernel &k) {
     bool has_barrier = false;
@@ -942,23 +703,18 @@ private:
         [&](Operation *op) { has_barrier |= op->opcode() == Opcode::Barrier; });
     if (!has_barrier)
       return;
-    varying_.clear();
-    loop_exit_varying_.clear();
-    do {
-      changed_ = false;
-      propagate(k.body(), false);
-    } while (changed_);
-    find_divergent_barriers(k.body(), false);
+    UniformityAnalysis uniformity(k);
+    for (const Operation *barrier : uniformity.divergent_barriers())
+      error(barrier, "is reached under control flow that depends on the invocation (a varying "
+                     "branch condition, loop bound or loop exit); every invocation of the "
+                     "workgroup must reach each barrier");
   }
 
   const Module &module_;
   const SourceMap *map_;
   const Kernel *kernel_ = nullptr;
   std::vector<Diagnostic> diags_;
-  ValueFlags visible_;
-  ValueFlags varying_;
-  std::unordered_set<const Operation *> loop_exit_varying_;
-  bool changed_ = false;
+  detail::ValueFlags visible_;
 };
 
 } // namespace
