@@ -1,6 +1,7 @@
 //===- vectorize.cpp - Merging adjacent scalar loads and stores into vector ones -------------===//
 #include "cubecc/passes/vectorize.h"
 
+#include "cubecc/ir/dominance.h"
 #include "rewrite.h"
 
 #include <map>
@@ -46,21 +47,6 @@ bool multiple_of(const ir::Value *v, uint64_t n, int depth = 0) {
   default:
     return false;
   }
-}
-
-/// Whether `v` is available (defined) just before `at`: defined outside `at`'s region, or
-/// earlier in it.
-bool available_before(const ir::Value *v, const ir::Operation *at) {
-  const ir::Region *region = at->parent_region();
-  const ir::Operation *def = v->defining_op();
-  if (!def)
-    return true; // a parameter or region argument: it dominates every op that can use it
-  if (def->parent_region() != region)
-    return true; // verified IR: a use in this region means the def encloses it
-  for (const ir::Operation *op = def; op; op = op->next())
-    if (op == at)
-      return true;
-  return false;
 }
 
 struct Group {
@@ -164,7 +150,7 @@ private:
     bool is_load = run[0]->opcode() == ir::Opcode::Load;
     auto [first, last] = span(run);
     ir::Operation *at = is_load ? first : last;
-    if (!available_before(g.base, at))
+    if (!ir::dominates(g.base, at))
       return false;
     ir::Builder b(module_);
     b.set_insertion_point_before(at);

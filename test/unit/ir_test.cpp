@@ -1,5 +1,7 @@
 //===- ir_test.cpp - Building IR, use lists, editing regions ----------------------------------===//
 #include "cubecc/ir/builder.h"
+#include "cubecc/ir/dominance.h"
+#include "cubecc/ir/parser.h"
 #include "cubecc/ir/printer.h"
 #include "cubecc/ir/verifier.h"
 
@@ -147,4 +149,37 @@ TEST(Module, interns_each_file_once) {
   EXPECT_EQ(m.intern_file(""), 0u);
   EXPECT_EQ(m.file_name(0), "");
   EXPECT_EQ(m.file_name(999), "");
+}
+
+TEST(Dominance, follows_the_region_structure) {
+  ParseResult r = parse_module(R"(module @m {
+  kernel @k(%c: bool, %n: u32) {
+    %a = add %n, %n : u32
+    %x = if %c : u32 {
+      %b = add %a, %n : u32
+      yield %b
+    } else {
+      yield %a
+    }
+    %d = add %x, %a : u32
+    return
+  }
+})",
+                               "d.cir");
+  ASSERT_TRUE(r.module);
+  Kernel &k = *r.module->kernels()[0];
+  Operation *a = k.body().front();
+  Operation *branch = a->next();
+  Operation *b = branch->region(0).front();
+  Operation *d = branch->next();
+  EXPECT_TRUE(properly_dominates(a, b)); // nested after it
+  EXPECT_TRUE(properly_dominates(a, d));
+  EXPECT_FALSE(properly_dominates(d, a)); // later
+  EXPECT_FALSE(properly_dominates(b, d)); // inside a region that ended
+  EXPECT_FALSE(properly_dominates(a, a));
+  EXPECT_TRUE(dominates(a->result(), b));
+  EXPECT_TRUE(dominates(k.parameter(0), b));
+  EXPECT_FALSE(dominates(b->result(), d));
+  EXPECT_FALSE(dominates(branch->result(), b)); // a result is not visible in its own regions
+  EXPECT_TRUE(dominates(branch->result(), d));
 }
