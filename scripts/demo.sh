@@ -5,7 +5,7 @@
 #      structural hash (its identity in caches and environment bundles);
 #   2. write all traced kernels as IR text, and check that the text round-trips exactly
 #      (parse, print, parse, print) for them and for the hand-written IR in examples/ir/.
-#   3. optimize every traced kernel with -O2 (verified after each pass) and count its ops.
+#   3. optimize every traced kernel with -O3 (verified after each pass) and count its ops.
 # Code generation (CUDA, HIP, SPIR-V), environments and running kernels join as they land.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,12 +43,12 @@ for f in "$tmp/traced.cir" examples/ir/*.cir; do
 done
 
 echo
-echo "== -O2 (canonicalize, simplify-cf, cse, licm, strength-reduce, dce), verified after each pass =="
-printf '%-22s %8s %8s\n' "kernel" "ops" "ops -O2"
+echo "== -O3 (canonicalize, simplify-cf, unroll, cse, licm, vectorize, strength-reduce, dce), verified after each pass =="
+printf '%-22s %8s %8s\n' "kernel" "ops" "ops -O3"
 count_ops() { grep -cE '^ {4,}(%|[a-z])' "$1" || true; }
 "$cubecc" kernels "$library" | while read -r name _; do
   "$cubecc" compile "$library" --emit ir --kernel "$name" -o "$tmp/k.cir"
-  "$opt" "$tmp/k.cir" -O2 --verify-each -o "$tmp/k.opt.cir"
+  "$opt" "$tmp/k.cir" -O3 --verify-each -o "$tmp/k.opt.cir"
   printf '%-22s %8d %8d\n' "$name" "$(count_ops "$tmp/k.cir")" "$(count_ops "$tmp/k.opt.cir")"
 done
 
