@@ -181,42 +181,32 @@ public:
     }
   }
 
-  void check_barriers(const Kernel &k) {
-    bool has_barrier = false;
-    const_cast<Kernel &>(k).walk(
-        [&](Operation *op) { has_barrier |= op->opcode() == Opcode::Barrier; });
-    if (!has_barrier)
-      return;
-    varying_.clear();
-    loop_exit_varying_.clear();
-    do {
-      changed_ = false;
-      propagate(k.body(), false);
-    } while (changed_);
-    find_divergent_barriers(k.body(), false);
-  }
-
-  /// At subgroup scope, a subgroup reduction, ballot or vote is the same for the whole subgroup
-  /// whatever its operand; a broadcast too, provided its lane is.
-  bool subgroup_uniform_anyway(const Operation &op) const {
-    if (workgroup_scope_)
-      return false;
-    switch (op.opcode()) {
+  /// Subgroup collectives whose result is one value for the whole subgroup: reductions,
+  /// ballots, votes and broadcasts.
+  static bool same_for_the_subgroup(Opcode op) {
+    switch (op) {
     case Opcode::SubgroupSum:
     case Opcode::SubgroupMin:
     case Opcode::SubgroupMax:
     case Opcode::SubgroupAnd:
     case Opcode::SubgroupOr:
     case Opcode::SubgroupXor:
+    case Opcode::SubgroupBroadcast:
     case Opcode::SubgroupBallot:
     case Opcode::SubgroupAll:
     case Opcode::SubgroupAny:
       return true;
-    case Opcode::SubgroupBroadcast:
-      return !is_varying(op.operand(1));
     default:
       return false;
     }
+  }
+
+  /// At subgroup scope, such a collective is uniform whatever its operand (a broadcast provided
+  /// its lane is).
+  bool subgroup_uniform_anyway(const Operation &op) const {
+    if (workgroup_scope_ || !same_for_the_subgroup(op.opcode()))
+      return false;
+    return op.opcode() != Opcode::SubgroupBroadcast || !is_varying(op.operand(1));
   }
 
   /// Ops whose results vary at this scope whatever their operands.
@@ -225,23 +215,7 @@ public:
       return true; // atomics: each invocation gets its own old value
     if (!op.has_flag(Subgroup))
       return false;
-    if (workgroup_scope_)
-      return true;
-    switch (op.opcode()) { // the same for the whole subgroup
-    case Opcode::SubgroupSum:
-    case Opcode::SubgroupMin:
-    case Opcode::SubgroupMax:
-    case Opcode::SubgroupAnd:
-    case Opcode::SubgroupOr:
-    case Opcode::SubgroupXor:
-    case Opcode::SubgroupBroadcast:
-    case Opcode::SubgroupBallot:
-    case Opcode::SubgroupAll:
-    case Opcode::SubgroupAny:
-      return false;
-    default:
-      return true;
-    }
+    return workgroup_scope_ || !same_for_the_subgroup(op.opcode());
   }
 
   std::vector<const Operation *> divergent_barriers_;
