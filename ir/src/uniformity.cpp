@@ -228,14 +228,15 @@ private:
 };
 
 UniformityAnalysis::UniformityAnalysis(const Kernel &kernel)
-    : workgroup_(std::make_unique<Scope>(kernel, true)),
-      subgroup_(std::make_unique<Scope>(kernel, false)) {}
+    : kernel_(kernel), workgroup_(std::make_unique<Scope>(kernel, true)) {}
 
 UniformityAnalysis::~UniformityAnalysis() = default;
 
 Uniformity UniformityAnalysis::of(const Value *v) const {
   if (!workgroup_->is_varying(v))
     return Uniformity::Uniform;
+  if (!subgroup_) // computed on first need: the barrier rule only needs the workgroup scope
+    subgroup_ = std::make_unique<Scope>(kernel_, false);
   return subgroup_->is_varying(v) ? Uniformity::Varying : Uniformity::SubgroupUniform;
 }
 

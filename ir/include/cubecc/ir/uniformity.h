@@ -28,6 +28,8 @@ public:
   UniformityAnalysis(const UniformityAnalysis &) = delete;
   UniformityAnalysis &operator=(const UniformityAnalysis &) = delete;
 
+  /// (The subgroup scope is computed on the first query that needs it, so one analysis object
+  /// must not be queried from several threads at once.)
   Uniformity of(const Value *v) const;
   /// Barriers that some invocations of a workgroup may skip (under divergent control flow).
   const std::vector<const Operation *> &divergent_barriers() const;
@@ -35,8 +37,9 @@ public:
   class Scope; ///< the analysis at one scope (workgroup or subgroup)
 
 private:
+  const Kernel &kernel_;
   std::unique_ptr<Scope> workgroup_;
-  std::unique_ptr<Scope> subgroup_;
+  mutable std::unique_ptr<Scope> subgroup_;
 };
 
 } // namespace cubecc::ir
