@@ -108,13 +108,6 @@ ir::Value *emit_extract(ir::Value *vector, uint32_t lane, const Loc &loc) {
   return builder_at(loc).extract(vector, lane);
 }
 
-ir::Value *emit_insert(ir::Value *vector, ir::Value *scalar, uint32_t lane, const Loc &loc) {
-  return builder_at(loc)
-      .create(ir::Opcode::VecInsert, {vector, scalar}, {vector->type()},
-              {{"lane", static_cast<int64_t>(lane)}})
-      ->result();
-}
-
 ir::Value *builtin_component(ir::Value *vector, uint32_t lane) {
   TraceState &s = state(Loc::current());
   ir::Value *&slot = s.components[{vector, lane}];
@@ -147,16 +140,8 @@ ir::Value *emit_alloc(ir::Opcode op, ir::Type type, const Loc &loc) {
   return s.last_alloc->result();
 }
 
-ir::Type type_of(ir::Value *v) {
-  return v->type();
-}
-
 ir::Value *add_parameter(ir::Type type, const char *name) {
   return state(Loc::current()).kernel.add_parameter(type, name);
-}
-
-void name_value(ir::Value *v, const std::string &name) {
-  v->set_name(name);
 }
 
 void begin_if(ir::Value *condition, const Loc &loc) {

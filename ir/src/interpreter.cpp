@@ -255,7 +255,7 @@ private:
       }
       if (!any(body_mask))
         break;
-      run_loop_body(op, body, body_mask, in_loop, 1);
+      run_loop_body(op, body, body_mask, in_loop);
       for (unsigned inv = 0; inv < size_; ++inv)
         if (in_loop[inv]) {
           uint64_t next = (iv[inv] + get(op.operand(2), inv)) & width_mask(w);
@@ -273,10 +273,9 @@ private:
   }
 
   /// Runs a loop body for `body_mask`; afterwards, lanes that reached the yield or a continue
-  /// carry their new values into `carried` (region args from `first_carried`), and lanes that
+  /// carry their new values into the loop's carried arguments, and lanes that
   /// broke out leave `in_loop` with their results set.
-  void run_loop_body(const Operation &loop, const Region &body, Mask &body_mask, Mask &in_loop,
-                     unsigned first_carried) {
+  void run_loop_body(const Operation &loop, const Region &body, Mask &body_mask, Mask &in_loop) {
     const Region &carried = loop.opcode() == Opcode::For ? body : loop.region(0);
     unsigned carried_first = loop.opcode() == Opcode::For ? 1 : 0;
     frames_.push_back(LoopFrame{&loop, masks_.size(), Mask(size_, 0), Mask(size_, 0), {}, {}});
@@ -305,7 +304,6 @@ private:
           load_lanes(carried.argument(c), next[c - carried_first], inv);
       }
     }
-    (void)first_carried;
   }
 
   void exec_while(const Operation &op, Mask &mask) {
@@ -333,7 +331,7 @@ private:
       }
       if (!any(body_mask))
         break;
-      run_loop_body(op, after, body_mask, in_loop, 0);
+      run_loop_body(op, after, body_mask, in_loop);
     }
   }
 

@@ -276,7 +276,7 @@ private:
     verify_types(op, role, loop);
 
     if (op.num_regions())
-      verify_nested(op, role, loop, depth);
+      verify_nested(op, loop, depth);
   }
 
   void verify_attributes(const Operation &op) {
@@ -665,8 +665,7 @@ private:
     }
   }
 
-  void verify_nested(const Operation &op, RegionRole role, const LoopContext *loop,
-                     unsigned depth) {
+  void verify_nested(const Operation &op, const LoopContext *loop, unsigned depth) {
     if (depth >= kMaxRegionDepth)
       return error(&op, fmt::format("regions nested deeper than {} levels", kMaxRegionDepth));
     switch (op.opcode()) {
@@ -690,7 +689,6 @@ private:
       return;
     }
     default:
-      (void)role;
       return;
     }
   }

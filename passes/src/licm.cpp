@@ -36,22 +36,14 @@ void hoist_from(ir::Operation &loop, PassContext &ctx) {
   }
 }
 
-void visit(ir::Region &r, PassContext &ctx) {
-  for (ir::Operation *op = r.front(); op;) {
-    ir::Operation *next = op->next();
-    for (unsigned i = 0; i < op->num_regions(); ++i)
-      visit(op->region(i), ctx);
-    if (op->opcode() == ir::Opcode::For || op->opcode() == ir::Opcode::While)
-      hoist_from(*op, ctx);
-    op = next;
-  }
-}
-
 } // namespace
 
 void licm(ir::Module &module, PassContext &context) {
   for (const auto &k : module.kernels())
-    visit(k->body(), context);
+    detail::visit_post_order(k->body(), [&](ir::Operation *op) {
+      if (op->opcode() == ir::Opcode::For || op->opcode() == ir::Opcode::While)
+        hoist_from(*op, context);
+    });
 }
 
 } // namespace cubecc::passes

@@ -5,6 +5,7 @@
 #include "cubecc/ir/ir.h"
 
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 namespace cubecc::passes::detail {
@@ -40,6 +41,24 @@ inline std::vector<ir::Operation *> all_ops(ir::Module &module) {
   for (const auto &k : module.kernels())
     k->walk([&](ir::Operation *op) { ops.push_back(op); });
   return ops;
+}
+
+/// Calls `fn(op)` on every op of `region`, children before their parent, in order; `fn` may
+/// replace or erase the op it is given (and insert before it). Returns whether any call returned
+/// true (for `fn` returning void: false).
+template <class F> bool visit_post_order(ir::Region &region, F &&fn) {
+  bool changed = false;
+  for (ir::Operation *op = region.front(); op;) {
+    ir::Operation *next = op->next();
+    for (unsigned i = 0; i < op->num_regions(); ++i)
+      changed |= visit_post_order(op->region(i), fn);
+    if constexpr (std::is_void_v<decltype(fn(op))>)
+      fn(op);
+    else
+      changed |= static_cast<bool>(fn(op));
+    op = next;
+  }
+  return changed;
 }
 
 /// True when `v` is defined inside `op` (in one of its regions, at any depth).

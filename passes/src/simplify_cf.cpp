@@ -58,23 +58,12 @@ bool simplify(ir::Operation *op, PassContext &ctx) {
   return false;
 }
 
-bool visit(ir::Region &r, PassContext &ctx) {
-  bool changed = false;
-  for (ir::Operation *op = r.front(); op;) {
-    ir::Operation *next = op->next();
-    for (unsigned i = 0; i < op->num_regions(); ++i)
-      changed |= visit(op->region(i), ctx);
-    changed |= simplify(op, ctx);
-    op = next;
-  }
-  return changed;
-}
-
 } // namespace
 
 void simplify_cf(ir::Module &module, PassContext &context) {
   for (const auto &k : module.kernels())
-    while (visit(k->body(), context)) {
+    while (detail::visit_post_order(k->body(),
+                                    [&](ir::Operation *op) { return simplify(op, context); })) {
     }
 }
 

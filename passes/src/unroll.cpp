@@ -171,22 +171,14 @@ bool unroll_by_factor(ir::Module &module, ir::Operation *loop, PassContext &ctx)
   return true;
 }
 
-void visit(ir::Module &module, ir::Region &r, PassContext &ctx) {
-  for (ir::Operation *op = r.front(); op;) {
-    ir::Operation *next = op->next();
-    for (unsigned i = 0; i < op->num_regions(); ++i)
-      visit(module, op->region(i), ctx);
-    if (op->opcode() == ir::Opcode::For && !unroll_fully(module, op, ctx))
-      unroll_by_factor(module, op, ctx);
-    op = next;
-  }
-}
-
 } // namespace
 
 void unroll(ir::Module &module, PassContext &context) {
   for (const auto &k : module.kernels())
-    visit(module, k->body(), context);
+    detail::visit_post_order(k->body(), [&](ir::Operation *op) {
+      if (op->opcode() == ir::Opcode::For && !unroll_fully(module, op, context))
+        unroll_by_factor(module, op, context);
+    });
 }
 
 } // namespace cubecc::passes

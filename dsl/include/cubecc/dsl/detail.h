@@ -54,10 +54,8 @@ ir::Value *emit_extract(ir::Value *vector, uint32_t lane, const Loc &loc);
 /// Lane `lane` of a builtin vector, extracted once, right after the builtin (so that every use
 /// the builtin dominates can share it).
 ir::Value *builtin_component(ir::Value *vector, uint32_t lane);
-ir::Value *emit_insert(ir::Value *vector, ir::Value *scalar, uint32_t lane, const Loc &loc);
 /// shared.alloc / local.alloc at the top of the kernel body, so that it dominates every use.
 ir::Value *emit_alloc(ir::Opcode op, ir::Type type, const Loc &loc);
-ir::Type type_of(ir::Value *v);
 
 /// Adds a kernel parameter of the given type and name.
 ir::Value *add_parameter(ir::Type type, const char *name);
@@ -75,10 +73,6 @@ void while_condition(ir::Value *condition, const Loc &loc);
 void end_while();
 void emit_break(const Loc &loc);
 void emit_continue(const Loc &loc);
-
-/// Names the value just made (from a Var or parameter name) for readable IR; no effect on
-/// meaning.
-void name_value(ir::Value *v, const std::string &name);
 
 /// Starts tracing `name` into `module` (one kernel at a time per thread) and ends it.
 void begin_kernel(ir::Module &module, const std::string &name, uint32_t wg_x, uint32_t wg_y,

@@ -69,8 +69,30 @@ template <KernelType V> struct Stored {
   Loc loc;
 };
 
+/// `x op= v` for anything that reads through dsl_node() and writes through operator=(Stored):
+/// one load, the op and one store, all at the statement's location.
+template <class Derived, KernelType V> struct CompoundAssign {
+#define CUBECC_DSL_COMPOUND(op, opcode)                                                            \
+  const Derived &operator op##=(Stored<V> s) const {                                               \
+    const Derived &self = static_cast<const Derived &>(*this);                                     \
+    ir::Value *old = self.dsl_node().emit(s.loc);                                                  \
+    ir::Value *next = detail::emit(ir::Opcode::opcode, {old, s.value}, ir_type<V>(), s.loc);       \
+    self = Stored<V>(Val<V>::from_ir(next), s.loc);                                                \
+    return self;                                                                                   \
+  }
+  CUBECC_DSL_COMPOUND(+, Add)
+  CUBECC_DSL_COMPOUND(-, Sub)
+  CUBECC_DSL_COMPOUND(*, Mul)
+  CUBECC_DSL_COMPOUND(/, Div)
+  CUBECC_DSL_COMPOUND(&, And)
+  CUBECC_DSL_COMPOUND(|, Or)
+  CUBECC_DSL_COMPOUND(^, Xor)
+#undef CUBECC_DSL_COMPOUND
+};
+
 /// One element of a buffer, shared or local array. `T` is const for read-only memory.
-template <class T, class Index> class ElementRef {
+template <class T, class Index>
+class ElementRef : public CompoundAssign<ElementRef<T, Index>, std::remove_const_t<T>> {
 public:
   using V = std::remove_const_t<T>;
   ElementRef(ir::Value *memory, Index index) : memory_(memory), index_(index) {}
@@ -86,25 +108,9 @@ public:
   }
   const ElementRef &operator=(const ElementRef &other) const { return *this = Stored<V>(other); }
 
-#define CUBECC_DSL_COMPOUND(op, opcode)                                                            \
-  const ElementRef &operator op##=(Stored<V> s) const {                                            \
-    ir::Value *old = dsl_node().emit(s.loc);                                                       \
-    ir::Value *next = detail::emit(ir::Opcode::opcode, {old, s.value}, ir_type<V>(), s.loc);       \
-    return *this = Stored<V>(Val<V>::from_ir(next), s.loc);                                        \
-  }
-  CUBECC_DSL_COMPOUND(+, Add)
-  CUBECC_DSL_COMPOUND(-, Sub)
-  CUBECC_DSL_COMPOUND(*, Mul)
-  CUBECC_DSL_COMPOUND(/, Div)
-#undef CUBECC_DSL_COMPOUND
-
   /// The memory object and the index, for atomics.
-  ir::Value *memory() const {
-    return memory_;
-  }
-  const Index &index() const {
-    return index_;
-  }
+  ir::Value *memory() const { return memory_; }
+  const Index &index() const { return index_; }
 
 private:
   ir::Value *memory_;
@@ -278,7 +284,7 @@ private:
 
 /// A mutable local variable. Reading it in an expression loads its current value; assigning
 /// stores. (It lives in invocation-private memory; the optimizer promotes it to registers.)
-template <KernelType T> class Var {
+template <KernelType T> class Var : public CompoundAssign<Var<T>, T> {
 public:
   template <class E>
   requires(!std::is_same_v<std::remove_cvref_t<E>, Var>)
@@ -295,29 +301,17 @@ public:
     return {slot_, detail::make_const<uint32_t>(0)};
   }
 
-  Var &operator=(Stored<T> s) {
+  const Var &operator=(Stored<T> s) const {
     ir::Value *zero = detail::make_const<uint32_t>(0).emit(s.loc);
     detail::emit_void(ir::Opcode::Store, {slot_, zero, s.value}, s.loc);
     return *this;
   }
   // Taking a non-const reference keeps this copy assignment from competing with
   // operator=(Stored<T>) when the right side is an expression (a prvalue cannot bind here).
-  Var &operator=(Var &other) { return *this = Stored<T>(other); }
-
-#define CUBECC_DSL_COMPOUND(op, opcode)                                                            \
-  Var &operator op##=(Stored<T> s) {                                                               \
-    ir::Value *old = dsl_node().emit(s.loc);                                                       \
-    ir::Value *next = detail::emit(ir::Opcode::opcode, {old, s.value}, ir_type<T>(), s.loc);       \
-    return *this = Stored<T>(Val<T>::from_ir(next), s.loc);                                        \
+  Var &operator=(Var &other) {
+    *this = Stored<T>(other);
+    return *this;
   }
-  CUBECC_DSL_COMPOUND(+, Add)
-  CUBECC_DSL_COMPOUND(-, Sub)
-  CUBECC_DSL_COMPOUND(*, Mul)
-  CUBECC_DSL_COMPOUND(/, Div)
-  CUBECC_DSL_COMPOUND(&, And)
-  CUBECC_DSL_COMPOUND(|, Or)
-  CUBECC_DSL_COMPOUND(^, Xor)
-#undef CUBECC_DSL_COMPOUND
 
 private:
   static ir::Value *allocate(const Loc &loc) {
