@@ -14,6 +14,10 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config python3
   # libraries
   libfmt-dev libcli11-dev libxxhash-dev
+  # SPIR-V backend and the Vulkan runtime (lavapipe runs it on the CPU)
+  spirv-headers spirv-tools spirv-cross libspirv-cross-c-shared-dev
+  libvulkan-dev libvulkan-volk-dev mesa-vulkan-drivers vulkan-tools
+  vulkan-validationlayers glslang-tools  # validation layers for the tests, glslang for the GLSL baseline benchmark
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   llvm-19-tools           # FileCheck, not, count and lit for the lit tests

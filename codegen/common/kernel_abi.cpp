@@ -1,0 +1,58 @@
+//===- kernel_abi.cpp - The parameter layout shared by every backend and device --------------===//
+#include "cubecc/codegen/kernel_abi.h"
+#include "cubecc/codegen/target.h"
+
+#include "cubecc/ir/ir.h"
+
+#include <cstring>
+
+namespace cubecc::codegen {
+
+KernelAbi KernelAbi::of(const ir::Kernel &kernel) {
+  KernelAbi abi;
+  abi.name = kernel.name();
+  abi.workgroup_size = kernel.workgroup_size();
+  uint32_t offset = 0;
+  for (unsigned i = 0; i < kernel.num_parameters(); ++i) {
+    ParamSlot slot;
+    slot.type = kernel.parameter(i)->type();
+    if (slot.type.kind() == ir::TypeKind::Buffer) {
+      slot.kind = ParamSlot::Buffer;
+      slot.binding = abi.num_buffers++;
+    } else {
+      slot.kind = ParamSlot::Value;
+      slot.lane_bytes = ir::scalar_bits(slot.type.element()) == 64 ? 8 : 4;
+      offset = (offset + slot.lane_bytes - 1) / slot.lane_bytes * slot.lane_bytes;
+      slot.offset = offset;
+      offset += slot.lane_bytes * slot.type.lanes();
+    }
+    abi.params.push_back(slot);
+  }
+  abi.param_block_bytes = (offset + 3) / 4 * 4;
+  for (const ir::Operation *op : kernel.body()) { // shared.alloc is only at the top level
+    if (op->opcode() == ir::Opcode::SharedAlloc) {
+      ir::Type t = op->result()->type();
+      abi.shared_bytes += t.count() * (ir::scalar_bits(t.element()) / 8);
+    }
+  }
+  return abi;
+}
+
+void pack_value(const ParamSlot &slot, const uint64_t *bits, uint8_t *block) {
+  for (uint32_t lane = 0; lane < slot.type.lanes(); ++lane) {
+    uint8_t *dst = block + slot.offset + lane * slot.lane_bytes;
+    if (slot.lane_bytes == 8) {
+      uint64_t v = bits[lane];
+      std::memcpy(dst, &v, 8);
+    } else {
+      uint32_t v = static_cast<uint32_t>(bits[lane]);
+      std::memcpy(dst, &v, 4);
+    }
+  }
+}
+
+TargetFeatures TargetFeatures::vulkan_baseline() {
+  return TargetFeatures{};
+}
+
+} // namespace cubecc::codegen

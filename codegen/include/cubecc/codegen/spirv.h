@@ -1,0 +1,48 @@
+//===- spirv.h - The SPIR-V backend: IR kernels to Vulkan compute shaders ----------------------===//
+//
+// The writer emits a SPIR-V 1.5 module (Vulkan 1.2 and later) per kernel, directly from the IR,
+// with one entry point named after the kernel. Structured control flow maps onto selection and
+// loop merges; buffers are std430 storage buffers (set 0, binding = buffer order), value
+// parameters a push-constant block, shared arrays Workgroup variables; vectors are scalarized.
+// The module carries OpName for parameters and values and OpLine for source locations.
+//
+//===-----------------------------------------------------------------------------------------===//
+#pragma once
+
+#include "cubecc/codegen/kernel_abi.h"
+#include "cubecc/codegen/target.h"
+#include "cubecc/ir/diagnostic.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cubecc::ir {
+class Kernel;
+}
+
+namespace cubecc::codegen {
+
+struct SpirvKernel {
+  std::vector<uint32_t> words; ///< the module; the entry point is `main`
+  KernelAbi abi;
+};
+
+/// Emits `kernel` (which must verify) for `features`. On failure returns nothing and appends to
+/// `errors` (an unsupported feature names the kernel, the op and its location).
+std::optional<SpirvKernel> emit_spirv(const ir::Kernel &kernel, const TargetFeatures &features,
+                                      std::vector<ir::Diagnostic> &errors);
+
+/// Runs the SPIRV-Tools validator (Vulkan 1.2 environment) in process. Empty on success, else
+/// the validator's messages.
+std::string validate_spirv(const std::vector<uint32_t> &words);
+
+/// SPIRV-Tools disassembly (friendly names, no header comments when `header` is false).
+std::string disassemble_spirv(const std::vector<uint32_t> &words, bool header = true);
+
+/// GLSL 450 or MSL source through SPIRV-Cross; on failure returns nothing and sets `error`.
+std::optional<std::string> spirv_to_glsl(const std::vector<uint32_t> &words, std::string &error);
+std::optional<std::string> spirv_to_msl(const std::vector<uint32_t> &words, std::string &error);
+
+} // namespace cubecc::codegen

@@ -1,0 +1,40 @@
+//===- target.h - What a code generation target can do -----------------------------------------===//
+//
+// The features a device offers that change what a backend may emit. Codegen never guesses: a kernel
+// that needs a feature its target lacks is refused with an error naming the kernel, the op (with
+// its source location) and the feature. A runtime fills this from the device it opened; offline
+// compilation (`cubecc compile --target vulkan`) uses the target's documented baseline.
+//
+//===-----------------------------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace cubecc::codegen {
+
+struct TargetFeatures {
+  std::string target = "vulkan"; ///< the name used in errors: "vulkan", "vulkan (llvmpipe)", ...
+  bool int8 = true;              ///< 8-bit integer arithmetic and 8-bit storage buffers
+  bool int16 = true;
+  bool int64 = true;
+  bool float16 = true; ///< f16 arithmetic and 16-bit storage buffers
+  bool bfloat16 = false;
+  bool float64 = true;
+  bool int64_atomics = true;        ///< 64-bit integer atomics on buffers and shared memory
+  bool float32_atomic_add = false;  ///< atomic.add on f32 (VK_EXT_shader_atomic_float)
+  bool float32_atomics = false;     ///< atomic.xchg on f32 (VK_EXT_shader_atomic_float)
+  bool float64_atomic_add = false;
+  bool subgroup_arithmetic = true; ///< reductions and scans
+  bool subgroup_shuffle = true;    ///< shuffle, shuffle_xor, shuffle_up/down
+  bool subgroup_ballot = true;     ///< ballot, broadcast, elect, all, any
+  uint32_t max_shared_bytes = 32768;
+  uint32_t max_param_block_bytes = 128; ///< push constants
+  uint32_t max_workgroup_invocations = 1024;
+  uint32_t max_workgroup_size[3] = {1024, 1024, 1024};
+
+  /// The baseline of a Vulkan 1.3 device that cubecc targets offline: what lavapipe offers.
+  static TargetFeatures vulkan_baseline();
+};
+
+} // namespace cubecc::codegen
