@@ -52,7 +52,10 @@ void pack_value(const ParamSlot &slot, const uint64_t *bits, uint8_t *block) {
 }
 
 TargetFeatures TargetFeatures::vulkan_baseline() {
-  return TargetFeatures{};
+  TargetFeatures f; // lavapipe (Mesa 22.3, Vulkan 1.3): what CI and the tests run on
+  f.float32_atomic_add = true;
+  f.float32_atomics = true;
+  return f;
 }
 
 } // namespace cubecc::codegen

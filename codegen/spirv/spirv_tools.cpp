@@ -1,4 +1,5 @@
-//===- spirv_tools.cpp - Validation, disassembly and cross-compilation of emitted SPIR-V -------===//
+//===- spirv_tools.cpp - Validation, disassembly and cross-compilation of emitted SPIR-V
+//-------===//
 //
 // Thin wrappers around the Khronos libraries: SPIRV-Tools (validator and disassembler, in
 // process) and SPIRV-Cross through its C API (GLSL 450 for Vulkan, MSL 2.1).
@@ -14,10 +15,10 @@ namespace cubecc::codegen {
 std::string validate_spirv(const std::vector<uint32_t> &words) {
   spvtools::SpirvTools tools(SPV_ENV_VULKAN_1_2);
   std::string messages;
-  tools.SetMessageConsumer([&](spv_message_level_t, const char *, const spv_position_t &position,
-                               const char *message) {
-    messages += "word " + std::to_string(position.index) + ": " + message + "\n";
-  });
+  tools.SetMessageConsumer(
+      [&](spv_message_level_t, const char *, const spv_position_t &position, const char *message) {
+        messages += "word " + std::to_string(position.index) + ": " + message + "\n";
+      });
   spvtools::ValidatorOptions options;
   options.SetScalarBlockLayout(false);
   if (!tools.Validate(words.data(), words.size(), options) && messages.empty())

@@ -1,12 +1,1543 @@
-// Placeholder while the writer is being written.
+//===- spirv_writer.cpp - IR kernels to SPIR-V compute shaders -------------------------------===//
+//
+// One pass over the kernel body, in order, writing SPIR-V directly:
+//   - Vectors are scalarized: every IR value maps to one SPIR-V id per lane. Lane-wise ops become
+//     one instruction per lane, splat/build/extract/insert cost nothing, and 8- and 16-lane
+//     vectors (which Vulkan SPIR-V cannot declare) need no special case. lavapipe and GPU
+//     compilers vectorize across invocations, not within one, so nothing is lost.
+//   - Structured control flow maps one to one: `if` is a selection construct whose merge block
+//     takes the results as phis; `for` and `while` are loop constructs (header with phis for the
+//     carried values, a continue block with phis for every `yield`/`continue` edge, a merge block
+//     with phis for every exit). `break`/`continue` at any depth of nested `if`s are branches to
+//     the innermost loop's merge block or continue target, which SPIR-V allows.
+//   - Code the IR leaves unreachable (after an `if` whose branches all leave the loop) is not
+//     written; its merge block holds OpUnreachable.
+//   - Semantics SPIR-V leaves open are pinned to docs/ir.md: float-to-integer casts saturate,
+//     integer division never traps (the divisor is patched where it would), shift amounts are
+//     reduced modulo the width, `round` rounds halfway cases away from zero, float min/max are
+//     NMin/NMax, and float add/sub/mul are decorated NoContraction.
+//
+//===-----------------------------------------------------------------------------------------===//
 #include "cubecc/codegen/spirv.h"
 
 #include "cubecc/ir/ir.h"
+#include "cubecc/ir/semantics.h"
+#include "spirv_module.h"
+
+#include <fmt/format.h>
+#include <spirv/unified1/GLSL.std.450.h>
+
+#include <unordered_map>
 
 namespace cubecc::codegen {
-std::optional<SpirvKernel> emit_spirv(const ir::Kernel &kernel, const TargetFeatures &,
-                                      std::vector<ir::Diagnostic> &errors) {
-  errors.push_back({"", 0, 0, "kernel '" + kernel.name() + "': the SPIR-V writer is not built yet", {}});
-  return std::nullopt;
+namespace {
+
+using namespace spirv;
+using ir::Opcode;
+using ir::Scalar;
+using ir::Type;
+using Lanes = std::vector<Id>;
+
+/// A memory object of the kernel: a buffer parameter, a shared or a local array.
+struct MemoryObject {
+  Id variable = 0;
+  spv::StorageClass storage = spv::StorageClass::StorageBuffer;
+};
+
+/// A branch to a merge block or continue target, with the values its phis take from it.
+struct Edge {
+  Lanes values; ///< every carried value's lanes, in order
+  Id from = 0;
+};
+
+struct LoopContext {
+  Id merge = 0;
+  Id cont = 0;
+  Id body = 0;     ///< while: the `do` region's first block, the target of `condition`
+  Lanes forwarded; ///< while: the values `condition` passes to the `do` region
+  std::vector<Edge> breaks;
+  std::vector<Edge> continues;
+};
+
+struct IfContext {
+  Id merge = 0;
+  std::vector<Edge> yields;
+};
+
+constexpr uint32_t kScopeDevice = static_cast<uint32_t>(spv::Scope::Device);
+constexpr uint32_t kScopeWorkgroup = static_cast<uint32_t>(spv::Scope::Workgroup);
+constexpr uint32_t kScopeSubgroup = static_cast<uint32_t>(spv::Scope::Subgroup);
+
+class Writer {
+public:
+  Writer(const ir::Kernel &kernel, const TargetFeatures &features,
+         std::vector<ir::Diagnostic> &errors)
+      : kernel_(kernel), features_(features), errors_(errors) {}
+
+  std::optional<SpirvKernel> run();
+
+private:
+  const ir::Kernel &kernel_;
+  const TargetFeatures &features_;
+  std::vector<ir::Diagnostic> &errors_;
+  ModuleBuilder m_;
+  KernelAbi abi_;
+
+  std::unordered_map<const ir::Value *, Lanes> values_;
+  std::unordered_map<const ir::Value *, MemoryObject> memory_;
+  Words interface_;
+  std::vector<Block> blocks_;
+  size_t cur_ = 0;
+  bool live_ = true; ///< whether the current block is reachable
+  std::vector<LoopContext> loops_;
+  std::vector<IfContext> ifs_;
+  std::unordered_map<uint32_t, Id> builtins_; ///< BuiltIn -> its Input variable
+  Id last_file_ = 0;
+  uint32_t last_line_ = 0, last_col_ = 0;
+
+  //===--- Diagnostics ------------------------------------------------------------------===//
+
+  void fail(const ir::Operation *op, const std::string &message) {
+    ir::Diagnostic d;
+    if (op && op->location().known()) {
+      d.file = std::string(kernel_.module()->file_name(op->location().file));
+      d.line = op->location().line;
+      d.col = op->location().col;
+    }
+    d.message = message;
+    errors_.push_back(std::move(d));
+  }
+
+  std::string where(const ir::Operation &op) const {
+    return fmt::format("kernel '{}': op '{}'", kernel_.name(), op.name());
+  }
+
+  bool check_type(const ir::Operation &op, Scalar s);
+  bool check_features();
+
+  //===--- Types, constants, instructions ------------------------------------------------===//
+
+  Id scalar_type(Scalar s) {
+    switch (s) { // the capability each width needs, on first use
+    case Scalar::I8:
+    case Scalar::U8:
+      m_.capability(spv::Capability::Int8);
+      break;
+    case Scalar::I16:
+    case Scalar::U16:
+      m_.capability(spv::Capability::Int16);
+      break;
+    case Scalar::I64:
+    case Scalar::U64:
+      m_.capability(spv::Capability::Int64);
+      break;
+    case Scalar::F16:
+      m_.capability(spv::Capability::Float16);
+      break;
+    case Scalar::F64:
+      m_.capability(spv::Capability::Float64);
+      break;
+    default:
+      break;
+    }
+    switch (ir::scalar_class(s)) {
+    case ir::ScalarClass::Bool:
+      return m_.type_bool();
+    case ir::ScalarClass::Signed:
+      return m_.type_int(ir::scalar_bits(s), true);
+    case ir::ScalarClass::Unsigned:
+      return m_.type_int(ir::scalar_bits(s), false);
+    case ir::ScalarClass::Float:
+      return m_.type_float(ir::scalar_bits(s));
+    }
+    return 0;
+  }
+  Id uint_type(unsigned bits) {
+    return scalar_type(bits == 8    ? Scalar::U8
+                       : bits == 16 ? Scalar::U16
+                       : bits == 64 ? Scalar::U64
+                                    : Scalar::U32);
+  }
+  Id u32_type() { return scalar_type(Scalar::U32); }
+
+  /// A constant of scalar type `s` from its IR bit pattern (zero-extended).
+  Id constant(Scalar s, uint64_t bits) {
+    if (s == Scalar::Bool)
+      return m_.constant_bool(bits != 0);
+    unsigned width = ir::scalar_bits(s);
+    if (ir::is_signed(s) && width < 32)
+      bits =
+          static_cast<uint32_t>(ir::sign_extend(bits, width)); // the literal rule for narrow ints
+    return m_.constant(scalar_type(s), bits, width);
+  }
+  Id constant_value(Scalar s, double v) { return constant(s, ir::from_double(s, v)); }
+  Id u32(uint32_t v) { return constant(Scalar::U32, v); }
+
+  Words &body() { return blocks_[cur_].body; }
+
+  Id emit(spv::Op op, Id type, std::initializer_list<Id> operands) {
+    Id r = m_.id();
+    Words ops = {type, r};
+    ops.insert(ops.end(), operands.begin(), operands.end());
+    append(body(), op, ops);
+    return r;
+  }
+  void emit_void(spv::Op op, std::initializer_list<uint32_t> operands) {
+    append(body(), op, operands);
+  }
+  Id ext(GLSLstd450 inst, Id type, std::initializer_list<Id> args) {
+    Id r = m_.id();
+    Words ops = {type, r, m_.glsl_std_450(), static_cast<uint32_t>(inst)};
+    ops.insert(ops.end(), args.begin(), args.end());
+    append(body(), spv::Op::OpExtInst, ops);
+    return r;
+  }
+  Id no_contraction(Id r) {
+    m_.decorate(r, spv::Decoration::NoContraction);
+    return r;
+  }
+
+  Id new_block(Id label) {
+    blocks_.push_back(Block{label, {}, {}});
+    cur_ = blocks_.size() - 1;
+    last_file_ = 0; // OpLine ends with its block
+    return label;
+  }
+  Id current_label() const { return blocks_[cur_].label; }
+  void branch(Id target) { emit_void(spv::Op::OpBranch, {target}); }
+
+  void locate(const ir::Operation &op) {
+    ir::Location loc = op.location();
+    if (!loc.known())
+      return;
+    Id file = m_.string(kernel_.module()->file_name(loc.file));
+    if (file == last_file_ && loc.line == last_line_ && loc.col == last_col_)
+      return;
+    emit_void(spv::Op::OpLine, {file, loc.line, loc.col});
+    last_file_ = file;
+    last_line_ = loc.line;
+    last_col_ = loc.col;
+  }
+
+  const Lanes &lanes(const ir::Value *v) { return values_.at(v); }
+  Id lane(const ir::Value *v, unsigned k) { return values_.at(v)[k]; }
+  void bind(const ir::Value *v, Lanes ids) {
+    if (!v->name().empty()) {
+      for (size_t k = 0; k < ids.size(); ++k)
+        if (ids.size() == 1)
+          m_.name(ids[k], v->name());
+        else
+          m_.name(ids[k], fmt::format("{}.{}", v->name(), k));
+    }
+    values_[v] = std::move(ids);
+  }
+
+  //===--- Lowering ---------------------------------------------------------------------===//
+
+  void declare_parameters();
+  void declare_memory();
+  void emit_region(const ir::Region &region);
+  void emit_op(const ir::Operation &op);
+  void emit_if(const ir::Operation &op);
+  void emit_for(const ir::Operation &op);
+  void emit_while(const ir::Operation &op);
+  void emit_terminator(const ir::Operation &op);
+  /// Phis in the current block, one per lane of `types`, from `edges`; split per value.
+  std::vector<Lanes> phis(std::span<const Type> types, const std::vector<Edge> &edges);
+  Lanes flatten(std::span<ir::Value *const> values);
+  std::vector<Lanes> split(std::span<const Type> types, const Lanes &flat);
+
+  Id arith(Opcode opc, Scalar s, Id a, Id b);
+  Id compare(Opcode opc, Scalar s, Id a, Id b);
+  Id math(const ir::Operation &op, Scalar s, Id a, Id b, Id c);
+  Id cast(Scalar from, Scalar to, Id x);
+  Lanes bitcast(Type from, Type to, const Lanes &x);
+  Id round_away(Scalar s, Id x);
+  Id erf(Scalar s, Id x);
+  Id pow(Scalar s, Id x, Id y);
+  Id element_pointer(const ir::Value *memory, Id index);
+  Id index_operand(const ir::Value *index, uint32_t offset);
+  Id builtin_input(spv::BuiltIn builtin, bool vector3);
+  Id subgroup_op(const ir::Operation &op, Scalar s, Id x);
+  Id atomic(const ir::Operation &op);
+};
+
+//===--- Feature gating -----------------------------------------------------------------===//
+
+bool Writer::check_type(const ir::Operation &op, Scalar s) {
+  const char *missing = nullptr;
+  switch (s) {
+  case Scalar::I8:
+  case Scalar::U8:
+    missing = features_.int8 ? nullptr : "8-bit integers (shaderInt8, storageBuffer8BitAccess)";
+    break;
+  case Scalar::I16:
+  case Scalar::U16:
+    missing = features_.int16 ? nullptr : "16-bit integers (shaderInt16)";
+    break;
+  case Scalar::I64:
+  case Scalar::U64:
+    missing = features_.int64 ? nullptr : "64-bit integers (shaderInt64)";
+    break;
+  case Scalar::F16:
+    missing = features_.float16 ? nullptr : "f16 (shaderFloat16, storageBuffer16BitAccess)";
+    break;
+  case Scalar::BF16:
+    missing = features_.bfloat16 ? nullptr : "bf16";
+    break;
+  case Scalar::F64:
+    missing = features_.float64 ? nullptr : "f64 (shaderFloat64)";
+    break;
+  default:
+    break;
+  }
+  if (!missing)
+    return true;
+  fail(&op, fmt::format("{} uses {}, which target '{}' does not support", where(op), missing,
+                        features_.target));
+  return false;
 }
+
+bool Writer::check_features() {
+  bool ok = true;
+  auto unsupported = [&](const ir::Operation &op, const std::string &feature) {
+    fail(&op, fmt::format("{} needs {}, which target '{}' does not support", where(op), feature,
+                          features_.target));
+    ok = false;
+  };
+  for (unsigned i = 0; i < kernel_.num_parameters(); ++i) {
+    Scalar s = kernel_.parameter(i)->type().element();
+    if (s == Scalar::BF16 || (s == Scalar::F16 && !features_.float16) ||
+        (s == Scalar::F64 && !features_.float64)) {
+      fail(nullptr,
+           fmt::format("kernel '{}': parameter {} has type {}, which target '{}' does "
+                       "not support",
+                       kernel_.name(), i, kernel_.parameter(i)->type().str(), features_.target));
+      ok = false;
+    }
+  }
+  const_cast<ir::Kernel &>(kernel_).walk([&](ir::Operation *op) {
+    for (unsigned i = 0; i < op->num_results(); ++i)
+      ok &= check_type(*op, op->result(i)->type().element());
+    Scalar s = op->num_results() ? op->result()->type().element() : Scalar::U32;
+    const ir::OpInfo &info = op->info();
+    if (info.signature == ir::Signature::AtomicRmw ||
+        info.signature == ir::Signature::AtomicCmpXchg) {
+      Scalar e = op->result()->type().element();
+      unsigned bits = ir::scalar_bits(e);
+      if (ir::is_float(e)) {
+        bool add = op->opcode() == Opcode::AtomicAdd;
+        if (e == Scalar::F32 && add && !features_.float32_atomic_add)
+          unsupported(*op, "atomic add on f32 (shaderBufferFloat32AtomicAdd)");
+        else if (e == Scalar::F32 && !add && !features_.float32_atomics)
+          unsupported(*op, "atomic exchange on f32 (shaderBufferFloat32Atomics)");
+        else if (e == Scalar::F64 && !(add && features_.float64_atomic_add))
+          unsupported(*op, fmt::format("atomic {} on f64", add ? "add" : "exchange"));
+        else if (e == Scalar::F16 || e == Scalar::BF16)
+          unsupported(*op, fmt::format("atomics on {}", ir::scalar_name(e)));
+      } else if (bits < 32) {
+        unsupported(*op, fmt::format("atomics on {} (Vulkan has 32- and 64-bit atomics only)",
+                                     ir::scalar_name(e)));
+      } else if (bits == 64 && !features_.int64_atomics) {
+        unsupported(*op, "64-bit atomics (shaderBufferInt64Atomics)");
+      }
+    }
+    if (info.flags & ir::Subgroup) {
+      switch (info.signature) {
+      case ir::Signature::SubgroupUnary:
+        if (!features_.subgroup_arithmetic)
+          unsupported(*op, "subgroup arithmetic (VK_SUBGROUP_FEATURE_ARITHMETIC_BIT)");
+        break;
+      case ir::Signature::SubgroupShuffle:
+        if (op->opcode() == Opcode::SubgroupBroadcast ? !features_.subgroup_ballot
+                                                      : !features_.subgroup_shuffle)
+          unsupported(*op, "subgroup shuffles (VK_SUBGROUP_FEATURE_SHUFFLE_BIT)");
+        break;
+      default:
+        if (!features_.subgroup_ballot)
+          unsupported(*op, "subgroup ballot and votes (VK_SUBGROUP_FEATURE_BALLOT_BIT)");
+        break;
+      }
+    }
+    // GLSL.std.450 has its transcendental functions for 16- and 32-bit floats only.
+    switch (op->opcode()) {
+    case Opcode::Exp:
+    case Opcode::Exp2:
+    case Opcode::Log:
+    case Opcode::Log2:
+    case Opcode::Sin:
+    case Opcode::Cos:
+    case Opcode::Tanh:
+    case Opcode::Erf:
+    case Opcode::Pow:
+      if (s == Scalar::F64)
+        unsupported(*op, fmt::format("'{}' on f64 (GLSL.std.450 defines it for 16- and 32-bit "
+                                     "floats only; compute in f32 with an explicit cast)",
+                                     op->name()));
+      break;
+    default:
+      break;
+    }
+  });
+  if (abi_.shared_bytes > features_.max_shared_bytes) {
+    fail(nullptr, fmt::format("kernel '{}' uses {} bytes of shared memory; target '{}' has {}",
+                              kernel_.name(), abi_.shared_bytes, features_.target,
+                              features_.max_shared_bytes));
+    ok = false;
+  }
+  if (abi_.param_block_bytes > features_.max_param_block_bytes) {
+    fail(nullptr, fmt::format("kernel '{}' has {} bytes of scalar parameters; target '{}' passes "
+                              "at most {} (push constants): pass the rest in a buffer",
+                              kernel_.name(), abi_.param_block_bytes, features_.target,
+                              features_.max_param_block_bytes));
+    ok = false;
+  }
+  auto wg = kernel_.workgroup_size();
+  uint64_t invocations = uint64_t(wg[0]) * wg[1] * wg[2];
+  if (invocations > features_.max_workgroup_invocations ||
+      wg[0] > features_.max_workgroup_size[0] || wg[1] > features_.max_workgroup_size[1] ||
+      wg[2] > features_.max_workgroup_size[2]) {
+    fail(nullptr, fmt::format("kernel '{}' has workgroup({}, {}, {}); target '{}' allows at most "
+                              "{} invocations and ({}, {}, {})",
+                              kernel_.name(), wg[0], wg[1], wg[2], features_.target,
+                              features_.max_workgroup_invocations, features_.max_workgroup_size[0],
+                              features_.max_workgroup_size[1], features_.max_workgroup_size[2]));
+    ok = false;
+  }
+  return ok;
+}
+
+//===--- Parameters, memory, builtins ----------------------------------------------------===//
+
+void Writer::declare_parameters() {
+  // Value parameters: one push-constant block, one member per lane (4 or 8 bytes, see
+  // kernel_abi.h), read once at the start of the kernel.
+  Words members;
+  std::vector<std::pair<unsigned, unsigned>> member_of; // (parameter, lane) per member
+  for (unsigned i = 0; i < kernel_.num_parameters(); ++i) {
+    const ParamSlot &slot = abi_.params[i];
+    if (slot.kind != ParamSlot::Value)
+      continue;
+    for (unsigned k = 0; k < slot.type.lanes(); ++k) {
+      members.push_back(uint_type(slot.lane_bytes * 8));
+      member_of.emplace_back(i, k);
+    }
+  }
+  Id block_var = 0;
+  if (!members.empty()) {
+    Id block = m_.type_struct(members);
+    m_.decorate(block, spv::Decoration::Block);
+    m_.name(block, "Parameters");
+    for (uint32_t j = 0; j < members.size(); ++j) {
+      auto [i, k] = member_of[j];
+      const ParamSlot &slot = abi_.params[i];
+      m_.member_decorate(block, j, spv::Decoration::Offset, {slot.offset + k * slot.lane_bytes});
+      std::string name = kernel_.parameter(i)->name();
+      if (name.empty())
+        name = fmt::format("p{}", i);
+      m_.member_name(block, j, slot.type.lanes() == 1 ? name : fmt::format("{}.{}", name, k));
+    }
+    block_var = m_.global_variable(m_.type_pointer(spv::StorageClass::PushConstant, block),
+                                   spv::StorageClass::PushConstant);
+    m_.name(block_var, "parameters");
+    interface_.push_back(block_var);
+  }
+
+  std::vector<Lanes> value_lanes(kernel_.num_parameters());
+  for (uint32_t j = 0; j < members.size(); ++j) {
+    auto [i, k] = member_of[j];
+    Id member_type = members[j];
+    Id pointer =
+        emit(spv::Op::OpAccessChain, m_.type_pointer(spv::StorageClass::PushConstant, member_type),
+             {block_var, u32(j)});
+    Id raw = emit(spv::Op::OpLoad, member_type, {pointer});
+    Scalar s = abi_.params[i].type.element();
+    unsigned bits = ir::scalar_bits(s);
+    Id v;
+    if (s == Scalar::Bool)
+      v = emit(spv::Op::OpINotEqual, m_.type_bool(), {raw, u32(0)});
+    else if (bits < 32)
+      v = cast(Scalar::U32, s == Scalar::F16 ? Scalar::U16 : s, raw);
+    else
+      v = raw;
+    if (s == Scalar::F16 || ((bits == 32 || bits == 64) && s != Scalar::U32 && s != Scalar::U64))
+      v = emit(spv::Op::OpBitcast, scalar_type(s), {v});
+    value_lanes[i].push_back(v);
+  }
+
+  for (unsigned i = 0; i < kernel_.num_parameters(); ++i) {
+    const ir::Value *param = kernel_.parameter(i);
+    const ParamSlot &slot = abi_.params[i];
+    std::string name = param->name().empty() ? fmt::format("p{}", i) : param->name();
+    if (slot.kind == ParamSlot::Value) {
+      bind(param, std::move(value_lanes[i]));
+      continue;
+    }
+    // A storage buffer: a Block struct holding a runtime array, one struct type per buffer so
+    // that its access decoration is its own.
+    Scalar e = slot.type.element();
+    unsigned bytes = ir::scalar_bits(e) / 8;
+    if (bytes == 1)
+      m_.capability(spv::Capability::StorageBuffer8BitAccess);
+    else if (bytes == 2)
+      m_.capability(spv::Capability::StorageBuffer16BitAccess);
+    Id array = m_.type_runtime_array(scalar_type(e), bytes);
+    Id block = m_.type_struct({array});
+    m_.decorate(block, spv::Decoration::Block);
+    m_.member_decorate(block, 0, spv::Decoration::Offset, {0});
+    if (slot.type.access() == ir::Access::Read)
+      m_.member_decorate(block, 0, spv::Decoration::NonWritable);
+    else if (slot.type.access() == ir::Access::Write)
+      m_.member_decorate(block, 0, spv::Decoration::NonReadable);
+    m_.name(block, name + "_buffer");
+    m_.member_name(block, 0, "data");
+    Id var = m_.global_variable(m_.type_pointer(spv::StorageClass::StorageBuffer, block),
+                                spv::StorageClass::StorageBuffer);
+    m_.decorate(var, spv::Decoration::DescriptorSet, {0});
+    m_.decorate(var, spv::Decoration::Binding, {slot.binding});
+    m_.name(var, name);
+    interface_.push_back(var);
+    memory_[param] = MemoryObject{var, spv::StorageClass::StorageBuffer};
+  }
+}
+
+Id Writer::builtin_input(spv::BuiltIn builtin, bool vector3) {
+  static_assert(sizeof(spv::BuiltIn) == 4);
+  Id type = vector3 ? m_.type_vector(u32_type(), 3) : u32_type();
+  Id &var = builtins_[static_cast<uint32_t>(builtin)];
+  if (!var) {
+    var = m_.global_variable(m_.type_pointer(spv::StorageClass::Input, type),
+                             spv::StorageClass::Input);
+    m_.decorate(var, spv::Decoration::BuiltIn, {static_cast<uint32_t>(builtin)});
+    interface_.push_back(var);
+  }
+  return emit(spv::Op::OpLoad, type, {var});
+}
+
+Id Writer::index_operand(const ir::Value *index, uint32_t offset) {
+  Scalar s = index->type().element();
+  Id id = lane(index, 0);
+  if (ir::scalar_bits(s) < 32) {
+    s = ir::is_signed(s) ? Scalar::I32 : Scalar::U32;
+    id = cast(index->type().element(), s, id);
+  }
+  if (offset)
+    id = emit(spv::Op::OpIAdd, scalar_type(s), {id, constant(s, offset)});
+  return id;
+}
+
+Id Writer::element_pointer(const ir::Value *memory, Id index) {
+  const MemoryObject &object = memory_.at(memory);
+  Id pointer_type = m_.type_pointer(object.storage, scalar_type(memory->type().element()));
+  if (object.storage == spv::StorageClass::StorageBuffer)
+    return emit(spv::Op::OpAccessChain, pointer_type, {object.variable, u32(0), index});
+  return emit(spv::Op::OpAccessChain, pointer_type, {object.variable, index});
+}
+
+//===--- Scalar semantics ------------------------------------------------------------------===//
+
+/// The bits of `v` when it is a constant (or a splat of one).
+std::optional<uint64_t> constant_bits(const ir::Value *v) {
+  const ir::Operation *def = v->defining_op();
+  if (def && def->opcode() == Opcode::Splat)
+    def = def->operand(0)->defining_op();
+  if (!def || def->opcode() != Opcode::Const)
+    return std::nullopt;
+  return static_cast<uint64_t>(*def->attributes().get_int("value"));
+}
+
+Id Writer::arith(Opcode opc, Scalar s, Id a, Id b) {
+  Id t = scalar_type(s);
+  bool f = ir::is_float(s), sg = ir::is_signed(s), boolean = s == Scalar::Bool;
+  switch (opc) {
+  case Opcode::Add:
+    return f ? no_contraction(emit(spv::Op::OpFAdd, t, {a, b})) : emit(spv::Op::OpIAdd, t, {a, b});
+  case Opcode::Sub:
+    return f ? no_contraction(emit(spv::Op::OpFSub, t, {a, b})) : emit(spv::Op::OpISub, t, {a, b});
+  case Opcode::Mul:
+    return f ? no_contraction(emit(spv::Op::OpFMul, t, {a, b})) : emit(spv::Op::OpIMul, t, {a, b});
+  case Opcode::Div:
+    return emit(f ? spv::Op::OpFDiv : sg ? spv::Op::OpSDiv : spv::Op::OpUDiv, t, {a, b});
+  case Opcode::Rem:
+    return emit(f ? spv::Op::OpFRem : sg ? spv::Op::OpSRem : spv::Op::OpUMod, t, {a, b});
+  case Opcode::Min:
+    return ext(f ? GLSLstd450NMin : sg ? GLSLstd450SMin : GLSLstd450UMin, t, {a, b});
+  case Opcode::Max:
+    return ext(f ? GLSLstd450NMax : sg ? GLSLstd450SMax : GLSLstd450UMax, t, {a, b});
+  case Opcode::And:
+    return emit(boolean ? spv::Op::OpLogicalAnd : spv::Op::OpBitwiseAnd, t, {a, b});
+  case Opcode::Or:
+    return emit(boolean ? spv::Op::OpLogicalOr : spv::Op::OpBitwiseOr, t, {a, b});
+  case Opcode::Xor:
+    return emit(boolean ? spv::Op::OpLogicalNotEqual : spv::Op::OpBitwiseXor, t, {a, b});
+  case Opcode::Shl:
+    return emit(spv::Op::OpShiftLeftLogical, t, {a, b});
+  case Opcode::Shr:
+    return emit(sg ? spv::Op::OpShiftRightArithmetic : spv::Op::OpShiftRightLogical, t, {a, b});
+  default:
+    throw std::logic_error("arith: not a binary arithmetic op");
+  }
+}
+
+Id Writer::compare(Opcode opc, Scalar s, Id a, Id b) {
+  Id t = m_.type_bool();
+  bool f = ir::is_float(s), sg = ir::is_signed(s);
+  if (s == Scalar::Bool)
+    return emit(opc == Opcode::Eq ? spv::Op::OpLogicalEqual : spv::Op::OpLogicalNotEqual, t,
+                {a, b});
+  spv::Op op;
+  switch (opc) {
+  case Opcode::Eq:
+    op = f ? spv::Op::OpFOrdEqual : spv::Op::OpIEqual;
+    break;
+  case Opcode::Ne:
+    op = f ? spv::Op::OpFUnordNotEqual : spv::Op::OpINotEqual;
+    break;
+  case Opcode::Lt:
+    op = f ? spv::Op::OpFOrdLessThan : sg ? spv::Op::OpSLessThan : spv::Op::OpULessThan;
+    break;
+  case Opcode::Le:
+    op = f    ? spv::Op::OpFOrdLessThanEqual
+         : sg ? spv::Op::OpSLessThanEqual
+              : spv::Op::OpULessThanEqual;
+    break;
+  case Opcode::Gt:
+    op = f ? spv::Op::OpFOrdGreaterThan : sg ? spv::Op::OpSGreaterThan : spv::Op::OpUGreaterThan;
+    break;
+  case Opcode::Ge:
+    op = f    ? spv::Op::OpFOrdGreaterThanEqual
+         : sg ? spv::Op::OpSGreaterThanEqual
+              : spv::Op::OpUGreaterThanEqual;
+    break;
+  default:
+    throw std::logic_error("compare: not a comparison");
+  }
+  return emit(op, t, {a, b});
+}
+
+Id Writer::cast(Scalar from, Scalar to, Id x) {
+  if (from == to)
+    return x;
+  Id t = scalar_type(to);
+  unsigned fb = ir::scalar_bits(from), tb = ir::scalar_bits(to);
+  Id b = m_.type_bool();
+  if (to == Scalar::Bool)
+    return emit(ir::is_float(from) ? spv::Op::OpFUnordNotEqual : spv::Op::OpINotEqual, b,
+                {x, constant(from, 0)});
+  if (from == Scalar::Bool)
+    return emit(spv::Op::OpSelect, t, {x, constant_value(to, 1), constant(to, 0)});
+  if (ir::is_integer(from) && ir::is_integer(to)) {
+    if (fb == tb)
+      return emit(spv::Op::OpBitcast, t, {x});
+    Id r;
+    if (tb > fb && ir::is_signed(from))
+      r = emit(spv::Op::OpSConvert, uint_type(tb), {x});
+    else
+      r = emit(spv::Op::OpUConvert, uint_type(tb), {x});
+    return ir::is_signed(to) ? emit(spv::Op::OpBitcast, t, {r}) : r;
+  }
+  if (ir::is_integer(from))
+    return emit(ir::is_signed(from) ? spv::Op::OpConvertSToF : spv::Op::OpConvertUToF, t, {x});
+  if (ir::is_float(to))
+    return emit(spv::Op::OpFConvert, t, {x});
+  // Float to integer: toward zero, saturating, NaN to 0 (docs/ir.md §4.6); SPIR-V leaves
+  // out-of-range conversions undefined, so the bounds are tested first.
+  uint64_t max = ir::width_mask(tb), min = 0;
+  double hi = std::ldexp(1.0, static_cast<int>(tb));
+  if (ir::is_signed(to)) {
+    max >>= 1;
+    min = max + 1;
+    hi /= 2;
+  }
+  Id hi_c = constant(from, ir::from_double(from, hi)); // may round to +inf (f16): still right
+  Id r = emit(ir::is_signed(to) ? spv::Op::OpConvertFToS : spv::Op::OpConvertFToU, t, {x});
+  r = emit(spv::Op::OpSelect, t,
+           {emit(spv::Op::OpFOrdGreaterThanEqual, b, {x, hi_c}), constant(to, max), r});
+  if (ir::is_signed(to)) {
+    Id lo_c = constant(from, ir::from_double(from, -hi));
+    r = emit(spv::Op::OpSelect, t,
+             {emit(spv::Op::OpFOrdLessThan, b, {x, lo_c}), constant(to, min), r});
+    return emit(spv::Op::OpSelect, t, {emit(spv::Op::OpIsNan, b, {x}), constant(to, 0), r});
+  }
+  // Below 1 (NaN included) the result is 0.
+  return emit(
+      spv::Op::OpSelect, t,
+      {emit(spv::Op::OpFUnordLessThan, b, {x, constant_value(from, 1)}), constant(to, 0), r});
+}
+
+Lanes Writer::bitcast(Type from, Type to, const Lanes &x) {
+  Lanes out;
+  Id t = scalar_type(to.element());
+  if (from.lanes() == to.lanes()) {
+    for (Id lane : x)
+      out.push_back(emit(spv::Op::OpBitcast, t, {lane}));
+    return out;
+  }
+  // Different lane widths: through unsigned integers, lane 0 in the least significant bits.
+  unsigned sb = ir::scalar_bits(from.element()), tb = ir::scalar_bits(to.element());
+  Lanes src;
+  for (Id lane : x)
+    src.push_back(ir::is_signed(from.element()) || ir::is_float(from.element())
+                      ? emit(spv::Op::OpBitcast, uint_type(sb), {lane})
+                      : lane);
+  auto finish = [&](Id u) {
+    return ir::scalar_class(to.element()) == ir::ScalarClass::Unsigned
+               ? u
+               : emit(spv::Op::OpBitcast, t, {u});
+  };
+  if (sb < tb) {
+    unsigned ratio = tb / sb;
+    for (unsigned j = 0; j < to.lanes(); ++j) {
+      Id acc = 0;
+      for (unsigned i = 0; i < ratio; ++i) {
+        Id part = emit(spv::Op::OpUConvert, uint_type(tb), {src[j * ratio + i]});
+        if (i)
+          part = emit(spv::Op::OpShiftLeftLogical, uint_type(tb),
+                      {part, constant(tb == 64 ? Scalar::U64 : Scalar::U32, i * sb)});
+        acc = acc ? emit(spv::Op::OpBitwiseOr, uint_type(tb), {acc, part}) : part;
+      }
+      out.push_back(finish(acc));
+    }
+  } else {
+    unsigned ratio = sb / tb;
+    Scalar shift_type = sb == 64 ? Scalar::U64 : Scalar::U32;
+    for (Id s : src)
+      for (unsigned p = 0; p < ratio; ++p) {
+        Id shifted =
+            p ? emit(spv::Op::OpShiftRightLogical, uint_type(sb), {s, constant(shift_type, p * tb)})
+              : s;
+        out.push_back(finish(emit(spv::Op::OpUConvert, uint_type(tb), {shifted})));
+      }
+  }
+  return out;
+}
+
+Id Writer::round_away(Scalar s, Id x) {
+  // trunc(x) + sign(x) when the dropped fraction is at least one half: halfway cases away from
+  // zero (C round), not GLSL Round's implementation-chosen direction.
+  Id t = scalar_type(s), b = m_.type_bool();
+  Id whole = ext(GLSLstd450Trunc, t, {x});
+  Id fraction = ext(GLSLstd450FAbs, t, {emit(spv::Op::OpFSub, t, {x, whole})});
+  Id up = emit(spv::Op::OpFOrdGreaterThanEqual, b, {fraction, constant_value(s, 0.5)});
+  Id away = emit(spv::Op::OpFAdd, t, {whole, ext(GLSLstd450FSign, t, {x})});
+  return emit(spv::Op::OpSelect, t, {up, away, whole});
+}
+
+Id Writer::erf(Scalar s, Id x0) {
+  // fdlibm's erff (the coefficients of its rational approximations; the same ranges), without
+  // branches: all three ranges are evaluated and selected. f16 goes through f32.
+  Id f = scalar_type(Scalar::F32), b = m_.type_bool();
+  Id x = s == Scalar::F32 ? x0 : emit(spv::Op::OpFConvert, f, {x0});
+  auto c = [&](double v) { return constant_value(Scalar::F32, v); };
+  auto add = [&](Id p, Id q) { return emit(spv::Op::OpFAdd, f, {p, q}); };
+  auto sub = [&](Id p, Id q) { return emit(spv::Op::OpFSub, f, {p, q}); };
+  auto mul = [&](Id p, Id q) { return emit(spv::Op::OpFMul, f, {p, q}); };
+  auto div = [&](Id p, Id q) { return emit(spv::Op::OpFDiv, f, {p, q}); };
+  auto select = [&](Id cond, Id p, Id q) { return emit(spv::Op::OpSelect, f, {cond, p, q}); };
+  auto poly = [&](Id z, std::initializer_list<double> coefficients) { // c0 + z*(c1 + z*(...))
+    const double *k = std::data(coefficients) + coefficients.size() - 1;
+    Id acc = c(*k);
+    while (k-- != std::data(coefficients))
+      acc = add(c(*k), mul(z, acc));
+    return acc;
+  };
+  Id ax = ext(GLSLstd450FAbs, f, {x});
+  // |x| < 0.84375: x + x * P(x^2) / Q(x^2)
+  Id z = mul(x, x);
+  Id small = add(x, mul(x, div(poly(z, {1.2837916613e-01, -3.2504209876e-01, -2.8481749818e-02,
+                                        -5.7702702470e-03, -2.3763017452e-05}),
+                               poly(z, {1.0, 3.9791721106e-01, 6.5022252500e-02, 5.0813062117e-03,
+                                        1.3249473704e-04, -3.9602282413e-06}))));
+  // 0.84375 <= |x| < 1.25: erx + P(s) / Q(s), s = |x| - 1
+  Id sm = sub(ax, c(1.0));
+  Id mid =
+      add(c(8.4506291151e-01),
+          div(poly(sm, {-2.3621185683e-03, 4.1485610604e-01, -3.7220788002e-01, 3.1834661961e-01,
+                        -1.1089469492e-01, 3.5478305072e-02, -2.1663755178e-03}),
+              poly(sm, {1.0, 1.0642088205e-01, 5.4039794207e-01, 7.1828655899e-02, 1.2617121637e-01,
+                        1.3637083583e-02, 1.1984500103e-02})));
+  // 1.25 <= |x| < 6: 1 - exp(-z^2 - 0.5625) * exp((z - |x|)(z + |x|) + R/S) / |x|
+  Id si = div(c(1.0), mul(ax, ax));
+  Id ra = poly(si, {-9.8649440333e-03, -6.9385856390e-01, -1.0558626175e+01, -6.2375331879e+01,
+                    -1.6239666748e+02, -1.8460508728e+02, -8.1287437439e+01, -9.8143291473e+00});
+  Id sa = poly(si, {1.0, 1.9651271820e+01, 1.3765776062e+02, 4.3456588745e+02, 6.4538726807e+02,
+                    4.2900814819e+02, 1.0863500214e+02, 6.5702495575e+00, -6.0424413532e-02});
+  Id rb = poly(si, {-9.8649431020e-03, -7.9928326607e-01, -1.7757955551e+01, -1.6063638306e+02,
+                    -6.3756646729e+02, -1.0250950928e+03, -4.8351919556e+02});
+  Id sb = poly(si, {1.0, 3.0338060379e+01, 3.2579251099e+02, 1.5367296143e+03, 3.1998581543e+03,
+                    2.5530502930e+03, 4.7452853394e+02, -2.2440952301e+01});
+  Id near = emit(spv::Op::OpFOrdLessThan, b, {ax, c(1.0 / 0.35)});
+  Id r = select(near, ra, rb), sden = select(near, sa, sb);
+  Id u = uint_type(32);
+  Id zt = emit(spv::Op::OpBitcast, f,
+               {emit(spv::Op::OpBitwiseAnd, u,
+                     {emit(spv::Op::OpBitcast, u, {ax}), constant(Scalar::U32, 0xffffe000u)})});
+  Id e1 = ext(GLSLstd450Exp, f, {sub(emit(spv::Op::OpFNegate, f, {mul(zt, zt)}), c(0.5625))});
+  Id e2 = ext(GLSLstd450Exp, f, {add(mul(sub(zt, ax), add(zt, ax)), div(r, sden))});
+  Id large = sub(c(1.0), div(mul(e1, e2), ax));
+  Id magnitude =
+      select(emit(spv::Op::OpFOrdGreaterThanEqual, b, {ax, c(6.0)}), c(1.0),
+             select(emit(spv::Op::OpFOrdGreaterThanEqual, b, {ax, c(1.25)}), large, mid));
+  Id negative = emit(spv::Op::OpFOrdLessThan, b, {x, c(0.0)});
+  Id signed_magnitude = select(negative, emit(spv::Op::OpFNegate, f, {magnitude}), magnitude);
+  // NaN fails every comparison and takes the small-argument formula, which propagates it.
+  Id result =
+      select(emit(spv::Op::OpFOrdGreaterThanEqual, b, {ax, c(0.84375)}), signed_magnitude, small);
+  return s == Scalar::F32 ? result : emit(spv::Op::OpFConvert, scalar_type(s), {result});
+}
+
+Id Writer::pow(Scalar s, Id x, Id y) {
+  // GLSL Pow is undefined for x < 0 and for x = 0, y <= 0; C pow is defined there. Pow(|x|, y)
+  // plus the sign and special cases of C (docs/ir.md §4.5).
+  Id t = scalar_type(s), b = m_.type_bool();
+  auto c = [&](double v) { return constant_value(s, v); };
+  auto select = [&](Id cond, Id p, Id q) { return emit(spv::Op::OpSelect, t, {cond, p, q}); };
+  auto lor = [&](Id p, Id q) { return emit(spv::Op::OpLogicalOr, b, {p, q}); };
+  auto land = [&](Id p, Id q) { return emit(spv::Op::OpLogicalAnd, b, {p, q}); };
+  auto eq = [&](Id p, Id q) { return emit(spv::Op::OpFOrdEqual, b, {p, q}); };
+  Id ax = ext(GLSLstd450FAbs, t, {x});
+  Id magnitude = ext(GLSLstd450Pow, t, {ax, y});
+  Id integral = eq(ext(GLSLstd450Floor, t, {y}), y);
+  Id half = emit(spv::Op::OpFMul, t, {y, c(0.5)});
+  Id odd =
+      land(integral, emit(spv::Op::OpFOrdNotEqual, b, {half, ext(GLSLstd450Floor, t, {half})}));
+  Id negative = emit(spv::Op::OpFOrdLessThan, b, {x, c(0)});
+  Id result = select(land(negative, odd), emit(spv::Op::OpFNegate, t, {magnitude}), magnitude);
+  result = select(land(negative, emit(spv::Op::OpLogicalNot, b, {integral})),
+                  constant(s, ir::from_double(s, std::nan(""))), result);
+  // x = ±0: y > 0 gives ±0 for odd y, else +0; y < 0 gives 1/x (±inf) for odd y, else +inf.
+  Id zero_x = eq(x, c(0));
+  Id positive_y = emit(spv::Op::OpFOrdGreaterThan, b, {y, c(0)});
+  Id at_zero = select(positive_y, select(odd, x, c(0)),
+                      select(odd, emit(spv::Op::OpFDiv, t, {c(1), x}), c(INFINITY)));
+  result = select(zero_x, at_zero, result);
+  // pow(x, ±0) = 1 and pow(1, y) = 1 even for NaN; pow(-1, ±inf) = 1.
+  Id one = lor(eq(y, c(0)), eq(x, c(1)));
+  one = lor(one, land(eq(x, c(-1)), emit(spv::Op::OpIsInf, b, {y})));
+  return select(one, c(1), result);
+}
+
+Id Writer::math(const ir::Operation &op, Scalar s, Id a, Id b, Id c) {
+  Id t = scalar_type(s);
+  switch (op.opcode()) {
+  case Opcode::Sqrt:
+    return ext(GLSLstd450Sqrt, t, {a});
+  case Opcode::Rsqrt:
+    return ext(GLSLstd450InverseSqrt, t, {a});
+  case Opcode::Exp:
+    return ext(GLSLstd450Exp, t, {a});
+  case Opcode::Exp2:
+    return ext(GLSLstd450Exp2, t, {a});
+  case Opcode::Log:
+    return ext(GLSLstd450Log, t, {a});
+  case Opcode::Log2:
+    return ext(GLSLstd450Log2, t, {a});
+  case Opcode::Sin:
+    return ext(GLSLstd450Sin, t, {a});
+  case Opcode::Cos:
+    return ext(GLSLstd450Cos, t, {a});
+  case Opcode::Tanh: {
+    // Cephes' tanhf: an odd polynomial below 0.625 (where exp-based formulas cancel), else
+    // 1 - 2 / (exp(2|x|) + 1) with the sign of x. Implementations' Tanh is often exp-based.
+    Id bt = m_.type_bool();
+    auto cst = [&](double v) { return constant_value(s, v); };
+    auto add = [&](Id p, Id q) { return emit(spv::Op::OpFAdd, t, {p, q}); };
+    auto mul = [&](Id p, Id q) { return emit(spv::Op::OpFMul, t, {p, q}); };
+    Id ax = ext(GLSLstd450FAbs, t, {a});
+    Id z = mul(a, a);
+    Id p = cst(-5.70498872745e-3);
+    for (double k : {2.06390887954e-2, -5.37397155531e-2, 1.33314422036e-1, -3.33332819422e-1})
+      p = add(mul(p, z), cst(k));
+    Id small = add(mul(mul(p, z), a), a);
+    Id e = ext(GLSLstd450Exp, t, {mul(ax, cst(2))});
+    Id large =
+        emit(spv::Op::OpFSub, t, {cst(1), emit(spv::Op::OpFDiv, t, {cst(2), add(e, cst(1))})});
+    large = mul(large, ext(GLSLstd450FSign, t, {a}));
+    return emit(spv::Op::OpSelect, t,
+                {emit(spv::Op::OpFOrdGreaterThan, bt, {ax, cst(0.625)}), large, small});
+  }
+  case Opcode::Erf:
+    return erf(s, a);
+  case Opcode::Floor:
+    return ext(GLSLstd450Floor, t, {a});
+  case Opcode::Ceil:
+    return ext(GLSLstd450Ceil, t, {a});
+  case Opcode::Round:
+    return round_away(s, a);
+  case Opcode::Pow:
+    return pow(s, a, b);
+  case Opcode::Fma:
+    return ext(GLSLstd450Fma, t, {a, b, c});
+  default:
+    throw std::logic_error("math: not a math op");
+  }
+}
+
+//===--- Subgroups and atomics -------------------------------------------------------------===//
+
+Id Writer::subgroup_op(const ir::Operation &op, Scalar s, Id x) {
+  Id t = scalar_type(s);
+  Id scope = u32(kScopeSubgroup);
+  bool f = ir::is_float(s), sg = ir::is_signed(s), boolean = s == Scalar::Bool;
+  spv::GroupOperation group = spv::GroupOperation::Reduce;
+  spv::Op sop;
+  switch (op.opcode()) {
+  case Opcode::SubgroupInclusiveSum:
+  case Opcode::SubgroupInclusiveMin:
+  case Opcode::SubgroupInclusiveMax:
+    group = spv::GroupOperation::InclusiveScan;
+    break;
+  case Opcode::SubgroupExclusiveSum:
+  case Opcode::SubgroupExclusiveMin:
+  case Opcode::SubgroupExclusiveMax:
+    group = spv::GroupOperation::ExclusiveScan;
+    break;
+  default:
+    break;
+  }
+  switch (op.opcode()) {
+  case Opcode::SubgroupSum:
+  case Opcode::SubgroupInclusiveSum:
+  case Opcode::SubgroupExclusiveSum:
+    sop = f ? spv::Op::OpGroupNonUniformFAdd : spv::Op::OpGroupNonUniformIAdd;
+    break;
+  case Opcode::SubgroupMin:
+  case Opcode::SubgroupInclusiveMin:
+  case Opcode::SubgroupExclusiveMin:
+    sop = f    ? spv::Op::OpGroupNonUniformFMin
+          : sg ? spv::Op::OpGroupNonUniformSMin
+               : spv::Op::OpGroupNonUniformUMin;
+    break;
+  case Opcode::SubgroupMax:
+  case Opcode::SubgroupInclusiveMax:
+  case Opcode::SubgroupExclusiveMax:
+    sop = f    ? spv::Op::OpGroupNonUniformFMax
+          : sg ? spv::Op::OpGroupNonUniformSMax
+               : spv::Op::OpGroupNonUniformUMax;
+    break;
+  case Opcode::SubgroupAnd:
+    sop = boolean ? spv::Op::OpGroupNonUniformLogicalAnd : spv::Op::OpGroupNonUniformBitwiseAnd;
+    break;
+  case Opcode::SubgroupOr:
+    sop = boolean ? spv::Op::OpGroupNonUniformLogicalOr : spv::Op::OpGroupNonUniformBitwiseOr;
+    break;
+  case Opcode::SubgroupXor:
+    sop = boolean ? spv::Op::OpGroupNonUniformLogicalXor : spv::Op::OpGroupNonUniformBitwiseXor;
+    break;
+  default:
+    throw std::logic_error("subgroup_op: not a reduction or scan");
+  }
+  m_.capability(spv::Capability::GroupNonUniformArithmetic);
+  return emit(sop, t, {scope, static_cast<uint32_t>(group), x});
+}
+
+Id Writer::atomic(const ir::Operation &op) {
+  const ir::Value *memory = op.operand(0);
+  Scalar s = op.result()->type().element();
+  Id t = scalar_type(s);
+  Id pointer = element_pointer(memory, index_operand(op.operand(1), 0));
+  Id scope = u32(memory->type().kind() == ir::TypeKind::Buffer ? kScopeDevice : kScopeWorkgroup);
+  Id relaxed = u32(0);
+  Id v = lane(op.operand(2), 0);
+  if (ir::scalar_bits(s) == 64 && !ir::is_float(s))
+    m_.capability(spv::Capability::Int64Atomics);
+  bool sg = ir::is_signed(s);
+  spv::Op aop;
+  switch (op.opcode()) {
+  case Opcode::AtomicAdd:
+    if (ir::is_float(s)) {
+      m_.extension("SPV_EXT_shader_atomic_float_add");
+      m_.capability(s == Scalar::F64 ? spv::Capability::AtomicFloat64AddEXT
+                                     : spv::Capability::AtomicFloat32AddEXT);
+      aop = spv::Op::OpAtomicFAddEXT;
+    } else {
+      aop = spv::Op::OpAtomicIAdd;
+    }
+    break;
+  case Opcode::AtomicSub:
+    aop = spv::Op::OpAtomicISub;
+    break;
+  case Opcode::AtomicMin:
+    aop = sg ? spv::Op::OpAtomicSMin : spv::Op::OpAtomicUMin;
+    break;
+  case Opcode::AtomicMax:
+    aop = sg ? spv::Op::OpAtomicSMax : spv::Op::OpAtomicUMax;
+    break;
+  case Opcode::AtomicAnd:
+    aop = spv::Op::OpAtomicAnd;
+    break;
+  case Opcode::AtomicOr:
+    aop = spv::Op::OpAtomicOr;
+    break;
+  case Opcode::AtomicXor:
+    aop = spv::Op::OpAtomicXor;
+    break;
+  case Opcode::AtomicXchg:
+    aop = spv::Op::OpAtomicExchange;
+    break;
+  case Opcode::AtomicCmpXchg:
+    return emit(spv::Op::OpAtomicCompareExchange, t,
+                {pointer, scope, relaxed, relaxed, lane(op.operand(3), 0), v});
+  default:
+    throw std::logic_error("atomic: not an atomic op");
+  }
+  return emit(aop, t, {pointer, scope, relaxed, v});
+}
+
+//===--- Ops -------------------------------------------------------------------------------===//
+
+Lanes Writer::flatten(std::span<ir::Value *const> values) {
+  Lanes flat;
+  for (const ir::Value *v : values) {
+    const Lanes &l = lanes(v);
+    flat.insert(flat.end(), l.begin(), l.end());
+  }
+  return flat;
+}
+
+std::vector<Lanes> Writer::split(std::span<const Type> types, const Lanes &flat) {
+  std::vector<Lanes> out;
+  size_t pos = 0;
+  for (Type t : types) {
+    out.emplace_back(flat.begin() + pos, flat.begin() + pos + t.lanes());
+    pos += t.lanes();
+  }
+  return out;
+}
+
+std::vector<Lanes> Writer::phis(std::span<const Type> types, const std::vector<Edge> &edges) {
+  Lanes flat;
+  size_t pos = 0;
+  for (Type t : types)
+    for (unsigned k = 0; k < t.lanes(); ++k, ++pos) {
+      Id r = m_.id();
+      Words ops = {scalar_type(t.element()), r};
+      for (const Edge &e : edges) {
+        ops.push_back(e.values[pos]);
+        ops.push_back(e.from);
+      }
+      append(blocks_[cur_].phis, spv::Op::OpPhi, ops);
+      flat.push_back(r);
+    }
+  return split(types, flat);
+}
+
+std::vector<Type> result_types(const ir::Operation &op) {
+  std::vector<Type> types;
+  for (unsigned i = 0; i < op.num_results(); ++i)
+    types.push_back(op.result(i)->type());
+  return types;
+}
+
+std::vector<Type> argument_types(const ir::Region &region, unsigned first = 0) {
+  std::vector<Type> types;
+  for (unsigned i = first; i < region.num_arguments(); ++i)
+    types.push_back(region.argument(i)->type());
+  return types;
+}
+
+void Writer::emit_region(const ir::Region &region) {
+  for (const ir::Operation *op : region) {
+    if (!live_)
+      return; // the rest of the region cannot be reached
+    locate(*op);
+    emit_op(*op);
+  }
+}
+
+void Writer::emit_if(const ir::Operation &op) {
+  const ir::Region &then_region = op.region(0), &else_region = op.region(1);
+  // An else holding only `yield` with no values: the false edge goes straight to the merge.
+  bool trivial_else = else_region.size() == 1 && else_region.front()->opcode() == Opcode::Yield &&
+                      else_region.front()->num_operands() == 0;
+  Id then_label = m_.id(), else_label = trivial_else ? 0 : m_.id(), merge = m_.id();
+  emit_void(spv::Op::OpSelectionMerge,
+            {merge, static_cast<uint32_t>(spv::SelectionControlMask::MaskNone)});
+  emit_void(spv::Op::OpBranchConditional,
+            {lane(op.operand(0), 0), then_label, trivial_else ? merge : else_label});
+  ifs_.push_back(IfContext{merge, {}});
+  if (trivial_else)
+    ifs_.back().yields.push_back(Edge{{}, current_label()});
+  new_block(then_label);
+  live_ = true;
+  emit_region(then_region);
+  if (!trivial_else) {
+    new_block(else_label);
+    live_ = true;
+    emit_region(else_region);
+  }
+  IfContext ctx = std::move(ifs_.back());
+  ifs_.pop_back();
+  new_block(merge);
+  if (ctx.yields.empty()) { // both branches left the loop
+    emit_void(spv::Op::OpUnreachable, {});
+    live_ = false;
+    return;
+  }
+  live_ = true;
+  std::vector<Type> types = result_types(op);
+  std::vector<Lanes> results = phis(types, ctx.yields);
+  for (unsigned i = 0; i < op.num_results(); ++i)
+    bind(op.result(i), std::move(results[i]));
+}
+
+/// The LoopControl operands for a loop's `unroll` attribute.
+Words loop_control(const ir::Operation &op) {
+  auto unroll = op.attributes().get_int("unroll");
+  if (!unroll)
+    return {static_cast<uint32_t>(spv::LoopControlMask::MaskNone)};
+  if (*unroll == 1)
+    return {static_cast<uint32_t>(spv::LoopControlMask::DontUnroll)};
+  return {static_cast<uint32_t>(spv::LoopControlMask::PartialCount),
+          static_cast<uint32_t>(*unroll)};
+}
+
+void Writer::emit_for(const ir::Operation &op) {
+  const ir::Region &loop_body = op.region(0);
+  Scalar iv_scalar = op.operand(0)->type().element();
+  Id iv_type = scalar_type(iv_scalar);
+  Id lo = lane(op.operand(0), 0), hi = lane(op.operand(1), 0), step = lane(op.operand(2), 0);
+  Lanes inits = flatten(op.operands().subspan(3));
+  std::vector<Type> types = result_types(op);
+
+  Id preheader = current_label();
+  Id header = m_.id(), body_label = m_.id(), cont = m_.id(), merge = m_.id();
+  branch(header);
+  new_block(header);
+  size_t header_block = cur_;
+  Id iv = m_.id();
+  Lanes carried;
+  for (size_t k = 0; k < inits.size(); ++k)
+    carried.push_back(m_.id());
+  Id in_range = compare(Opcode::Lt, iv_scalar, iv, hi);
+  Words merge_ops = {merge, cont};
+  Words control = loop_control(op);
+  merge_ops.insert(merge_ops.end(), control.begin(), control.end());
+  append(body(), spv::Op::OpLoopMerge, merge_ops);
+  emit_void(spv::Op::OpBranchConditional, {in_range, body_label, merge});
+
+  loops_.push_back(LoopContext{merge, cont, 0, {}, {Edge{carried, header}}, {}});
+  new_block(body_label);
+  live_ = true;
+  bind(loop_body.argument(0), {iv});
+  std::vector<Lanes> carried_lanes = split(types, carried);
+  for (unsigned i = 0; i < op.num_results(); ++i)
+    bind(loop_body.argument(i + 1), carried_lanes[i]);
+  emit_region(loop_body);
+  LoopContext ctx = std::move(loops_.back());
+  loops_.pop_back();
+
+  // The continue block: the carried values of every `yield`/`continue`, then the next iv. The
+  // sequence must not wrap around (docs/ir.md §5.3): a wrapped iv is replaced by `hi`, which
+  // ends the loop.
+  new_block(cont);
+  Lanes next_carried;
+  Id next_iv;
+  if (ctx.continues.empty()) { // every iteration leaves the loop: no back edge is ever taken
+    for (Type t : types)
+      for (unsigned k = 0; k < t.lanes(); ++k)
+        next_carried.push_back(m_.undef(scalar_type(t.element())));
+    next_iv = m_.undef(iv_type);
+  } else {
+    for (Lanes &l : phis(types, ctx.continues))
+      next_carried.insert(next_carried.end(), l.begin(), l.end());
+    Id next = emit(spv::Op::OpIAdd, iv_type, {iv, step});
+    Id wrapped = compare(Opcode::Lt, iv_scalar, next, iv);
+    next_iv = emit(spv::Op::OpSelect, iv_type, {wrapped, hi, next});
+  }
+  branch(header);
+
+  Words &header_phis = blocks_[header_block].phis;
+  append(header_phis, spv::Op::OpPhi, {iv_type, iv, lo, preheader, next_iv, cont});
+  size_t pos = 0;
+  for (Type t : types)
+    for (unsigned k = 0; k < t.lanes(); ++k, ++pos)
+      append(
+          header_phis, spv::Op::OpPhi,
+          {scalar_type(t.element()), carried[pos], inits[pos], preheader, next_carried[pos], cont});
+
+  new_block(merge);
+  live_ = true;
+  std::vector<Lanes> results = phis(types, ctx.breaks);
+  for (unsigned i = 0; i < op.num_results(); ++i)
+    bind(op.result(i), std::move(results[i]));
+}
+
+void Writer::emit_while(const ir::Operation &op) {
+  const ir::Region &before = op.region(0), &after = op.region(1);
+  Lanes inits = flatten(op.operands());
+  std::vector<Type> carried_types = argument_types(before);
+  std::vector<Type> types = result_types(op);
+
+  Id preheader = current_label();
+  Id header = m_.id(), before_label = m_.id(), do_label = m_.id(), cont = m_.id(), merge = m_.id();
+  branch(header);
+  new_block(header);
+  size_t header_block = cur_;
+  Lanes carried;
+  for (size_t k = 0; k < inits.size(); ++k)
+    carried.push_back(m_.id());
+  std::vector<Lanes> carried_lanes = split(carried_types, carried);
+  for (unsigned i = 0; i < before.num_arguments(); ++i)
+    bind(before.argument(i), carried_lanes[i]);
+  Words merge_ops = {merge, cont};
+  Words control = loop_control(op);
+  merge_ops.insert(merge_ops.end(), control.begin(), control.end());
+  append(body(), spv::Op::OpLoopMerge, merge_ops);
+  branch(before_label);
+
+  loops_.push_back(LoopContext{merge, cont, do_label, {}, {}, {}});
+  new_block(before_label);
+  live_ = true;
+  emit_region(before); // ends with `condition`, which branches to do_label or merge
+  {
+    std::vector<Lanes> forwarded = split(types, loops_.back().forwarded);
+    new_block(do_label);
+    live_ = true;
+    for (unsigned i = 0; i < after.num_arguments(); ++i)
+      bind(after.argument(i), forwarded[i]);
+  }
+  emit_region(after);
+  LoopContext ctx = std::move(loops_.back());
+  loops_.pop_back();
+
+  new_block(cont);
+  Lanes next;
+  if (ctx.continues.empty()) {
+    for (Type t : carried_types)
+      for (unsigned k = 0; k < t.lanes(); ++k)
+        next.push_back(m_.undef(scalar_type(t.element())));
+  } else {
+    for (Lanes &l : phis(carried_types, ctx.continues))
+      next.insert(next.end(), l.begin(), l.end());
+  }
+  branch(header);
+  size_t pos = 0;
+  for (Type t : carried_types)
+    for (unsigned k = 0; k < t.lanes(); ++k, ++pos)
+      append(blocks_[header_block].phis, spv::Op::OpPhi,
+             {scalar_type(t.element()), carried[pos], inits[pos], preheader, next[pos], cont});
+
+  new_block(merge);
+  live_ = true;
+  std::vector<Lanes> results = phis(types, ctx.breaks);
+  for (unsigned i = 0; i < op.num_results(); ++i)
+    bind(op.result(i), std::move(results[i]));
+}
+
+void Writer::emit_terminator(const ir::Operation &op) {
+  const ir::Operation *parent = op.parent_op();
+  switch (op.opcode()) {
+  case Opcode::Return:
+    emit_void(spv::Op::OpReturn, {});
+    return;
+  case Opcode::Yield:
+    if (parent->opcode() == Opcode::If) {
+      ifs_.back().yields.push_back(Edge{flatten(op.operands()), current_label()});
+      branch(ifs_.back().merge);
+    } else { // a loop body: the next iteration
+      loops_.back().continues.push_back(Edge{flatten(op.operands()), current_label()});
+      branch(loops_.back().cont);
+    }
+    return;
+  case Opcode::Condition: {
+    LoopContext &loop = loops_.back();
+    loop.forwarded = flatten(op.operands().subspan(1));
+    loop.breaks.push_back(Edge{loop.forwarded, current_label()});
+    emit_void(spv::Op::OpBranchConditional, {lane(op.operand(0), 0), loop.body, loop.merge});
+    return;
+  }
+  case Opcode::Break:
+    loops_.back().breaks.push_back(Edge{flatten(op.operands()), current_label()});
+    branch(loops_.back().merge);
+    return;
+  case Opcode::Continue:
+    loops_.back().continues.push_back(Edge{flatten(op.operands()), current_label()});
+    branch(loops_.back().cont);
+    return;
+  default:
+    throw std::logic_error("emit_terminator: not a terminator");
+  }
+}
+
+void Writer::emit_op(const ir::Operation &op) {
+  const Opcode opc = op.opcode();
+  const ir::OpInfo &info = op.info();
+  if (info.flags & ir::Terminator)
+    return emit_terminator(op);
+  Type rt = op.num_results() ? op.result()->type() : Type();
+  Scalar rs = rt.element();
+  Id t = op.num_results() ? scalar_type(rs) : 0;
+  auto per_lane = [&](auto &&f) {
+    Lanes out;
+    for (unsigned k = 0; k < rt.lanes(); ++k)
+      out.push_back(f(k));
+    bind(op.result(), std::move(out));
+  };
+  auto operand = [&](unsigned i, unsigned k) { return lane(op.operand(i), k); };
+
+  switch (info.signature) {
+  case ir::Signature::Constant:
+    return bind(op.result(),
+                {constant(rs, static_cast<uint64_t>(*op.attributes().get_int("value")))});
+  case ir::Signature::Binary:
+    if (info.type_class == ir::TypeClass::Float) // pow
+      return per_lane([&](unsigned k) { return math(op, rs, operand(0, k), operand(1, k), 0); });
+    {
+      // Integer division must not trap and shifts must stay in range (docs/ir.md §4.2, §4.3):
+      // patch the divisor where it is 0 (or -1 with a MIN dividend), reduce the shift amount.
+      std::optional<uint64_t> rhs = constant_bits(op.operand(1));
+      unsigned width = ir::scalar_bits(rs);
+      bool guard_division =
+          (opc == Opcode::Div || opc == Opcode::Rem) && ir::is_integer(rs) &&
+          (!rhs || *rhs == 0 || (*rhs & ir::width_mask(width)) == ir::width_mask(width));
+      bool mask_shift = (opc == Opcode::Shl || opc == Opcode::Shr) && !(rhs && *rhs < width);
+      return per_lane([&](unsigned k) {
+        Id a = operand(0, k), b = operand(1, k);
+        if (guard_division) {
+          Id bt = m_.type_bool();
+          Id zero = emit(spv::Op::OpIEqual, bt, {b, constant(rs, 0)});
+          if (ir::is_signed(rs)) {
+            Id min = constant(rs, uint64_t(1) << (width - 1));
+            Id overflow =
+                emit(spv::Op::OpLogicalAnd, bt,
+                     {emit(spv::Op::OpIEqual, bt, {a, min}),
+                      emit(spv::Op::OpIEqual, bt, {b, constant(rs, ir::width_mask(width))})});
+            zero = emit(spv::Op::OpLogicalOr, bt, {zero, overflow});
+          }
+          b = emit(spv::Op::OpSelect, t, {zero, constant(rs, 1), b});
+        }
+        if (mask_shift)
+          b = emit(spv::Op::OpBitwiseAnd, t, {b, constant(rs, width - 1)});
+        return arith(opc, rs, a, b);
+      });
+    }
+  case ir::Signature::Unary:
+    if (info.type_class == ir::TypeClass::Float)
+      return per_lane([&](unsigned k) { return math(op, rs, operand(0, k), 0, 0); });
+    return per_lane([&](unsigned k) {
+      Id a = operand(0, k);
+      switch (opc) {
+      case Opcode::Neg:
+        return emit(ir::is_float(rs) ? spv::Op::OpFNegate : spv::Op::OpSNegate, t, {a});
+      case Opcode::Abs:
+        if (ir::is_float(rs))
+          return ext(GLSLstd450FAbs, t, {a});
+        // a < 0 ? 0 - a : a, wrapping (SAbs of MIN is not pinned down)
+        return emit(spv::Op::OpSelect, t,
+                    {emit(spv::Op::OpSLessThan, m_.type_bool(), {a, constant(rs, 0)}),
+                     emit(spv::Op::OpISub, t, {constant(rs, 0), a}), a});
+      case Opcode::Not:
+        return emit(rs == Scalar::Bool ? spv::Op::OpLogicalNot : spv::Op::OpNot, t, {a});
+      default:
+        throw std::logic_error("unary op without lowering");
+      }
+    });
+  case ir::Signature::Ternary:
+    if (opc == Opcode::Fma)
+      return per_lane(
+          [&](unsigned k) { return math(op, rs, operand(0, k), operand(1, k), operand(2, k)); });
+    return per_lane([&](unsigned k) { // clamp = min(max(x, lo), hi)
+      return arith(Opcode::Min, rs, arith(Opcode::Max, rs, operand(0, k), operand(1, k)),
+                   operand(2, k));
+    });
+  case ir::Signature::Compare: {
+    Scalar s = op.operand(0)->type().element();
+    return per_lane([&](unsigned k) { return compare(opc, s, operand(0, k), operand(1, k)); });
+  }
+  case ir::Signature::Select: {
+    bool vector_condition = op.operand(0)->type().is_vector();
+    return per_lane([&](unsigned k) {
+      return emit(spv::Op::OpSelect, t,
+                  {operand(0, vector_condition ? k : 0), operand(1, k), operand(2, k)});
+    });
+  }
+  case ir::Signature::Cast: {
+    Scalar from = op.operand(0)->type().element();
+    return per_lane([&](unsigned k) { return cast(from, rs, operand(0, k)); });
+  }
+  case ir::Signature::Bitcast:
+    return bind(op.result(), bitcast(op.operand(0)->type(), rt, lanes(op.operand(0))));
+  case ir::Signature::Splat:
+    return per_lane([&](unsigned) { return operand(0, 0); });
+  case ir::Signature::VecBuild:
+    return per_lane([&](unsigned k) { return operand(k, 0); });
+  case ir::Signature::VecExtract:
+    return bind(op.result(), {operand(0, static_cast<unsigned>(*op.attributes().get_int("lane")))});
+  case ir::Signature::VecInsert: {
+    Lanes v = lanes(op.operand(0));
+    v[*op.attributes().get_int("lane")] = operand(1, 0);
+    return bind(op.result(), std::move(v));
+  }
+  case ir::Signature::Load:
+    return per_lane([&](unsigned k) {
+      return emit(spv::Op::OpLoad, t,
+                  {element_pointer(op.operand(0), index_operand(op.operand(1), k))});
+    });
+  case ir::Signature::Store: {
+    const ir::Value *value = op.operand(2);
+    for (unsigned k = 0; k < value->type().lanes(); ++k)
+      emit_void(spv::Op::OpStore,
+                {element_pointer(op.operand(0), index_operand(op.operand(1), k)), lane(value, k)});
+    return;
+  }
+  case ir::Signature::BufferSize: {
+    Id length = emit(spv::Op::OpArrayLength, u32_type(), {memory_.at(op.operand(0)).variable, 0});
+    return bind(op.result(), {cast(Scalar::U32, rs, length)});
+  }
+  case ir::Signature::SharedAlloc:
+  case ir::Signature::LocalAlloc: {
+    bool shared = info.signature == ir::Signature::SharedAlloc;
+    spv::StorageClass storage = shared ? spv::StorageClass::Workgroup : spv::StorageClass::Function;
+    Id array = m_.type_array(scalar_type(rs), rt.count(), 0);
+    Id pointer = m_.type_pointer(storage, array);
+    Id var;
+    if (shared) {
+      var = m_.global_variable(pointer, storage);
+      interface_.push_back(var);
+    } else { // function variables open the entry block
+      var = m_.id();
+      append(blocks_[0].phis, spv::Op::OpVariable,
+             {pointer, var, static_cast<uint32_t>(spv::StorageClass::Function)});
+    }
+    if (!op.result()->name().empty())
+      m_.name(var, op.result()->name());
+    memory_[op.result()] = MemoryObject{var, storage};
+    return;
+  }
+  case ir::Signature::Builtin3: {
+    if (opc == Opcode::WorkgroupSize)
+      return per_lane([&](unsigned k) { return u32(kernel_.workgroup_size()[k]); });
+    spv::BuiltIn builtin = opc == Opcode::GlobalId      ? spv::BuiltIn::GlobalInvocationId
+                           : opc == Opcode::LocalId     ? spv::BuiltIn::LocalInvocationId
+                           : opc == Opcode::WorkgroupId ? spv::BuiltIn::WorkgroupId
+                                                        : spv::BuiltIn::NumWorkgroups;
+    Id v = builtin_input(builtin, true);
+    return per_lane([&](unsigned k) {
+      return emit(spv::Op::OpCompositeExtract, u32_type(), {v, k});
+    });
+  }
+  case ir::Signature::Builtin1: {
+    spv::BuiltIn builtin = spv::BuiltIn::LocalInvocationIndex;
+    switch (opc) {
+    case Opcode::SubgroupId:
+      builtin = spv::BuiltIn::SubgroupId;
+      break;
+    case Opcode::SubgroupSize:
+      builtin = spv::BuiltIn::SubgroupSize;
+      break;
+    case Opcode::SubgroupLane:
+      builtin = spv::BuiltIn::SubgroupLocalInvocationId;
+      break;
+    case Opcode::NumSubgroups:
+      builtin = spv::BuiltIn::NumSubgroups;
+      break;
+    default:
+      break;
+    }
+    if (builtin != spv::BuiltIn::LocalInvocationIndex)
+      m_.capability(spv::Capability::GroupNonUniform);
+    return bind(op.result(), {builtin_input(builtin, false)});
+  }
+  case ir::Signature::Sync: {
+    uint32_t acquire_release = static_cast<uint32_t>(spv::MemorySemanticsMask::AcquireRelease);
+    uint32_t uniform = static_cast<uint32_t>(spv::MemorySemanticsMask::UniformMemory);
+    uint32_t workgroup = static_cast<uint32_t>(spv::MemorySemanticsMask::WorkgroupMemory);
+    if (opc == Opcode::Barrier)
+      emit_void(spv::Op::OpControlBarrier, {u32(kScopeWorkgroup), u32(kScopeWorkgroup),
+                                            u32(acquire_release | uniform | workgroup)});
+    else if (opc == Opcode::FenceWorkgroup)
+      emit_void(spv::Op::OpMemoryBarrier,
+                {u32(kScopeWorkgroup), u32(acquire_release | uniform | workgroup)});
+    else
+      emit_void(spv::Op::OpMemoryBarrier, {u32(kScopeDevice), u32(acquire_release | uniform)});
+    return;
+  }
+  case ir::Signature::AtomicRmw:
+  case ir::Signature::AtomicCmpXchg:
+    return bind(op.result(), {atomic(op)});
+  case ir::Signature::SubgroupUnary:
+    m_.capability(spv::Capability::GroupNonUniform);
+    return per_lane([&](unsigned k) { return subgroup_op(op, rs, operand(0, k)); });
+  case ir::Signature::SubgroupShuffle: {
+    m_.capability(spv::Capability::GroupNonUniform);
+    spv::Op sop = spv::Op::OpGroupNonUniformShuffle;
+    switch (opc) {
+    case Opcode::SubgroupBroadcast:
+      m_.capability(spv::Capability::GroupNonUniformBallot);
+      sop = spv::Op::OpGroupNonUniformBroadcast;
+      break;
+    case Opcode::SubgroupShuffle:
+      m_.capability(spv::Capability::GroupNonUniformShuffle);
+      break;
+    case Opcode::SubgroupShuffleXor:
+      m_.capability(spv::Capability::GroupNonUniformShuffle);
+      sop = spv::Op::OpGroupNonUniformShuffleXor;
+      break;
+    case Opcode::SubgroupShuffleUp:
+      m_.capability(spv::Capability::GroupNonUniformShuffleRelative);
+      sop = spv::Op::OpGroupNonUniformShuffleUp;
+      break;
+    default:
+      m_.capability(spv::Capability::GroupNonUniformShuffleRelative);
+      sop = spv::Op::OpGroupNonUniformShuffleDown;
+      break;
+    }
+    return per_lane([&](unsigned k) {
+      return emit(sop, t, {u32(kScopeSubgroup), operand(0, k), operand(1, 0)});
+    });
+  }
+  case ir::Signature::SubgroupBallot: {
+    m_.capability(spv::Capability::GroupNonUniformBallot);
+    Id v = emit(spv::Op::OpGroupNonUniformBallot, m_.type_vector(u32_type(), 4),
+                {u32(kScopeSubgroup), operand(0, 0)});
+    return per_lane([&](unsigned k) {
+      return emit(spv::Op::OpCompositeExtract, u32_type(), {v, k});
+    });
+  }
+  case ir::Signature::SubgroupVote:
+    m_.capability(spv::Capability::GroupNonUniformVote);
+    return bind(op.result(), {emit(opc == Opcode::SubgroupAll ? spv::Op::OpGroupNonUniformAll
+                                                              : spv::Op::OpGroupNonUniformAny,
+                                   t, {u32(kScopeSubgroup), operand(0, 0)})});
+  case ir::Signature::SubgroupElect:
+    m_.capability(spv::Capability::GroupNonUniform);
+    return bind(op.result(), {emit(spv::Op::OpGroupNonUniformElect, t, {u32(kScopeSubgroup)})});
+  case ir::Signature::If:
+    return emit_if(op);
+  case ir::Signature::For:
+    return emit_for(op);
+  case ir::Signature::While:
+    return emit_while(op);
+  default:
+    throw std::logic_error(fmt::format("op '{}' has no SPIR-V lowering", op.name()));
+  }
+}
+
+std::optional<SpirvKernel> Writer::run() {
+  abi_ = KernelAbi::of(kernel_);
+  if (!check_features())
+    return std::nullopt;
+  m_.capability(spv::Capability::Shader);
+  Id function_type = m_.type_function_void();
+  Id function = m_.id();
+  m_.name(function, kernel_.name());
+  new_block(m_.id());
+  declare_parameters();
+  emit_region(kernel_.body());
+  uint32_t local_size[3] = {kernel_.workgroup_size()[0], kernel_.workgroup_size()[1],
+                            kernel_.workgroup_size()[2]};
+  SpirvKernel out;
+  out.words = m_.finish(function, interface_, local_size, blocks_, function_type);
+  out.abi = std::move(abi_);
+  return out;
+}
+
+} // namespace
+
+std::optional<SpirvKernel> emit_spirv(const ir::Kernel &kernel, const TargetFeatures &features,
+                                      std::vector<ir::Diagnostic> &errors) {
+  return Writer(kernel, features, errors).run();
+}
+
 } // namespace cubecc::codegen

@@ -4,7 +4,8 @@
 // IR signature alone (so a runtime can bind arguments to a binary it did not compile, e.g. one
 // loaded from an environment bundle):
 //   - buffer parameters are numbered in order: binding 0, 1, ... (Vulkan: set 0, storage buffers);
-//   - value parameters (scalars and vectors) are packed, in order, into one parameter block (Vulkan:
+//   - value parameters (scalars and vectors) are packed, in order, into one parameter block
+//   (Vulkan:
 //     push constants). Each lane takes a 4-byte slot (8 bytes, 8-aligned, for 64-bit types);
 //     narrower types are zero-extended to 32 bits, bool is 0 or 1, f16/bf16 are their bit pattern.
 //
@@ -27,8 +28,8 @@ namespace cubecc::codegen {
 struct ParamSlot {
   enum Kind : uint8_t { Buffer, Value } kind = Value;
   ir::Type type;
-  uint32_t binding = 0; ///< buffers: the binding number
-  uint32_t offset = 0;  ///< values: byte offset of lane 0 in the parameter block
+  uint32_t binding = 0;    ///< buffers: the binding number
+  uint32_t offset = 0;     ///< values: byte offset of lane 0 in the parameter block
   uint32_t lane_bytes = 0; ///< values: 4 or 8, the slot size of one lane
 };
 

@@ -1,4 +1,5 @@
-//===- spirv.h - The SPIR-V backend: IR kernels to Vulkan compute shaders ----------------------===//
+//===- spirv.h - The SPIR-V backend: IR kernels to Vulkan compute shaders
+//----------------------===//
 //
 // The writer emits a SPIR-V 1.5 module (Vulkan 1.2 and later) per kernel, directly from the IR,
 // with one entry point named after the kernel. Structured control flow maps onto selection and

@@ -1,4 +1,5 @@
-//===- target.h - What a code generation target can do -----------------------------------------===//
+//===- target.h - What a code generation target can do
+//-----------------------------------------===//
 //
 // The features a device offers that change what a backend may emit. Codegen never guesses: a kernel
 // that needs a feature its target lacks is refused with an error naming the kernel, the op (with
@@ -21,9 +22,9 @@ struct TargetFeatures {
   bool float16 = true; ///< f16 arithmetic and 16-bit storage buffers
   bool bfloat16 = false;
   bool float64 = true;
-  bool int64_atomics = true;        ///< 64-bit integer atomics on buffers and shared memory
-  bool float32_atomic_add = false;  ///< atomic.add on f32 (VK_EXT_shader_atomic_float)
-  bool float32_atomics = false;     ///< atomic.xchg on f32 (VK_EXT_shader_atomic_float)
+  bool int64_atomics = true;       ///< 64-bit integer atomics on buffers and shared memory
+  bool float32_atomic_add = false; ///< atomic.add on f32 (VK_EXT_shader_atomic_float)
+  bool float32_atomics = false;    ///< atomic.xchg on f32 (VK_EXT_shader_atomic_float)
   bool float64_atomic_add = false;
   bool subgroup_arithmetic = true; ///< reductions and scans
   bool subgroup_shuffle = true;    ///< shuffle, shuffle_xor, shuffle_up/down

@@ -1,0 +1,362 @@
+//===- compile.cpp - `cubecc compile`: inputs to IR, IR to each target's code -----------------===//
+//
+// Inputs: .cir (IR text), .so (kernel libraries built with the DSL) and .cpp (DSL sources, built
+// here with the host C++ compiler into a temporary kernel library, then traced like a .so).
+// Every kernel is optimized at the chosen level, then emitted for the target; every SPIR-V module
+// is validated in process before it is written, so a writer bug is an internal error, never a
+// file that fails later on a device.
+//
+//===-----------------------------------------------------------------------------------------===//
+#include "compile.h"
+
+#include "cubecc/codegen/spirv.h"
+#include "cubecc/dsl/kernel_library_loader.h"
+#include "cubecc/ir/parser.h"
+#include "cubecc/ir/printer.h"
+#include "cubecc/ir/verifier.h"
+#include "cubecc/passes/pass_manager.h"
+#include "tool_support.h"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <spawn.h>
+#include <sstream>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+namespace cubecc::tools {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool ends_with(const std::string &s, std::string_view suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+/// A temporary directory removed with everything in it when this goes out of scope.
+class TempDir {
+public:
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "cubecc-XXXXXX").string();
+    if (mkdtemp(pattern.data()))
+      path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    if (!path_.empty())
+      fs::remove_all(path_, ec);
+  }
+  const fs::path &path() const { return path_; }
+
+private:
+  fs::path path_;
+};
+
+/// Builds a DSL source into a kernel library with the host C++ compiler (the one cubecc was
+/// built with, or $CXX), linking the DSL and IR libraries of this build.
+bool build_kernel_library(const std::string &source, const fs::path &library,
+                          std::vector<ir::Diagnostic> &errors) {
+  const char *cxx = std::getenv("CXX");
+  std::vector<std::string> args = {cxx && *cxx ? cxx : CUBECC_HOST_CXX};
+  std::istringstream flags(CUBECC_HOST_CXX_FLAGS);
+  for (std::string flag; flags >> flag;)
+    args.push_back(flag);
+  for (const char *arg :
+       {"-std=c++20", "-O1", "-fPIC", "-shared", "-I" CUBECC_DSL_INCLUDE, "-I" CUBECC_IR_INCLUDE})
+    args.push_back(arg);
+  args.push_back(source);
+  args.push_back("-o");
+  args.push_back(library.string());
+  for (const char *arg : {CUBECC_DSL_LIBRARY, CUBECC_IR_LIBRARY, "-lfmt", "-lxxhash", "-ldl",
+                          "-Wl,--version-script=" CUBECC_KERNEL_LIBRARY_MAP})
+    args.push_back(arg);
+
+  fs::path log = library.parent_path() / "compiler.log";
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  std::vector<char *> argv;
+  for (std::string &a : args)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  int spawn_error = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawn_error) {
+    errors.push_back({source,
+                      0,
+                      0,
+                      fmt::format("cannot run the C++ compiler '{}': {} (set CXX to a C++20 "
+                                  "compiler)",
+                                  args[0], std::strerror(spawn_error)),
+                      {}});
+    return false;
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+    return true;
+  std::ifstream in(log);
+  std::ostringstream text;
+  text << in.rdbuf();
+  errors.push_back({source,
+                    0,
+                    0,
+                    fmt::format("the C++ compiler '{}' failed to build the kernel source:\n{}",
+                                args[0], text.str()),
+                    {}});
+  return false;
+}
+
+bool trace_library(const std::string &path, ir::Module &module,
+                   std::vector<ir::Diagnostic> &errors) {
+  std::string error;
+  auto library = dsl::KernelLibrary::open(path, error);
+  if (!library) {
+    errors.push_back({"", 0, 0, error, {}});
+    return false;
+  }
+  for (size_t i = 0; i < library->kernels().size(); ++i)
+    if (!library->trace(i, module, errors))
+      return false;
+  return true;
+}
+
+} // namespace
+
+bool load_inputs(const std::vector<std::string> &inputs, ir::Module &module,
+                 std::vector<ir::Diagnostic> &errors) {
+  for (const std::string &input : inputs) {
+    if (ends_with(input, ".so")) {
+      if (!trace_library(input, module, errors))
+        return false;
+    } else if (ends_with(input, ".cpp") || ends_with(input, ".cc") || ends_with(input, ".cxx")) {
+      if (!fs::exists(input)) {
+        errors.push_back({input, 0, 0, "cannot open the file: no such file", {}});
+        return false;
+      }
+      TempDir dir;
+      if (dir.path().empty()) {
+        errors.push_back({input, 0, 0, "cannot create a temporary directory", {}});
+        return false;
+      }
+      fs::path library = dir.path() / "kernels.so";
+      if (!build_kernel_library(input, library, errors) ||
+          !trace_library(library.string(), module, errors))
+        return false;
+    } else if (ends_with(input, ".cir")) {
+      std::ifstream file(input, std::ios::binary);
+      if (!file) {
+        errors.push_back(
+            {input, 0, 0, fmt::format("cannot open the file: {}", std::strerror(errno)), {}});
+        return false;
+      }
+      std::ostringstream text;
+      text << file.rdbuf();
+      ir::ParseResult parsed = ir::parse_module(text.str(), input);
+      if (!parsed.module) {
+        errors.insert(errors.end(), parsed.errors.begin(), parsed.errors.end());
+        return false;
+      }
+      auto problems = ir::verify(*parsed.module, &parsed.source_map);
+      if (!problems.empty()) {
+        errors.insert(errors.end(), problems.begin(), problems.end());
+        return false;
+      }
+      for (const auto &k : parsed.module->kernels())
+        if (module.find_kernel(k->name())) {
+          errors.push_back(
+              {input,
+               0,
+               0,
+               fmt::format("kernel '{}' is defined by two inputs; kernel names must be "
+                           "unique",
+                           k->name()),
+               {}});
+          return false;
+        }
+      module.adopt_kernels(std::move(*parsed.module));
+    } else {
+      errors.push_back({input,
+                        0,
+                        0,
+                        "unknown input kind: give a .cir file (IR text), a .so kernel library or a "
+                        ".cpp DSL source",
+                        {}});
+      return false;
+    }
+  }
+  return true;
+}
+
+namespace {
+
+/// A file name for a kernel: its name with anything unusual replaced by '_'.
+std::string file_stem(const std::string &kernel) {
+  std::string out = kernel;
+  for (char &c : out)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.'))
+      c = '_';
+  return out;
+}
+
+/// What a target is and whether this cubecc can generate code for it.
+struct Target {
+  std::string name;
+  std::vector<std::string> emits; ///< the --emit kinds it produces
+  std::string unavailable;        ///< why it cannot be used, if it cannot
+};
+
+Target parse_target(const std::string &name) {
+  if (name == "vulkan")
+    return {name, {"ir", "spirv", "spirv-asm", "glsl", "msl"}, {}};
+  if (name == "interp")
+    return {name, {"ir"}, {}};
+  if (name.starts_with("cuda:") || name.starts_with("hip:"))
+    return {name,
+            {},
+            fmt::format("backend {} not built: its emitter is not implemented in this cubecc yet",
+                        name.substr(0, name.find(':')))};
+  return {name,
+          {},
+          fmt::format("unknown target '{}' (targets: vulkan, interp, cuda:sm_80, cuda:sm_90, "
+                      "cuda:sm_90a, cuda:sm_100, hip:gfx90a, hip:gfx942)",
+                      name)};
+}
+
+} // namespace
+
+int compile_command(const CompileOptions &options) {
+  static const std::vector<std::string> kKinds = {"ir",    "cuda",  "ptx",       "cubin", "hip",
+                                                  "hsaco", "spirv", "spirv-asm", "glsl",  "msl"};
+  if (std::find(kKinds.begin(), kKinds.end(), options.emit) == kKinds.end()) {
+    std::cerr << fmt::format("cubecc: error: unknown --emit kind '{}' (kinds: ir, cuda, ptx, "
+                             "cubin, hip, hsaco, spirv, spirv-asm, glsl, msl)\n",
+                             options.emit);
+    return kUsageError;
+  }
+  std::vector<Target> targets;
+  for (const std::string &name : options.targets) {
+    Target target = parse_target(name);
+    if (!target.unavailable.empty()) {
+      std::cerr << "cubecc: error: " << target.unavailable << "\n";
+      return kUserError;
+    }
+    if (std::find(target.emits.begin(), target.emits.end(), options.emit) == target.emits.end()) {
+      std::string kinds;
+      for (const std::string &k : target.emits)
+        kinds += (kinds.empty() ? "" : ", ") + k;
+      std::cerr << fmt::format("cubecc: error: target '{}' cannot emit '{}' (it emits: {})\n", name,
+                               options.emit, kinds);
+      return kUserError;
+    }
+    targets.push_back(std::move(target));
+  }
+  if (options.emit != "ir" && targets.size() != 1) {
+    std::cerr << fmt::format("cubecc: error: --emit {} takes one target; run once per target\n",
+                             options.emit);
+    return kUsageError;
+  }
+
+  ir::Module module("kernels");
+  std::vector<ir::Diagnostic> errors;
+  if (!load_inputs(options.inputs, module, errors))
+    return report(errors);
+  if (!options.kernel.empty()) {
+    const ir::Kernel *keep = module.find_kernel(options.kernel);
+    if (!keep) {
+      std::string known;
+      for (const auto &k : module.kernels())
+        known += (known.empty() ? "" : ", ") + k->name();
+      std::cerr << fmt::format("cubecc: error: no kernel named '{}' (kernels: {})\n",
+                               options.kernel, known);
+      return kUserError;
+    }
+    while (module.kernels().size() > 1)
+      for (const auto &k : module.kernels())
+        if (k.get() != keep) {
+          module.remove_kernel(k.get());
+          break;
+        }
+  }
+
+  int level = options.opt_level >= 0 ? options.opt_level : options.emit == "ir" ? 0 : 2;
+  passes::PassManager manager;
+  for (std::string_view name : passes::optimization_pipeline(level))
+    manager.add(*passes::find_pass(name));
+  std::ostringstream pass_output;
+  if (auto errors_after = manager.run(module, pass_output, std::cerr); !errors_after.empty())
+    return report(errors_after);
+  if (options.emit == "ir")
+    return write_output("cubecc", options.output, ir::to_string(module));
+
+  // SPIR-V and what is derived from it, one module per kernel.
+  codegen::TargetFeatures features = codegen::TargetFeatures::vulkan_baseline();
+  std::vector<std::pair<std::string, std::string>> outputs; // (kernel, bytes or text)
+  for (const auto &kernel : module.kernels()) {
+    auto spirv = codegen::emit_spirv(*kernel, features, errors);
+    if (!spirv)
+      return report(errors);
+    if (std::string problems = codegen::validate_spirv(spirv->words); !problems.empty()) {
+      std::cerr << fmt::format("cubecc: internal error: the SPIR-V written for kernel '{}' does "
+                               "not validate:\n{}This is a bug in cubecc; please report it with "
+                               "the input that caused it.\n",
+                               kernel->name(), problems);
+      return kInternalError;
+    }
+    std::string text;
+    if (options.emit == "spirv") {
+      text.assign(reinterpret_cast<const char *>(spirv->words.data()), spirv->words.size() * 4);
+    } else if (options.emit == "spirv-asm") {
+      text = codegen::disassemble_spirv(spirv->words);
+    } else {
+      std::string error;
+      auto source = options.emit == "glsl" ? codegen::spirv_to_glsl(spirv->words, error)
+                                           : codegen::spirv_to_msl(spirv->words, error);
+      if (!source) {
+        std::cerr << fmt::format("cubecc: error: kernel '{}': {}\n", kernel->name(), error);
+        return kUserError;
+      }
+      text = std::move(*source);
+    }
+    outputs.emplace_back(kernel->name(), std::move(text));
+  }
+
+  if (options.emit == "spirv" && outputs.size() > 1) {
+    // One binary per kernel: -o names a directory.
+    if (options.output == "-") {
+      std::cerr << fmt::format("cubecc: error: --emit spirv writes one binary per kernel and "
+                               "there are {}: give -o <directory> or --kernel <name>\n",
+                               outputs.size());
+      return kUsageError;
+    }
+    std::error_code ec;
+    fs::create_directories(options.output, ec);
+    for (const auto &[name, bytes] : outputs)
+      if (int rc = write_output(
+              "cubecc", (fs::path(options.output) / (file_stem(name) + ".spv")).string(), bytes))
+        return rc;
+    return kSuccess;
+  }
+  std::string all;
+  std::string comment = options.emit == "spirv-asm" ? "; " : "// ";
+  for (const auto &[name, text] : outputs) {
+    if (outputs.size() > 1)
+      all += comment + "kernel " + name + "\n";
+    all += text;
+  }
+  return write_output("cubecc", options.output, all);
+}
+
+} // namespace cubecc::tools

@@ -1,0 +1,30 @@
+//===- compile.h - `cubecc compile`: inputs to IR, IR to each target's code -------------------===//
+#pragma once
+
+#include "cubecc/ir/diagnostic.h"
+#include "cubecc/ir/ir.h"
+
+#include <string>
+#include <vector>
+
+namespace cubecc::tools {
+
+struct CompileOptions {
+  std::vector<std::string> inputs;
+  std::vector<std::string> targets = {"vulkan"};
+  std::string emit = "ir";
+  int opt_level = -1; ///< -1: the default (0 for --emit ir, 2 for code)
+  std::string output = "-";
+  std::string kernel;
+};
+
+/// Reads every input into `module`: .cir files are parsed and verified, kernel libraries (.so)
+/// traced, DSL sources (.cpp) compiled with the host C++ compiler into a temporary kernel library
+/// and traced.
+bool load_inputs(const std::vector<std::string> &inputs, ir::Module &module,
+                 std::vector<ir::Diagnostic> &errors);
+
+/// Runs `cubecc compile`; returns the process exit code.
+int compile_command(const CompileOptions &options);
+
+} // namespace cubecc::tools
