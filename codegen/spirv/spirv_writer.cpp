@@ -27,6 +27,7 @@
 #include <fmt/format.h>
 #include <spirv/unified1/GLSL.std.450.h>
 
+#include <set>
 #include <unordered_map>
 
 namespace cubecc::codegen {
@@ -82,6 +83,7 @@ private:
   std::vector<ir::Diagnostic> &errors_;
   ModuleBuilder m_;
   KernelAbi abi_;
+  std::set<std::string> reported_;
 
   std::unordered_map<const ir::Value *, Lanes> values_;
   std::unordered_map<const ir::Value *, MemoryObject> memory_;
@@ -97,7 +99,11 @@ private:
 
   //===--- Diagnostics ------------------------------------------------------------------===//
 
-  void fail(const ir::Operation *op, const std::string &message) {
+  /// Reports an error once per `key` (default: the message): a missing feature is reported at
+  /// the first op that needs it, not at every one.
+  void fail(const ir::Operation *op, const std::string &message, const std::string &key = {}) {
+    if (!reported_.insert(key.empty() ? message : key).second)
+      return;
     ir::Diagnostic d;
     if (op && op->location().known()) {
       d.file = std::string(kernel_.module()->file_name(op->location().file));
@@ -293,8 +299,10 @@ bool Writer::check_type(const ir::Operation &op, Scalar s) {
   }
   if (!missing)
     return true;
-  fail(&op, fmt::format("{} uses {}, which target '{}' does not support", where(op), missing,
-                        features_.target));
+  fail(&op,
+       fmt::format("{} uses {}, which target '{}' does not support", where(op), missing,
+                   features_.target),
+       missing);
   return false;
 }
 
@@ -385,13 +393,7 @@ bool Writer::check_features() {
                               features_.max_shared_bytes));
     ok = false;
   }
-  if (abi_.param_block_bytes > features_.max_param_block_bytes) {
-    fail(nullptr, fmt::format("kernel '{}' has {} bytes of scalar parameters; target '{}' passes "
-                              "at most {} (push constants): pass the rest in a buffer",
-                              kernel_.name(), abi_.param_block_bytes, features_.target,
-                              features_.max_param_block_bytes));
-    ok = false;
-  }
+  abi_.param_block_in_buffer = abi_.param_block_bytes > features_.max_param_block_bytes;
   auto wg = kernel_.workgroup_size();
   uint64_t invocations = uint64_t(wg[0]) * wg[1] * wg[2];
   if (invocations > features_.max_workgroup_invocations ||
@@ -423,7 +425,11 @@ void Writer::declare_parameters() {
       member_of.emplace_back(i, k);
     }
   }
+  // Push constants, or a read-only storage buffer after the kernel's own buffers when the block
+  // exceeds the target's push-constant limit.
   Id block_var = 0;
+  spv::StorageClass block_storage = abi_.param_block_in_buffer ? spv::StorageClass::StorageBuffer
+                                                               : spv::StorageClass::PushConstant;
   if (!members.empty()) {
     Id block = m_.type_struct(members);
     m_.decorate(block, spv::Decoration::Block);
@@ -432,13 +438,18 @@ void Writer::declare_parameters() {
       auto [i, k] = member_of[j];
       const ParamSlot &slot = abi_.params[i];
       m_.member_decorate(block, j, spv::Decoration::Offset, {slot.offset + k * slot.lane_bytes});
+      if (abi_.param_block_in_buffer)
+        m_.member_decorate(block, j, spv::Decoration::NonWritable);
       std::string name = kernel_.parameter(i)->name();
       if (name.empty())
         name = fmt::format("p{}", i);
       m_.member_name(block, j, slot.type.lanes() == 1 ? name : fmt::format("{}.{}", name, k));
     }
-    block_var = m_.global_variable(m_.type_pointer(spv::StorageClass::PushConstant, block),
-                                   spv::StorageClass::PushConstant);
+    block_var = m_.global_variable(m_.type_pointer(block_storage, block), block_storage);
+    if (abi_.param_block_in_buffer) {
+      m_.decorate(block_var, spv::Decoration::DescriptorSet, {0});
+      m_.decorate(block_var, spv::Decoration::Binding, {abi_.num_buffers});
+    }
     m_.name(block_var, "parameters");
     interface_.push_back(block_var);
   }
@@ -447,9 +458,8 @@ void Writer::declare_parameters() {
   for (uint32_t j = 0; j < members.size(); ++j) {
     auto [i, k] = member_of[j];
     Id member_type = members[j];
-    Id pointer =
-        emit(spv::Op::OpAccessChain, m_.type_pointer(spv::StorageClass::PushConstant, member_type),
-             {block_var, u32(j)});
+    Id pointer = emit(spv::Op::OpAccessChain, m_.type_pointer(block_storage, member_type),
+                      {block_var, u32(j)});
     Id raw = emit(spv::Op::OpLoad, member_type, {pointer});
     Scalar s = abi_.params[i].type.element();
     unsigned bits = ir::scalar_bits(s);

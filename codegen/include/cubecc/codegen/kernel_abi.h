@@ -39,7 +39,11 @@ struct KernelAbi {
   std::vector<ParamSlot> params; ///< one per kernel parameter, in order
   uint32_t num_buffers = 0;
   uint32_t param_block_bytes = 0; ///< a multiple of 4
-  uint32_t shared_bytes = 0;      ///< workgroup memory of all shared.alloc ops
+  /// Where the parameter block lives. Push constants unless the block is larger than the
+  /// target's limit: then a read-only storage buffer at binding `num_buffers` (set by the
+  /// backend; the runtime creates and binds it).
+  bool param_block_in_buffer = false;
+  uint32_t shared_bytes = 0; ///< workgroup memory of all shared.alloc ops
 
   static KernelAbi of(const ir::Kernel &kernel);
 };
