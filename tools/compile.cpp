@@ -333,7 +333,9 @@ int compile_command(const CompileOptions &options) {
     outputs.emplace_back(kernel->name(), std::move(text));
   }
 
-  if (options.emit == "spirv" && outputs.size() > 1) {
+  bool to_directory =
+      options.output != "-" && (options.output.ends_with('/') || fs::is_directory(options.output));
+  if (options.emit == "spirv" && (outputs.size() > 1 || to_directory)) {
     // One binary per kernel: -o names a directory.
     if (options.output == "-") {
       std::cerr << fmt::format("cubecc: error: --emit spirv writes one binary per kernel and "

@@ -53,8 +53,9 @@ int run(int argc, char **argv) {
       ->check(CLI::Range(0, 3));
   compile->add_option("--kernel", compile_options.kernel, "keep only this kernel");
   compile->add_option("-o", compile_options.output,
-                      "output file (default: standard output); a directory for --emit spirv "
-                      "with several kernels");
+                      "output file (default: standard output); for --emit spirv with several "
+                      "kernels, or a path ending in '/' or naming a directory: a directory of "
+                      "<kernel>.spv files");
   compile->footer(
       "Examples:\n  cubecc compile build/examples/libcubecc_examples.so --emit ir\n"
       "  cubecc compile axpy.cir --emit ir -O2 -o axpy.opt.cir\n"

@@ -84,6 +84,7 @@ private:
   ModuleBuilder m_;
   KernelAbi abi_;
   std::set<std::string> reported_;
+  std::set<Id> named_;
 
   std::unordered_map<const ir::Value *, Lanes> values_;
   std::unordered_map<const ir::Value *, MemoryObject> memory_;
@@ -230,7 +231,9 @@ private:
   void bind(const ir::Value *v, Lanes ids) {
     if (!v->name().empty()) {
       for (size_t k = 0; k < ids.size(); ++k)
-        if (ids.size() == 1)
+        if (!named_.insert(ids[k]).second)
+          continue; // a value forwarded under a second name (a region argument) keeps its first
+        else if (ids.size() == 1)
           m_.name(ids[k], v->name());
         else
           m_.name(ids[k], fmt::format("{}.{}", v->name(), k));
