@@ -14,6 +14,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -33,9 +34,9 @@ public:
 
 /// What a device can do, as reported by its driver.
 struct DeviceInfo {
-  std::string backend;      ///< "vulkan", "interp", "cuda", "hip"
-  std::string name;         ///< the driver's device name, e.g. "llvmpipe (LLVM 15.0.6, 256 bits)"
-  std::string driver;       ///< driver name and version
+  std::string backend; ///< "vulkan", "interp", "cuda", "hip"
+  std::string name;    ///< the driver's device name, e.g. "llvmpipe (LLVM 15.0.6, 256 bits)"
+  std::string driver;  ///< driver name and version
   uint32_t subgroup_size = 0;
   codegen::TargetFeatures features; ///< what codegen may emit for it (f16, int64, atomics, ...)
   uint64_t max_buffer_bytes = 0;
@@ -74,7 +75,8 @@ public:
   virtual DeviceMemory allocate(uint64_t bytes) = 0;
   virtual void free(DeviceMemory memory) = 0;
   /// Copies are ordered with launches: an upload or download waits for the launches before it.
-  virtual void upload(const DeviceMemory &dst, uint64_t offset, const void *src, uint64_t bytes) = 0;
+  virtual void upload(const DeviceMemory &dst, uint64_t offset, const void *src,
+                      uint64_t bytes) = 0;
   virtual void download(const DeviceMemory &src, uint64_t offset, void *dst, uint64_t bytes) = 0;
 
   /// Lowers and compiles an optimized, verified kernel; throws Error when the device cannot run it.
@@ -92,8 +94,10 @@ public:
 /// Names of the backends built into this cubecc, and whether each has a device now.
 struct DeviceEntry {
   std::string backend;
+  bool built = true; ///< false: this cubecc was built without the backend
   bool available = false;
-  std::string detail; ///< the device name, or why there is none
+  std::string detail;             ///< the device name, or why there is none
+  std::optional<DeviceInfo> info; ///< what the device offers, when available
 };
 std::vector<DeviceEntry> list_devices();
 

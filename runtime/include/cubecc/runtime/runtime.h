@@ -1,0 +1,306 @@
+//===- runtime.h - A device with memory pools, a kernel cache and typed launches
+//---------------===//
+//
+// A Runtime owns one Device (device.h) and adds what every application needs on top of it:
+//   - Buffers: move-only handles to typed device memory from a size-bucketed pool, so that
+//     allocating in a loop reuses blocks instead of calling the driver;
+//   - load(): optimizes a kernel (-O2, verified), compiles it on the device and caches the result
+//     by the kernel's structural hash, so loading an equal kernel again never re-lowers it;
+//     kernel(key, trace): the same behind a caller's stable key, so a warm launch neither
+//     re-traces nor re-lowers;
+//   - launch(): typed arguments checked against the kernel's IR signature; errors name the kernel
+//     and the parameter.
+// A Runtime is not thread-safe: use one per thread or lock around it. Buffers may be destroyed on
+// any thread.
+//
+//===-----------------------------------------------------------------------------------------===//
+#pragma once
+
+#include "cubecc/ir/types.h"
+#include "cubecc/runtime/device.h"
+
+#include <array>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace cubecc::ir {
+class Kernel;
+class Module;
+} // namespace cubecc::ir
+
+namespace cubecc::runtime {
+
+class MemoryPool;
+class KernelCache;
+struct LoadedKernel;
+
+/// A non-owning reference to a callable, for callbacks that run only during the call.
+template <class Signature> class FunctionRef;
+template <class R> class FunctionRef<R()> {
+public:
+  template <class F>
+  requires(!std::is_same_v<std::remove_cvref_t<F>, FunctionRef> && std::is_invocable_r_v<R, F &>)
+      FunctionRef(F &&f) // NOLINT(google-explicit-constructor): used like a function parameter
+      : object_(const_cast<void *>(static_cast<const void *>(&f))), call_([](void *object) -> R {
+          return (*static_cast<std::remove_reference_t<F> *>(object))();
+        }) {}
+  R operator()() const { return call_(object_); }
+
+private:
+  void *object_;
+  R (*call_)(void *);
+};
+
+/// The IR element type of a C++ arithmetic type (bool excluded: buffers cannot hold bool).
+template <class T>
+inline constexpr bool is_element_type_v = (std::is_integral_v<T> && !std::is_same_v<T, bool>) ||
+                                          std::is_same_v<T, float> || std::is_same_v<T, double>;
+template <class T>
+requires is_element_type_v<T>
+constexpr ir::Scalar element_type_of() {
+  if constexpr (std::is_same_v<T, float>)
+    return ir::Scalar::F32;
+  else if constexpr (std::is_same_v<T, double>)
+    return ir::Scalar::F64;
+  else if constexpr (std::is_signed_v<T>)
+    return sizeof(T) == 1   ? ir::Scalar::I8
+           : sizeof(T) == 2 ? ir::Scalar::I16
+           : sizeof(T) == 4 ? ir::Scalar::I32
+                            : ir::Scalar::I64;
+  else
+    return sizeof(T) == 1   ? ir::Scalar::U8
+           : sizeof(T) == 2 ? ir::Scalar::U16
+           : sizeof(T) == 4 ? ir::Scalar::U32
+                            : ir::Scalar::U64;
+}
+
+/// Device memory holding `size()` elements of `element()`. Move-only; its block goes back to the
+/// runtime's pool when the Buffer is destroyed (the pool outlives the Runtime if need be).
+class Buffer {
+public:
+  Buffer() = default;
+  Buffer(Buffer &&other) noexcept { swap(other); }
+  Buffer &operator=(Buffer &&other) noexcept {
+    Buffer(std::move(other)).swap(*this);
+    return *this;
+  }
+  Buffer(const Buffer &) = delete;
+  Buffer &operator=(const Buffer &) = delete;
+  ~Buffer();
+
+  bool valid() const { return pool_ != nullptr; }
+  ir::Scalar element() const { return element_; }
+  size_t size() const { return count_; } ///< elements
+  uint64_t bytes() const { return count_ * (ir::scalar_bits(element_) / 8); }
+  /// The pool block (its size is the bucket's, at least bytes()).
+  const DeviceMemory &memory() const { return memory_; }
+  /// The whole buffer as a launch argument (the kernel sees size() elements).
+  LaunchArg arg() const;
+
+private:
+  friend class Runtime;
+  void swap(Buffer &other) noexcept {
+    std::swap(pool_, other.pool_);
+    std::swap(memory_, other.memory_);
+    std::swap(element_, other.element_);
+    std::swap(count_, other.count_);
+  }
+  std::shared_ptr<MemoryPool> pool_;
+  DeviceMemory memory_;
+  ir::Scalar element_ = ir::Scalar::U8;
+  size_t count_ = 0;
+};
+
+/// What the memory pool did. Byte counts are of pool blocks (bucket sizes).
+struct PoolStatistics {
+  uint64_t allocations = 0;        ///< buffers handed out
+  uint64_t reuses = 0;             ///< of those, served from a free list (pool hits)
+  uint64_t device_allocations = 0; ///< blocks allocated from the device
+  uint64_t device_frees = 0;       ///< blocks returned to the device (trim, destruction)
+  uint64_t bytes_live = 0;         ///< held by live buffers
+  uint64_t bytes_cached = 0;       ///< free blocks kept for reuse
+  uint64_t peak_bytes_live = 0;
+  uint64_t peak_bytes_device = 0; ///< most bytes_live + bytes_cached at any time
+};
+
+/// What the kernel cache did.
+struct KernelCacheStatistics {
+  uint64_t hits = 0;     ///< load() or kernel() answered from the cache
+  uint64_t misses = 0;   ///< loads that had to optimize and compile
+  uint64_t compiles = 0; ///< device compilations (lowerings)
+  uint64_t traces = 0;   ///< trace callbacks that kernel() called
+};
+
+/// A kernel compiled for this runtime's device. Cheap to copy; keeps the compiled kernel alive.
+class KernelHandle {
+public:
+  KernelHandle() = default;
+  bool valid() const { return kernel_ != nullptr; }
+  const std::string &name() const;
+  const codegen::KernelAbi &abi() const;
+  /// The structural hash of the kernel as given (before optimization), 32 hex digits.
+  std::string hash() const;
+  const CompiledKernel &compiled() const;
+
+private:
+  friend class Runtime;
+  explicit KernelHandle(std::shared_ptr<const LoadedKernel> kernel) : kernel_(std::move(kernel)) {}
+  std::shared_ptr<const LoadedKernel> kernel_;
+};
+
+/// One argument of a typed launch: a buffer, a scalar, or a vector (std::array) of scalars. Made
+/// implicitly from the arguments of Runtime::launch; checked against the parameter at launch.
+struct ArgumentValue {
+  enum Kind : uint8_t { BufferArg, Bool, Signed, Unsigned, Float } kind = BufferArg;
+  const Buffer *buffer = nullptr;
+  uint32_t lanes = 0;
+  std::array<uint64_t, 16> bits{}; ///< Signed: int64 bits; Unsigned: uint64; Float: double bits
+
+  ArgumentValue(const Buffer &b) : kind(BufferArg), buffer(&b) {} // NOLINT
+  template <class T>
+  requires std::is_arithmetic_v<T> ArgumentValue(T value) { // NOLINT
+    set_lane(0, value);
+    lanes = 1;
+  }
+  template <class T, size_t N>
+  requires(std::is_arithmetic_v<T> &&N <= 16)
+      ArgumentValue(const std::array<T, N> &values) { // NOLINT
+    for (size_t i = 0; i < N; ++i)
+      set_lane(i, values[i]);
+    lanes = N;
+  }
+
+private:
+  template <class T> void set_lane(size_t i, T value) {
+    if constexpr (std::is_same_v<T, bool>) {
+      kind = Bool;
+      bits[i] = value ? 1 : 0;
+    } else if constexpr (std::is_floating_point_v<T>) {
+      kind = Float;
+      double d = static_cast<double>(value);
+      bits[i] = std::bit_cast<uint64_t>(d);
+    } else if constexpr (std::is_signed_v<T>) {
+      kind = Signed;
+      bits[i] = static_cast<uint64_t>(static_cast<int64_t>(value));
+    } else {
+      kind = Unsigned;
+      bits[i] = static_cast<uint64_t>(value);
+    }
+  }
+};
+
+class Runtime {
+public:
+  /// Opens `name` ("vulkan", "interp", ...), or when empty the CUBECC_DEVICE environment
+  /// variable, or the best device present (vulkan, then interp). Throws Error.
+  static Runtime open(const std::string &name = {});
+  /// A runtime over a device the caller opened.
+  explicit Runtime(std::unique_ptr<Device> device);
+  Runtime(Runtime &&) noexcept;
+  Runtime &operator=(Runtime &&) noexcept;
+  ~Runtime();
+
+  const DeviceInfo &info() const;
+  Device &device() { return *device_; }
+
+  //===- Memory ----------------------------------------------------------------------------===//
+  /// An uninitialized buffer of `count` elements.
+  Buffer allocate(ir::Scalar element, size_t count);
+  template <class T>
+  requires is_element_type_v<T> Buffer allocate(size_t count) {
+    return allocate(element_type_of<T>(), count);
+  }
+  template <class T>
+  requires is_element_type_v<T> Buffer upload(std::span<const T> host) {
+    Buffer b = allocate<T>(host.size());
+    write(b, host.data(), host.size_bytes());
+    return b;
+  }
+  template <class T>
+  requires is_element_type_v<T> Buffer upload(const std::vector<T> &host) {
+    return upload(std::span<const T>(host));
+  }
+  /// Copies into `buffer` (whose element type must be T and size at least host.size()).
+  template <class T>
+  requires is_element_type_v<T>
+  void upload(Buffer &buffer, std::span<const T> host) {
+    check_host_copy(buffer, element_type_of<T>(), host.size(), "upload");
+    write(buffer, host.data(), host.size_bytes());
+  }
+  /// Waits for the launches before it, then copies the first host.size() elements out.
+  template <class T>
+  requires is_element_type_v<T>
+  void download(const Buffer &buffer, std::span<T> host) {
+    check_host_copy(buffer, element_type_of<T>(), host.size(), "download");
+    read(buffer, host.data(), host.size_bytes());
+  }
+  template <class T>
+  requires is_element_type_v<T> std::vector<T> download(const Buffer &buffer) {
+    std::vector<T> host(buffer.size());
+    download(buffer, std::span<T>(host));
+    return host;
+  }
+  /// Raw byte copies (any element type, e.g. f16 bit patterns).
+  void write(Buffer &buffer, const void *src, uint64_t bytes);
+  void read(const Buffer &buffer, void *dst, uint64_t bytes);
+  PoolStatistics pool_statistics() const;
+  /// Gives every cached (free) block back to the device.
+  void trim();
+
+  //===- Kernels ---------------------------------------------------------------------------===//
+  /// Optimizes a copy of `kernel` (-O2, verified) and compiles it, or returns the cached handle
+  /// of an equal kernel (same structural hash). Throws Error with the diagnostics on failure.
+  KernelHandle load(const ir::Kernel &kernel);
+  /// The handle cached under `key`; only on a miss is `trace` called, and its kernel loaded.
+  KernelHandle kernel(std::string_view key, FunctionRef<const ir::Kernel &()> trace);
+  /// As above, for a trace that returns a module holding exactly one kernel.
+  KernelHandle kernel(std::string_view key, FunctionRef<std::unique_ptr<ir::Module>()> trace);
+  /// Registers a binary compiled elsewhere (e.g. loaded from an environment bundle) for `kernel`,
+  /// whose signature checks the launches; a later load() of an equal kernel returns it.
+  KernelHandle adopt(const ir::Kernel &kernel, std::unique_ptr<CompiledKernel> compiled);
+  KernelCacheStatistics cache_statistics() const;
+
+  //===- Launch ----------------------------------------------------------------------------===//
+  /// Queues a launch of `num_workgroups` workgroups. Arguments are Buffers (element type equal to
+  /// the parameter's), arithmetic scalars or std::arrays for vector parameters; a float goes only
+  /// to a float parameter, an integer only to an integer parameter whose range holds it.
+  template <class... Args>
+  void launch(const KernelHandle &kernel, std::array<uint32_t, 3> num_workgroups,
+              const Args &...args) {
+    const std::array<ArgumentValue, sizeof...(Args)> values{ArgumentValue(args)...};
+    launch_values(kernel, num_workgroups, values);
+  }
+  void launch_values(const KernelHandle &kernel, std::array<uint32_t, 3> num_workgroups,
+                     std::span<const ArgumentValue> args);
+  /// The lower-level launch: arguments already laid out (buffer ranges, value bits); checked for
+  /// count, kind, lanes and buffer ranges.
+  void launch(const KernelHandle &kernel, std::array<uint32_t, 3> num_workgroups,
+              std::span<const LaunchArg> args);
+  void synchronize();
+  /// Device time of each launch completed by the last synchronize(), in nanoseconds.
+  std::vector<double> last_launch_times_ns() const;
+
+private:
+  void check_host_copy(const Buffer &buffer, ir::Scalar element, size_t count,
+                       const char *what) const;
+  KernelHandle load_keyed(std::string_view key, const ir::Kernel &kernel);
+
+  std::shared_ptr<Device> device_;
+  std::shared_ptr<MemoryPool> pool_;
+  std::unique_ptr<KernelCache> cache_;
+};
+
+/// Workgroups needed to cover `n` invocations in groups of `workgroup_size` (x only).
+inline std::array<uint32_t, 3> grid_1d(uint64_t n, uint32_t workgroup_size) {
+  return {static_cast<uint32_t>((n + workgroup_size - 1) / workgroup_size), 1, 1};
+}
+
+} // namespace cubecc::runtime

@@ -1,0 +1,60 @@
+//===- vulkan_device.h - Vulkan compute through volk, with no Vulkan headers here -------------===//
+//
+// The Vulkan device loads the Vulkan loader at run time (volk), so a machine without it gets
+// "no device: vulkan: ..." rather than a link or load failure. Environment:
+//   CUBECC_VULKAN_DEVICE=<index>   use this physical device (vkEnumeratePhysicalDevices order)
+//                                  instead of the best one (discrete > integrated > virtual > cpu)
+//   CUBECC_VULKAN_VALIDATION=1     enable VK_LAYER_KHRONOS_validation; any warning or error it
+//                                  reports makes the current operation throw Error
+//   CUBECC_VULKAN_FORCE_STAGING=1  copy through staging buffers even when device memory can be
+//                                  mapped (tests the path discrete GPUs take)
+//
+//===-----------------------------------------------------------------------------------------===//
+#pragma once
+
+#include "cubecc/codegen/spirv.h"
+#include "cubecc/runtime/device.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace cubecc::runtime {
+
+class VulkanDevice final : public Device {
+public:
+  /// Throws Error "no device: vulkan: <reason>" when there is no loader, driver or usable device.
+  static std::unique_ptr<VulkanDevice> open();
+  ~VulkanDevice() override;
+
+  const DeviceInfo &info() const override;
+  DeviceMemory allocate(uint64_t bytes) override;
+  void free(DeviceMemory memory) override;
+  void upload(const DeviceMemory &dst, uint64_t offset, const void *src, uint64_t bytes) override;
+  void download(const DeviceMemory &src, uint64_t offset, void *dst, uint64_t bytes) override;
+  /// emit_spirv for this device's features, then compile_spirv.
+  std::unique_ptr<CompiledKernel> compile(const ir::Kernel &kernel) override;
+  /// Makes a pipeline from a SPIR-V module that follows the kernel ABI (set 0 storage buffers in
+  /// parameter order, push constants for the values, entry point "main"). Refuses a module that
+  /// declares a capability the device lacks, or exceeds its push-constant, shared-memory or
+  /// workgroup limits, with an Error naming the kernel.
+  std::unique_ptr<CompiledKernel> compile_spirv(const codegen::SpirvKernel &kernel);
+  void launch(const CompiledKernel &kernel, std::array<uint32_t, 3> num_workgroups,
+              std::span<const LaunchArg> args) override;
+  void synchronize() override;
+  std::vector<double> last_launch_times_ns() const override;
+
+  /// Whether validation layers are on (CUBECC_VULKAN_VALIDATION=1).
+  bool validation_enabled() const;
+  /// Validation messages reported while devices were destroyed in this process (destructors
+  /// cannot throw; a leak report lands here and on stderr).
+  static std::vector<std::string> teardown_messages();
+
+  struct Impl;
+
+private:
+  explicit VulkanDevice(std::shared_ptr<Impl> impl);
+  std::shared_ptr<Impl> impl_;
+};
+
+} // namespace cubecc::runtime

@@ -1,0 +1,194 @@
+//===- interp_device.cpp - The reference interpreter as a device ------------------------------===//
+#include "interp_device.h"
+
+#include "cubecc/ir/interpreter.h"
+
+#include "src/kernel_copy.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+namespace cubecc::runtime {
+
+namespace {
+
+struct HostMemory {
+  std::vector<uint8_t> bytes;
+};
+
+HostMemory &host(const DeviceMemory &memory) {
+  return *static_cast<HostMemory *>(memory.handle);
+}
+
+class InterpKernel : public CompiledKernel {
+public:
+  explicit InterpKernel(std::unique_ptr<ir::Module> module) : module_(std::move(module)) {
+    abi_ = codegen::KernelAbi::of(kernel());
+  }
+  const ir::Kernel &kernel() const { return *module_->kernels().front(); }
+
+private:
+  std::unique_ptr<ir::Module> module_;
+};
+
+uint32_t subgroup_size_from_environment() {
+  const char *text = std::getenv("CUBECC_INTERP_SUBGROUP_SIZE");
+  if (!text || !*text)
+    return 32;
+  char *end = nullptr;
+  unsigned long value = std::strtoul(text, &end, 10);
+  if (*end != '\0' || value < 1 || value > 128 || (value & (value - 1)) != 0)
+    throw Error(fmt::format("no device: interp: CUBECC_INTERP_SUBGROUP_SIZE={} is not a power "
+                            "of two from 1 to 128",
+                            text));
+  return static_cast<uint32_t>(value);
+}
+
+class InterpDevice final : public Device {
+public:
+  InterpDevice() {
+    info_.backend = "interp";
+    info_.name = "cubecc reference interpreter";
+    info_.driver = "cubecc interpreter";
+    info_.subgroup_size = subgroup_size_from_environment();
+    codegen::TargetFeatures &f = info_.features;
+    f.target = "interp";
+    f.int8 = f.int16 = f.int64 = f.float16 = f.bfloat16 = f.float64 = true;
+    f.int64_atomics = f.float32_atomic_add = f.float32_atomics = f.float64_atomic_add = true;
+    f.subgroup_arithmetic = f.subgroup_shuffle = f.subgroup_ballot = true;
+    f.max_shared_bytes = 16u << 20;
+    f.max_param_block_bytes = 4096;
+    f.max_workgroup_invocations = 1024;
+    f.max_workgroup_size[0] = f.max_workgroup_size[1] = f.max_workgroup_size[2] = 1024;
+    info_.max_buffer_bytes = uint64_t(1) << 40;
+    info_.timestamp_period_ns = 0; // the times reported are host times
+  }
+
+  const DeviceInfo &info() const override { return info_; }
+
+  DeviceMemory allocate(uint64_t bytes) override {
+    auto *memory = new HostMemory{std::vector<uint8_t>(bytes)};
+    return DeviceMemory{memory, bytes};
+  }
+  void free(DeviceMemory memory) override { delete static_cast<HostMemory *>(memory.handle); }
+
+  void upload(const DeviceMemory &dst, uint64_t offset, const void *src, uint64_t bytes) override {
+    check_range(dst, offset, bytes, "upload");
+    std::memcpy(host(dst).bytes.data() + offset, src, bytes);
+  }
+  void download(const DeviceMemory &src, uint64_t offset, void *dst, uint64_t bytes) override {
+    check_range(src, offset, bytes, "download");
+    std::memcpy(dst, host(src).bytes.data() + offset, bytes);
+  }
+
+  std::unique_ptr<CompiledKernel> compile(const ir::Kernel &kernel) override {
+    return std::make_unique<InterpKernel>(copy_kernel(kernel));
+  }
+
+  void launch(const CompiledKernel &compiled, std::array<uint32_t, 3> num_workgroups,
+              std::span<const LaunchArg> args) override {
+    const auto *k = dynamic_cast<const InterpKernel *>(&compiled);
+    if (!k)
+      throw Error(
+          fmt::format("interp: kernel '{}' was compiled for another device", compiled.abi().name));
+    const ir::Kernel &kernel = k->kernel();
+    if (args.size() != kernel.num_parameters())
+      throw Error(fmt::format("interp: kernel '{}' takes {} arguments, got {}", kernel.name(),
+                              kernel.num_parameters(), args.size()));
+    // Buffer ranges are copied into host buffers of the parameter's element type: the kernel
+    // sees exactly the range. The same range bound twice shares one copy; other overlaps would
+    // lose the aliasing and are refused.
+    std::vector<ir::HostBuffer> copies(args.size());
+    std::vector<ir::Argument> arguments(args.size());
+    std::vector<size_t> owner(args.size());
+    for (size_t i = 0; i < args.size(); ++i) {
+      owner[i] = i;
+      const LaunchArg &a = args[i];
+      ir::Type type = kernel.parameter(static_cast<unsigned>(i))->type();
+      if (type.kind() != ir::TypeKind::Buffer) {
+        arguments[i].bits = a.bits;
+        continue;
+      }
+      if (!a.memory)
+        throw Error(
+            fmt::format("interp: kernel '{}': parameter {} needs a buffer", kernel.name(), i));
+      check_range(*a.memory, a.offset, a.bytes, "launch");
+      for (size_t j = 0; j < i; ++j) {
+        const LaunchArg &b = args[j];
+        if (!b.memory || b.memory->handle != a.memory->handle)
+          continue;
+        bool same =
+            b.offset == a.offset && b.bytes == a.bytes && copies[j].element == type.element();
+        if (same) {
+          owner[i] = j;
+          break;
+        }
+        if (a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes)
+          throw Error(fmt::format("interp: kernel '{}': the buffers of parameters {} and {} "
+                                  "overlap without being the same range",
+                                  kernel.name(), j, i));
+      }
+      if (owner[i] == i) {
+        copies[i].element = type.element();
+        const uint8_t *begin = host(*a.memory).bytes.data() + a.offset;
+        copies[i].bytes.assign(begin, begin + a.bytes);
+      }
+      arguments[i].buffer = &copies[owner[i]];
+    }
+
+    ir::LaunchConfig config;
+    config.num_workgroups = num_workgroups;
+    config.subgroup_size = info_.subgroup_size;
+    auto start = std::chrono::steady_clock::now();
+    std::vector<ir::Diagnostic> problems;
+    if (num_workgroups[0] && num_workgroups[1] && num_workgroups[2])
+      problems = ir::interpret(kernel, arguments, config);
+    auto stop = std::chrono::steady_clock::now();
+    times_.push_back(std::chrono::duration<double, std::nano>(stop - start).count());
+    if (!problems.empty())
+      throw Error(fmt::format("interp: launch of kernel '{}' failed:\n{}", kernel.name(),
+                              ir::to_string(problems)));
+
+    std::vector<bool> written(args.size());
+    for (size_t i = 0; i < args.size(); ++i) {
+      ir::Type type = kernel.parameter(static_cast<unsigned>(i))->type();
+      if (type.kind() == ir::TypeKind::Buffer && type.is_writable())
+        written[owner[i]] = true;
+    }
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (written[i])
+        std::memcpy(host(*args[i].memory).bytes.data() + args[i].offset, copies[i].bytes.data(),
+                    args[i].bytes);
+    }
+  }
+
+  void synchronize() override {
+    last_times_ = std::move(times_);
+    times_.clear();
+  }
+  std::vector<double> last_launch_times_ns() const override { return last_times_; }
+
+private:
+  static void check_range(const DeviceMemory &memory, uint64_t offset, uint64_t bytes,
+                          const char *what) {
+    if (offset > memory.bytes || bytes > memory.bytes - offset)
+      throw Error(fmt::format("interp: {}: the range [{}, {}) lies outside the {} bytes of the "
+                              "memory",
+                              what, offset, offset + bytes, memory.bytes));
+  }
+
+  DeviceInfo info_;
+  std::vector<double> times_, last_times_;
+};
+
+} // namespace
+
+std::unique_ptr<Device> open_interp_device() {
+  return std::make_unique<InterpDevice>();
+}
+
+} // namespace cubecc::runtime

@@ -1,0 +1,94 @@
+//===- devices.cpp - The backends built in, and opening one by name ---------------------------===//
+#include "cubecc/runtime/device.h"
+
+#include "interp/interp_device.h"
+#ifdef CUBECC_HAVE_VULKAN
+#include "cubecc/runtime/vulkan_device.h"
+#endif
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+
+namespace cubecc::runtime {
+
+namespace {
+
+struct Backend {
+  const char *name;
+  /// Null when the backend is not built; `why_not` says why.
+  std::unique_ptr<Device> (*open)();
+  const char *why_not;
+};
+
+const Backend kBackends[] = {
+#ifdef CUBECC_HAVE_VULKAN
+    {"vulkan", [] { return std::unique_ptr<Device>(VulkanDevice::open()); }, nullptr},
+#else
+    {"vulkan", nullptr, "built without volk (install libvulkan-volk-dev and reconfigure)"},
+#endif
+    {"interp", [] { return open_interp_device(); }, nullptr},
+    {"cuda", nullptr, "the CUDA device is not implemented yet"},
+    {"hip", nullptr, "the HIP device is not implemented yet"},
+};
+
+std::unique_ptr<Device> open_backend(const Backend &backend) {
+  if (!backend.open)
+    throw Error(fmt::format("backend {} not built: {}", backend.name, backend.why_not));
+  return backend.open();
+}
+
+} // namespace
+
+std::vector<DeviceEntry> list_devices() {
+  std::vector<DeviceEntry> entries;
+  for (const Backend &backend : kBackends) {
+    DeviceEntry entry;
+    entry.backend = backend.name;
+    entry.built = backend.open != nullptr;
+    if (!entry.built) {
+      entry.detail = fmt::format("not built: {}", backend.why_not);
+    } else {
+      try {
+        std::unique_ptr<Device> device = backend.open();
+        entry.available = true;
+        entry.detail = device->info().name;
+        entry.info = device->info();
+      } catch (const Error &e) {
+        entry.detail = e.what();
+      }
+    }
+    entries.push_back(std::move(entry));
+  }
+  return entries;
+}
+
+std::unique_ptr<Device> open_device(const std::string &name) {
+  std::string wanted = name;
+  if (wanted.empty())
+    if (const char *env = std::getenv("CUBECC_DEVICE"))
+      wanted = env;
+  if (wanted.empty()) {
+    // The best device present: the first backend in the list that opens (interp always does).
+    std::string reasons;
+    for (const Backend &backend : kBackends) {
+      if (!backend.open)
+        continue;
+      try {
+        return backend.open();
+      } catch (const Error &e) {
+        reasons += fmt::format("\n  {}", e.what());
+      }
+    }
+    throw Error("no device: none of the built backends opened:" + reasons);
+  }
+  std::string known;
+  for (const Backend &backend : kBackends) {
+    if (wanted == backend.name)
+      return open_backend(backend);
+    known += (known.empty() ? "" : ", ") + std::string(backend.name);
+  }
+  throw Error(fmt::format("no device: unknown device '{}' (known: {})", wanted, known));
+}
+
+} // namespace cubecc::runtime

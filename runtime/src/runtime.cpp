@@ -1,0 +1,387 @@
+//===- runtime.cpp - Buffers, the kernel cache and checked launches over one device -----------===//
+#include "cubecc/runtime/runtime.h"
+
+#include "cubecc/ir/float16.h"
+#include "cubecc/ir/printer.h"
+#include "cubecc/ir/structural_hash.h"
+#include "cubecc/ir/verifier.h"
+#include "cubecc/passes/pass_manager.h"
+
+#include "kernel_cache.h"
+#include "kernel_copy.h"
+#include "memory_pool.h"
+
+#include <fmt/format.h>
+
+#include <limits>
+#include <sstream>
+
+namespace cubecc::runtime {
+
+//===- Buffer and KernelHandle ---------------------------------------------------------------===//
+
+Buffer::~Buffer() {
+  if (pool_)
+    pool_->release(memory_);
+}
+
+LaunchArg Buffer::arg() const {
+  LaunchArg a;
+  a.memory = &memory_;
+  a.bytes = bytes();
+  return a;
+}
+
+const std::string &KernelHandle::name() const {
+  return kernel_->name;
+}
+const codegen::KernelAbi &KernelHandle::abi() const {
+  return kernel_->compiled->abi();
+}
+std::string KernelHandle::hash() const {
+  return kernel_->hash.hex();
+}
+const CompiledKernel &KernelHandle::compiled() const {
+  return *kernel_->compiled;
+}
+
+//===- Runtime -------------------------------------------------------------------------------===//
+
+Runtime Runtime::open(const std::string &name) {
+  return Runtime(open_device(name));
+}
+
+Runtime::Runtime(std::unique_ptr<Device> device)
+    : device_(std::move(device)), pool_(std::make_shared<MemoryPool>(device_)),
+      cache_(std::make_unique<KernelCache>(device_->info().backend + ":" + device_->info().name)) {}
+
+Runtime::Runtime(Runtime &&) noexcept = default;
+Runtime &Runtime::operator=(Runtime &&) noexcept = default;
+
+Runtime::~Runtime() {
+  if (!device_)
+    return; // moved from
+  try {
+    device_->synchronize();
+  } catch (const Error &) {
+    // A failed launch was the caller's to see at synchronize(); destruction must go on.
+  }
+  cache_.reset(); // compiled kernels before the memory and the device they belong to
+}
+
+const DeviceInfo &Runtime::info() const {
+  return device_->info();
+}
+
+Buffer Runtime::allocate(ir::Scalar element, size_t count) {
+  if (element == ir::Scalar::Bool)
+    throw Error("cannot allocate a buffer of bool: buffers hold numbers (use u8 or u32)");
+  uint64_t bytes = uint64_t(count) * (ir::scalar_bits(element) / 8);
+  Buffer b;
+  b.memory_ = pool_->acquire(bytes);
+  b.pool_ = pool_;
+  b.element_ = element;
+  b.count_ = count;
+  return b;
+}
+
+void Runtime::check_host_copy(const Buffer &buffer, ir::Scalar element, size_t count,
+                              const char *what) const {
+  if (!buffer.valid())
+    throw Error(fmt::format("{}: the buffer is empty (moved from or default-constructed)", what));
+  if (buffer.element() != element)
+    throw Error(fmt::format("{}: the buffer holds {}, the host data is {}", what,
+                            ir::scalar_name(buffer.element()), ir::scalar_name(element)));
+  if (count > buffer.size())
+    throw Error(
+        fmt::format("{}: {} elements do not fit a buffer of {}", what, count, buffer.size()));
+}
+
+void Runtime::write(Buffer &buffer, const void *src, uint64_t bytes) {
+  if (!buffer.valid() || bytes > buffer.bytes())
+    throw Error(
+        fmt::format("upload: {} bytes do not fit a buffer of {} bytes", bytes, buffer.bytes()));
+  if (bytes)
+    device_->upload(buffer.memory_, 0, src, bytes);
+}
+
+void Runtime::read(const Buffer &buffer, void *dst, uint64_t bytes) {
+  if (!buffer.valid() || bytes > buffer.bytes())
+    throw Error(fmt::format("download: {} bytes are more than a buffer of {} bytes", bytes,
+                            buffer.bytes()));
+  if (bytes)
+    device_->download(buffer.memory_, 0, dst, bytes);
+}
+
+PoolStatistics Runtime::pool_statistics() const {
+  return pool_->statistics();
+}
+
+void Runtime::trim() {
+  pool_->trim();
+}
+
+//===- Kernels -------------------------------------------------------------------------------===//
+
+namespace {
+
+std::shared_ptr<LoadedKernel> describe(const ir::Kernel &kernel, const ir::Hash128 &hash) {
+  auto loaded = std::make_shared<LoadedKernel>();
+  loaded->name = kernel.name();
+  loaded->hash = hash;
+  for (unsigned i = 0; i < kernel.num_parameters(); ++i)
+    loaded->params.push_back({kernel.parameter(i)->name(), kernel.parameter(i)->type()});
+  return loaded;
+}
+
+} // namespace
+
+KernelHandle Runtime::load(const ir::Kernel &kernel) {
+  ir::Hash128 hash = ir::structural_hash(kernel);
+  if (auto cached = cache_->find(hash)) {
+    ++cache_->statistics.hits;
+    return KernelHandle(std::move(cached));
+  }
+  ++cache_->statistics.misses;
+  if (auto problems = ir::verify(kernel); !problems.empty())
+    throw Error(
+        fmt::format("kernel '{}' does not verify:\n{}", kernel.name(), ir::to_string(problems)));
+  std::unique_ptr<ir::Module> module = copy_kernel(kernel);
+  passes::PassManager manager;
+  for (std::string_view name : passes::optimization_pipeline(2))
+    manager.add(*passes::find_pass(name));
+  std::ostringstream pass_output, pass_log;
+  std::vector<ir::Diagnostic> errors = manager.run(*module, pass_output, pass_log);
+  if (errors.empty())
+    errors = ir::verify(*module);
+  if (!errors.empty())
+    throw Error(fmt::format("kernel '{}': optimizing at -O2 failed (a bug in cubecc):\n{}",
+                            kernel.name(), ir::to_string(errors)));
+  auto loaded = describe(kernel, hash);
+  loaded->compiled = device_->compile(*module->kernels().front());
+  ++cache_->statistics.compiles;
+  cache_->insert(loaded);
+  return KernelHandle(std::move(loaded));
+}
+
+KernelHandle Runtime::load_keyed(std::string_view key, const ir::Kernel &kernel) {
+  KernelHandle handle = load(kernel);
+  cache_->insert_keyed(key, handle.kernel_);
+  return handle;
+}
+
+KernelHandle Runtime::kernel(std::string_view key, FunctionRef<const ir::Kernel &()> trace) {
+  if (auto cached = cache_->find_keyed(key)) {
+    ++cache_->statistics.hits;
+    return KernelHandle(std::move(cached));
+  }
+  ++cache_->statistics.traces;
+  return load_keyed(key, trace());
+}
+
+KernelHandle Runtime::kernel(std::string_view key,
+                             FunctionRef<std::unique_ptr<ir::Module>()> trace) {
+  if (auto cached = cache_->find_keyed(key)) {
+    ++cache_->statistics.hits;
+    return KernelHandle(std::move(cached));
+  }
+  ++cache_->statistics.traces;
+  std::unique_ptr<ir::Module> module = trace();
+  if (!module || module->kernels().size() != 1)
+    throw Error(fmt::format("kernel '{}': the trace must give a module with exactly one kernel "
+                            "(it gave {})",
+                            key, module ? module->kernels().size() : 0));
+  return load_keyed(key, *module->kernels().front());
+}
+
+KernelHandle Runtime::adopt(const ir::Kernel &kernel, std::unique_ptr<CompiledKernel> compiled) {
+  codegen::KernelAbi expected = codegen::KernelAbi::of(kernel);
+  const codegen::KernelAbi &abi = compiled->abi();
+  if (abi.num_buffers != expected.num_buffers ||
+      abi.param_block_bytes != expected.param_block_bytes ||
+      abi.params.size() != expected.params.size())
+    throw Error(fmt::format("kernel '{}': the compiled binary's parameters ({} buffers, {} bytes "
+                            "of values) differ from the kernel's ({} buffers, {} bytes)",
+                            kernel.name(), abi.num_buffers, abi.param_block_bytes,
+                            expected.num_buffers, expected.param_block_bytes));
+  auto loaded = describe(kernel, ir::structural_hash(kernel));
+  loaded->compiled = std::move(compiled);
+  cache_->insert(loaded);
+  return KernelHandle(std::move(loaded));
+}
+
+KernelCacheStatistics Runtime::cache_statistics() const {
+  return cache_->statistics;
+}
+
+//===- Launch --------------------------------------------------------------------------------===//
+
+namespace {
+
+std::string describe_parameter(const LoadedKernel &k, size_t i) {
+  const ParameterInfo &p = k.params[i];
+  if (p.name.empty())
+    return fmt::format("parameter {} ({})", i, p.type.str());
+  return fmt::format("parameter {} (%{}: {})", i, p.name, p.type.str());
+}
+
+[[noreturn]] void fail(const LoadedKernel &k, size_t i, const std::string &problem) {
+  throw Error(
+      fmt::format("launch of kernel '{}': {}: {}", k.name, describe_parameter(k, i), problem));
+}
+
+void check_count(const LoadedKernel &k, size_t given) {
+  if (given == k.params.size())
+    return;
+  std::string signature;
+  for (size_t i = 0; i < k.params.size(); ++i)
+    signature += (i ? ", " : "") + describe_parameter(k, i);
+  throw Error(fmt::format("launch of kernel '{}': {} argument(s) given, the kernel has {} "
+                          "parameter(s): {}",
+                          k.name, given, k.params.size(), signature));
+}
+
+const char *kind_name(ArgumentValue::Kind kind) {
+  switch (kind) {
+  case ArgumentValue::BufferArg:
+    return "a buffer";
+  case ArgumentValue::Bool:
+    return "a bool";
+  case ArgumentValue::Signed:
+  case ArgumentValue::Unsigned:
+    return "an integer";
+  case ArgumentValue::Float:
+    return "a floating-point value";
+  }
+  return "?";
+}
+
+/// The bits of one lane for a parameter of element type `s`, or a description of the problem.
+uint64_t convert_lane(const LoadedKernel &k, size_t i, ir::Scalar s, ArgumentValue::Kind kind,
+                      uint64_t bits) {
+  unsigned width = ir::scalar_bits(s);
+  switch (ir::scalar_class(s)) {
+  case ir::ScalarClass::Bool:
+    if (kind != ArgumentValue::Bool)
+      fail(k, i, fmt::format("needs a bool, got {}", kind_name(kind)));
+    return bits;
+  case ir::ScalarClass::Float: {
+    if (kind != ArgumentValue::Float)
+      fail(k, i,
+           fmt::format("needs a floating-point value, got {} (convert it explicitly)",
+                       kind_name(kind)));
+    double d = std::bit_cast<double>(bits);
+    switch (s) {
+    case ir::Scalar::F64:
+      return bits;
+    case ir::Scalar::F32:
+      return std::bit_cast<uint32_t>(static_cast<float>(d));
+    case ir::Scalar::F16:
+      return ir::float_to_f16_bits(static_cast<float>(d));
+    default:
+      return ir::float_to_bf16_bits(static_cast<float>(d));
+    }
+  }
+  case ir::ScalarClass::Signed:
+  case ir::ScalarClass::Unsigned: {
+    if (kind != ArgumentValue::Signed && kind != ArgumentValue::Unsigned)
+      fail(k, i, fmt::format("needs an integer, got {}", kind_name(kind)));
+    bool param_signed = ir::scalar_class(s) == ir::ScalarClass::Signed;
+    uint64_t mask = width == 64 ? ~uint64_t(0) : (uint64_t(1) << width) - 1;
+    bool fits;
+    std::string shown;
+    if (kind == ArgumentValue::Signed) {
+      auto v = static_cast<int64_t>(bits);
+      shown = std::to_string(v);
+      if (param_signed)
+        fits =
+            width == 64 || (v >= -(int64_t(1) << (width - 1)) && v < (int64_t(1) << (width - 1)));
+      else
+        fits = v >= 0 && static_cast<uint64_t>(v) <= mask;
+    } else {
+      shown = std::to_string(bits);
+      fits = bits <= (param_signed ? mask >> 1 : mask);
+    }
+    if (!fits)
+      fail(k, i, fmt::format("the value {} does not fit {}", shown, ir::scalar_name(s)));
+    return bits & mask;
+  }
+  }
+  return bits;
+}
+
+} // namespace
+
+void Runtime::launch_values(const KernelHandle &kernel, std::array<uint32_t, 3> num_workgroups,
+                            std::span<const ArgumentValue> args) {
+  if (!kernel.valid())
+    throw Error("launch: the kernel handle is empty");
+  const LoadedKernel &k = *kernel.kernel_;
+  check_count(k, args.size());
+  std::vector<LaunchArg> launch_args(args.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    const ArgumentValue &a = args[i];
+    ir::Type type = k.params[i].type;
+    if (type.kind() == ir::TypeKind::Buffer) {
+      if (a.kind != ArgumentValue::BufferArg)
+        fail(k, i, fmt::format("needs a buffer, got {}", kind_name(a.kind)));
+      if (!a.buffer->valid())
+        fail(k, i, "the buffer is empty (moved from or default-constructed)");
+      if (a.buffer->element() != type.element())
+        fail(k, i,
+             fmt::format("needs a buffer of {}, got a buffer of {}",
+                         ir::scalar_name(type.element()), ir::scalar_name(a.buffer->element())));
+      launch_args[i] = a.buffer->arg();
+      continue;
+    }
+    if (a.kind == ArgumentValue::BufferArg)
+      fail(k, i, fmt::format("needs a value of type {}, got a buffer", type.str()));
+    if (a.lanes != type.lanes())
+      fail(k, i, fmt::format("needs {} lane(s), got {}", type.lanes(), a.lanes));
+    launch_args[i].bits.resize(a.lanes);
+    for (uint32_t l = 0; l < a.lanes; ++l)
+      launch_args[i].bits[l] = convert_lane(k, i, type.element(), a.kind, a.bits[l]);
+  }
+  device_->launch(*k.compiled, num_workgroups, launch_args);
+}
+
+void Runtime::launch(const KernelHandle &kernel, std::array<uint32_t, 3> num_workgroups,
+                     std::span<const LaunchArg> args) {
+  if (!kernel.valid())
+    throw Error("launch: the kernel handle is empty");
+  const LoadedKernel &k = *kernel.kernel_;
+  check_count(k, args.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    const LaunchArg &a = args[i];
+    ir::Type type = k.params[i].type;
+    if (type.kind() == ir::TypeKind::Buffer) {
+      if (!a.memory)
+        fail(k, i, "needs a buffer, got a value");
+      uint64_t element_bytes = ir::scalar_bits(type.element()) / 8;
+      if (a.offset > a.memory->bytes || a.bytes > a.memory->bytes - a.offset)
+        fail(k, i,
+             fmt::format("the range [{}, {}) lies outside the {} bytes of the memory", a.offset,
+                         a.offset + a.bytes, a.memory->bytes));
+      if (a.bytes % element_bytes || a.offset % element_bytes)
+        fail(k, i,
+             fmt::format("the range [{}, {}) is not a whole number of {} elements", a.offset,
+                         a.offset + a.bytes, ir::scalar_name(type.element())));
+    } else {
+      if (a.memory)
+        fail(k, i, fmt::format("needs a value of type {}, got a buffer", type.str()));
+      if (a.bits.size() != type.lanes())
+        fail(k, i, fmt::format("needs {} lane(s), got {}", type.lanes(), a.bits.size()));
+    }
+  }
+  device_->launch(*k.compiled, num_workgroups, args);
+}
+
+void Runtime::synchronize() {
+  device_->synchronize();
+}
+
+std::vector<double> Runtime::last_launch_times_ns() const {
+  return device_->last_launch_times_ns();
+}
+
+} // namespace cubecc::runtime

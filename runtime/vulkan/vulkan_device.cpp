@@ -1,0 +1,1133 @@
+//===- vulkan_device.cpp - Vulkan compute through volk ----------------------------------------===//
+//
+// One instance, one physical device, one compute queue. Launches are recorded into one command
+// buffer (pipeline, a descriptor set for the buffer ranges, push constants for the values, a
+// timestamp on each side of the dispatch, then a barrier) until synchronize() or a copy needs
+// their results: then it is submitted, waited on with a fence, the timestamps are read, and the
+// command pool, descriptor pool and query pool are reset for the next batch.
+//
+// Memory: one VkBuffer with its own VkDeviceMemory per allocation (the Runtime's pool keeps the
+// count low). Where a device-local type is also host-visible and coherent (integrated GPUs,
+// lavapipe) the memory stays mapped and copies are memcpy; otherwise copies go through a
+// temporary host-visible staging buffer.
+//
+//===-----------------------------------------------------------------------------------------===//
+#include "cubecc/runtime/vulkan_device.h"
+
+#include "cubecc/ir/ir.h"
+
+#include <fmt/format.h>
+#include <spirv/unified1/spirv.hpp11>
+#include <volk.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <mutex>
+#include <unordered_set>
+
+// Vulkan structs are meant to be written `VkFoo foo{VK_STRUCTURE_TYPE_FOO}`, the rest zeroed.
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
+namespace cubecc::runtime {
+
+namespace {
+
+const char *result_name(VkResult r) {
+  switch (r) {
+#define CASE(x)                                                                                    \
+  case x:                                                                                          \
+    return #x;
+    CASE(VK_SUCCESS)
+    CASE(VK_NOT_READY)
+    CASE(VK_TIMEOUT)
+    CASE(VK_INCOMPLETE)
+    CASE(VK_ERROR_OUT_OF_HOST_MEMORY)
+    CASE(VK_ERROR_OUT_OF_DEVICE_MEMORY)
+    CASE(VK_ERROR_INITIALIZATION_FAILED)
+    CASE(VK_ERROR_DEVICE_LOST)
+    CASE(VK_ERROR_MEMORY_MAP_FAILED)
+    CASE(VK_ERROR_LAYER_NOT_PRESENT)
+    CASE(VK_ERROR_EXTENSION_NOT_PRESENT)
+    CASE(VK_ERROR_FEATURE_NOT_PRESENT)
+    CASE(VK_ERROR_INCOMPATIBLE_DRIVER)
+    CASE(VK_ERROR_TOO_MANY_OBJECTS)
+    CASE(VK_ERROR_FORMAT_NOT_SUPPORTED)
+    CASE(VK_ERROR_FRAGMENTED_POOL)
+    CASE(VK_ERROR_OUT_OF_POOL_MEMORY)
+    CASE(VK_ERROR_INVALID_SHADER_NV)
+    CASE(VK_ERROR_UNKNOWN)
+#undef CASE
+  default:
+    return "VkResult error";
+  }
+}
+
+bool env_flag(const char *name) {
+  const char *v = std::getenv(name);
+  return v && *v && std::string_view(v) != "0";
+}
+
+std::mutex teardown_mutex;
+std::vector<std::string> teardown_log;
+
+/// One allocation: a storage buffer over its own memory.
+struct Allocation {
+  VkBuffer buffer = VK_NULL_HANDLE;
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  void *mapped = nullptr;
+  uint64_t bytes = 0;
+};
+
+} // namespace
+
+struct VulkanDevice::Impl {
+  // Launches per batch before it is submitted: bounds the descriptor and query pools.
+  static constexpr uint32_t kBatchLaunches = 256;
+  static constexpr uint32_t kBatchDescriptors = kBatchLaunches * 16;
+  // Parameter blocks too large for push constants go into this host-visible buffer, one slice
+  // per launch of the batch.
+  static constexpr uint64_t kParamArenaBytes = 64 * 1024;
+
+  DeviceInfo info;
+  bool validation = false;
+  bool mapped_memory = false;
+
+  VkInstance instance = VK_NULL_HANDLE;
+  VkDebugUtilsMessengerEXT messenger = VK_NULL_HANDLE;
+  VkPhysicalDevice physical = VK_NULL_HANDLE;
+  VkDevice device = VK_NULL_HANDLE;
+  VolkDeviceTable vk{};
+  VkQueue queue = VK_NULL_HANDLE;
+  uint32_t queue_family = 0;
+
+  VkPhysicalDeviceProperties properties{};
+  VkPhysicalDeviceMemoryProperties memory_properties{};
+  uint32_t device_memory_type = 0;
+  uint32_t staging_memory_type = 0;
+  uint32_t subgroup_operations = 0;
+  uint32_t max_subgroup_size = 0;
+  bool full_subgroups = false;
+  // Enabled features, for the capability check of compile_spirv.
+  VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  VkPhysicalDeviceVulkan11Features features11{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
+  VkPhysicalDeviceVulkan12Features features12{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+  VkPhysicalDeviceVulkan13Features features13{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
+  VkPhysicalDeviceShaderAtomicFloatFeaturesEXT atomic_float{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT};
+
+  VkPipelineCache pipeline_cache = VK_NULL_HANDLE;
+  VkCommandPool command_pool = VK_NULL_HANDLE;
+  VkCommandBuffer command_buffer = VK_NULL_HANDLE;
+  VkFence fence = VK_NULL_HANDLE;
+  VkDescriptorPool descriptor_pool = VK_NULL_HANDLE;
+  VkQueryPool query_pool = VK_NULL_HANDLE; ///< null when the queue has no timestamps
+
+  Allocation *param_arena = nullptr; ///< made on first need
+  uint64_t param_arena_used = 0;
+
+  bool recording = false;
+  uint32_t batch_launches = 0;
+  uint32_t batch_descriptors = 0;
+  std::vector<double> completed_times; ///< since the last synchronize()
+  std::vector<double> last_times;
+  std::unordered_set<Allocation *> allocations;
+
+  std::mutex message_mutex;
+  std::vector<std::string> messages; ///< validation warnings and errors not yet reported
+
+  Impl() = default;
+  Impl(const Impl &) = delete;
+  Impl &operator=(const Impl &) = delete;
+  ~Impl();
+
+  static VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                                                   VkDebugUtilsMessageTypeFlagsEXT,
+                                                   const VkDebugUtilsMessengerCallbackDataEXT *data,
+                                                   void *user) {
+    auto *self = static_cast<Impl *>(user);
+    const char *level =
+        severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT ? "error" : "warning";
+    std::lock_guard lock(self->message_mutex);
+    self->messages.push_back(fmt::format("{}: {}", level, data->pMessage ? data->pMessage : ""));
+    return VK_FALSE;
+  }
+
+  /// Throws the validation messages collected during `what`, if any.
+  void raise_messages(std::string_view what) {
+    std::vector<std::string> pending;
+    {
+      std::lock_guard lock(message_mutex);
+      pending.swap(messages);
+    }
+    if (pending.empty())
+      return;
+    std::string text = fmt::format("vulkan validation, during {}:", what);
+    for (const std::string &m : pending)
+      text += "\n  " + m;
+    throw Error(text);
+  }
+
+  void check(VkResult r, std::string_view what) {
+    if (r != VK_SUCCESS) {
+      {
+        std::lock_guard lock(message_mutex);
+        messages.clear();
+      }
+      throw Error(fmt::format("vulkan: {} failed: {}", what, result_name(r)));
+    }
+    raise_messages(what);
+  }
+
+  void open_instance();
+  void choose_physical_device();
+  void create_device();
+  void choose_memory_types();
+  void create_queue_objects();
+
+  Allocation *create_allocation(uint64_t bytes, uint32_t memory_type, bool map);
+  void destroy_allocation(Allocation *a);
+  void copy_through_staging(Allocation &device_side, uint64_t offset, void *host, uint64_t bytes,
+                            bool to_device);
+  void begin_batch();
+  void flush();
+};
+
+//===- Opening
+//---------------------------------------------------------------------------------===//
+
+void VulkanDevice::Impl::open_instance() {
+  if (volkInitialize() != VK_SUCCESS)
+    throw Error("no device: vulkan: the Vulkan loader (libvulkan.so.1) is not installed");
+  validation = env_flag("CUBECC_VULKAN_VALIDATION");
+
+  std::vector<const char *> layers, extensions;
+  VkDebugUtilsMessengerCreateInfoEXT messenger_info{
+      VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
+  messenger_info.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
+                                   VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+  messenger_info.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                               VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                               VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
+  messenger_info.pfnUserCallback = &Impl::on_message;
+  messenger_info.pUserData = this;
+  if (validation) {
+    uint32_t count = 0;
+    vkEnumerateInstanceLayerProperties(&count, nullptr);
+    std::vector<VkLayerProperties> available(count);
+    vkEnumerateInstanceLayerProperties(&count, available.data());
+    bool found = std::any_of(available.begin(), available.end(), [](const VkLayerProperties &l) {
+      return std::string_view(l.layerName) == "VK_LAYER_KHRONOS_validation";
+    });
+    if (!found)
+      throw Error("no device: vulkan: CUBECC_VULKAN_VALIDATION=1 but VK_LAYER_KHRONOS_validation "
+                  "is not installed (Debian: vulkan-validationlayers)");
+    layers.push_back("VK_LAYER_KHRONOS_validation");
+    extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+  }
+
+  VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+  app.pApplicationName = "cubecc";
+  app.pEngineName = "cubecc";
+  app.apiVersion = VK_API_VERSION_1_3;
+  VkInstanceCreateInfo create{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+  create.pNext = validation ? &messenger_info : nullptr; // also covers instance creation itself
+  create.pApplicationInfo = &app;
+  create.enabledLayerCount = static_cast<uint32_t>(layers.size());
+  create.ppEnabledLayerNames = layers.data();
+  create.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
+  create.ppEnabledExtensionNames = extensions.data();
+  VkResult r = vkCreateInstance(&create, nullptr, &instance);
+  if (r != VK_SUCCESS)
+    throw Error(fmt::format("no device: vulkan: vkCreateInstance failed: {}", result_name(r)));
+  volkLoadInstanceOnly(instance);
+  if (validation)
+    check(vkCreateDebugUtilsMessengerEXT(instance, &messenger_info, nullptr, &messenger),
+          "vkCreateDebugUtilsMessengerEXT");
+}
+
+namespace {
+int type_rank(VkPhysicalDeviceType type) {
+  switch (type) {
+  case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+    return 0;
+  case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+    return 1;
+  case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+    return 2;
+  case VK_PHYSICAL_DEVICE_TYPE_CPU:
+    return 3;
+  default:
+    return 4;
+  }
+}
+} // namespace
+
+void VulkanDevice::Impl::choose_physical_device() {
+  uint32_t count = 0;
+  check(vkEnumeratePhysicalDevices(instance, &count, nullptr), "vkEnumeratePhysicalDevices");
+  std::vector<VkPhysicalDevice> devices(count);
+  check(vkEnumeratePhysicalDevices(instance, &count, devices.data()), "vkEnumeratePhysicalDevices");
+  if (devices.empty())
+    throw Error("no device: vulkan: the loader found no Vulkan driver with a device");
+
+  auto usable = [&](VkPhysicalDevice d, std::string &why) {
+    VkPhysicalDeviceProperties p;
+    vkGetPhysicalDeviceProperties(d, &p);
+    if (p.apiVersion < VK_API_VERSION_1_3) {
+      why = fmt::format("{} supports Vulkan {}.{} (cubecc needs 1.3)", p.deviceName,
+                        VK_API_VERSION_MAJOR(p.apiVersion), VK_API_VERSION_MINOR(p.apiVersion));
+      return false;
+    }
+    return true;
+  };
+
+  std::string reasons;
+  if (const char *env = std::getenv("CUBECC_VULKAN_DEVICE"); env && *env) {
+    char *end = nullptr;
+    unsigned long index = std::strtoul(env, &end, 10);
+    if (*end != '\0' || index >= devices.size())
+      throw Error(fmt::format("no device: vulkan: CUBECC_VULKAN_DEVICE={} is not a device index "
+                              "(there are {} Vulkan devices)",
+                              env, devices.size()));
+    std::string why;
+    if (!usable(devices[index], why))
+      throw Error(fmt::format("no device: vulkan: CUBECC_VULKAN_DEVICE={}: {}", env, why));
+    physical = devices[index];
+  } else {
+    int best = 1 << 30;
+    for (VkPhysicalDevice d : devices) {
+      std::string why;
+      if (!usable(d, why)) {
+        reasons += (reasons.empty() ? "" : "; ") + why;
+        continue;
+      }
+      VkPhysicalDeviceProperties p;
+      vkGetPhysicalDeviceProperties(d, &p);
+      if (type_rank(p.deviceType) < best) {
+        best = type_rank(p.deviceType);
+        physical = d;
+      }
+    }
+    if (!physical)
+      throw Error("no device: vulkan: no usable device: " + reasons);
+  }
+
+  uint32_t families = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(physical, &families, nullptr);
+  std::vector<VkQueueFamilyProperties> family(families);
+  vkGetPhysicalDeviceQueueFamilyProperties(physical, &families, family.data());
+  bool found = false;
+  for (uint32_t i = 0; i < families; ++i) { // a compute-only family first, then any with compute
+    bool compute = family[i].queueFlags & VK_QUEUE_COMPUTE_BIT;
+    bool graphics = family[i].queueFlags & VK_QUEUE_GRAPHICS_BIT;
+    if (compute && (!found || !graphics)) {
+      if (found && graphics)
+        continue;
+      queue_family = i;
+      found = true;
+    }
+  }
+  if (!found)
+    throw Error("no device: vulkan: the device has no compute queue");
+  info.timestamp_period_ns = family[queue_family].timestampValidBits ? 1.0 : 0.0;
+}
+
+void VulkanDevice::Impl::create_device() {
+  // What the device has.
+  uint32_t count = 0;
+  vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, nullptr);
+  std::vector<VkExtensionProperties> extensions(count);
+  vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, extensions.data());
+  bool has_atomic_float =
+      std::any_of(extensions.begin(), extensions.end(), [](const VkExtensionProperties &e) {
+        return std::string_view(e.extensionName) == VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME;
+      });
+
+  VkPhysicalDeviceShaderAtomicFloatFeaturesEXT has_af{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT};
+  VkPhysicalDeviceVulkan13Features has13{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
+  VkPhysicalDeviceVulkan12Features has12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+  VkPhysicalDeviceVulkan11Features has11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
+  VkPhysicalDeviceFeatures2 has{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  has.pNext = &has11;
+  has11.pNext = &has12;
+  has12.pNext = &has13;
+  has13.pNext = has_atomic_float ? &has_af : nullptr;
+  vkGetPhysicalDeviceFeatures2(physical, &has);
+
+  VkPhysicalDeviceVulkan13Properties props13{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_PROPERTIES};
+  VkPhysicalDeviceVulkan12Properties props12{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_PROPERTIES};
+  VkPhysicalDeviceVulkan11Properties props11{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_PROPERTIES};
+  VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  props.pNext = &props11;
+  props11.pNext = &props12;
+  props12.pNext = &props13;
+  vkGetPhysicalDeviceProperties2(physical, &props);
+  properties = props.properties;
+  vkGetPhysicalDeviceMemoryProperties(physical, &memory_properties);
+
+  // What cubecc's SPIR-V may need, where the device has it.
+  features.features.shaderInt16 = has.features.shaderInt16;
+  features.features.shaderInt64 = has.features.shaderInt64;
+  features.features.shaderFloat64 = has.features.shaderFloat64;
+  features11.storageBuffer16BitAccess = has11.storageBuffer16BitAccess;
+  features11.uniformAndStorageBuffer16BitAccess = has11.uniformAndStorageBuffer16BitAccess;
+  features12.shaderInt8 = has12.shaderInt8;
+  features12.shaderFloat16 = has12.shaderFloat16;
+  features12.storageBuffer8BitAccess = has12.storageBuffer8BitAccess;
+  features12.uniformAndStorageBuffer8BitAccess = has12.uniformAndStorageBuffer8BitAccess;
+  features12.shaderBufferInt64Atomics = has12.shaderBufferInt64Atomics;
+  features12.shaderSharedInt64Atomics = has12.shaderSharedInt64Atomics;
+  features12.vulkanMemoryModel = has12.vulkanMemoryModel;
+  features12.vulkanMemoryModelDeviceScope = has12.vulkanMemoryModelDeviceScope;
+  features13.subgroupSizeControl = has13.subgroupSizeControl;
+  features13.computeFullSubgroups = has13.computeFullSubgroups;
+  atomic_float.shaderBufferFloat32Atomics = has_af.shaderBufferFloat32Atomics;
+  atomic_float.shaderBufferFloat32AtomicAdd = has_af.shaderBufferFloat32AtomicAdd;
+  atomic_float.shaderBufferFloat64Atomics = has_af.shaderBufferFloat64Atomics;
+  atomic_float.shaderBufferFloat64AtomicAdd = has_af.shaderBufferFloat64AtomicAdd;
+  atomic_float.shaderSharedFloat32Atomics = has_af.shaderSharedFloat32Atomics;
+  atomic_float.shaderSharedFloat32AtomicAdd = has_af.shaderSharedFloat32AtomicAdd;
+  atomic_float.shaderSharedFloat64Atomics = has_af.shaderSharedFloat64Atomics;
+  atomic_float.shaderSharedFloat64AtomicAdd = has_af.shaderSharedFloat64AtomicAdd;
+  features.pNext = &features11;
+  features11.pNext = &features12;
+  features12.pNext = &features13;
+  features13.pNext = has_atomic_float ? &atomic_float : nullptr;
+
+  float priority = 1.0f;
+  VkDeviceQueueCreateInfo queue_info{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  queue_info.queueFamilyIndex = queue_family;
+  queue_info.queueCount = 1;
+  queue_info.pQueuePriorities = &priority;
+  std::vector<const char *> enabled_extensions;
+  if (has_atomic_float)
+    enabled_extensions.push_back(VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME);
+  VkDeviceCreateInfo create{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  create.pNext = &features;
+  create.queueCreateInfoCount = 1;
+  create.pQueueCreateInfos = &queue_info;
+  create.enabledExtensionCount = static_cast<uint32_t>(enabled_extensions.size());
+  create.ppEnabledExtensionNames = enabled_extensions.data();
+  VkResult r = vkCreateDevice(physical, &create, nullptr, &device);
+  if (r != VK_SUCCESS)
+    throw Error(fmt::format("no device: vulkan: vkCreateDevice failed: {}", result_name(r)));
+  raise_messages("vkCreateDevice");
+  volkLoadDeviceTable(&vk, device);
+  vk.vkGetDeviceQueue(device, queue_family, 0, &queue);
+
+  // What codegen may emit for it.
+  subgroup_operations = props11.subgroupSupportedOperations;
+  bool compute_subgroups = props11.subgroupSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT;
+  uint32_t ops = compute_subgroups ? subgroup_operations : 0;
+  max_subgroup_size = props13.maxSubgroupSize ? props13.maxSubgroupSize : props11.subgroupSize;
+  full_subgroups = features13.computeFullSubgroups;
+
+  const VkPhysicalDeviceLimits &limits = properties.limits;
+  info.backend = "vulkan";
+  info.name = properties.deviceName;
+  info.driver = fmt::format("{} {}", props12.driverName, props12.driverInfo);
+  info.subgroup_size = props11.subgroupSize;
+  info.max_buffer_bytes =
+      std::min<uint64_t>(limits.maxStorageBufferRange, props11.maxMemoryAllocationSize);
+  info.timestamp_period_ns *= limits.timestampPeriod;
+  if (!limits.timestampComputeAndGraphics)
+    info.timestamp_period_ns = 0;
+  codegen::TargetFeatures &f = info.features;
+  f.target = fmt::format("vulkan ({})", properties.deviceName);
+  f.int8 = features12.shaderInt8 && features12.storageBuffer8BitAccess;
+  f.int16 = features.features.shaderInt16 && features11.storageBuffer16BitAccess;
+  f.int64 = features.features.shaderInt64;
+  f.float16 = features12.shaderFloat16 && features11.storageBuffer16BitAccess;
+  f.bfloat16 = false; // no bfloat16 arithmetic in Vulkan 1.3 core or the extensions used here
+  f.float64 = features.features.shaderFloat64;
+  f.int64_atomics =
+      f.int64 && features12.shaderBufferInt64Atomics && features12.shaderSharedInt64Atomics;
+  f.float32_atomic_add =
+      atomic_float.shaderBufferFloat32AtomicAdd && atomic_float.shaderSharedFloat32AtomicAdd;
+  f.float32_atomics =
+      atomic_float.shaderBufferFloat32Atomics && atomic_float.shaderSharedFloat32Atomics;
+  f.float64_atomic_add = f.float64 && atomic_float.shaderBufferFloat64AtomicAdd &&
+                         atomic_float.shaderSharedFloat64AtomicAdd;
+  f.subgroup_arithmetic =
+      (ops & VK_SUBGROUP_FEATURE_BASIC_BIT) && (ops & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
+  f.subgroup_shuffle =
+      (ops & VK_SUBGROUP_FEATURE_SHUFFLE_BIT) && (ops & VK_SUBGROUP_FEATURE_SHUFFLE_RELATIVE_BIT);
+  f.subgroup_ballot = (ops & VK_SUBGROUP_FEATURE_BASIC_BIT) &&
+                      (ops & VK_SUBGROUP_FEATURE_BALLOT_BIT) &&
+                      (ops & VK_SUBGROUP_FEATURE_VOTE_BIT);
+  f.max_shared_bytes = limits.maxComputeSharedMemorySize;
+  f.max_param_block_bytes = limits.maxPushConstantsSize;
+  f.max_workgroup_invocations = limits.maxComputeWorkGroupInvocations;
+  for (int i = 0; i < 3; ++i)
+    f.max_workgroup_size[i] = limits.maxComputeWorkGroupSize[i];
+}
+
+void VulkanDevice::Impl::choose_memory_types() {
+  // The memory types a storage buffer may use, from a probe buffer.
+  VkBufferCreateInfo probe_info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  probe_info.size = 256;
+  probe_info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                     VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  VkBuffer probe = VK_NULL_HANDLE;
+  check(vk.vkCreateBuffer(device, &probe_info, nullptr, &probe), "vkCreateBuffer");
+  VkMemoryRequirements requirements;
+  vk.vkGetBufferMemoryRequirements(device, probe, &requirements);
+  vk.vkDestroyBuffer(device, probe, nullptr);
+
+  auto find = [&](VkMemoryPropertyFlags wanted) -> int {
+    for (uint32_t i = 0; i < memory_properties.memoryTypeCount; ++i)
+      if ((requirements.memoryTypeBits & (1u << i)) &&
+          (memory_properties.memoryTypes[i].propertyFlags & wanted) == wanted)
+        return static_cast<int>(i);
+    return -1;
+  };
+  const VkMemoryPropertyFlags host =
+      VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  int unified = find(VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | host);
+  int local = find(VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+  int staging = find(host | VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+  if (staging < 0)
+    staging = find(host);
+  if (staging < 0)
+    throw Error("no device: vulkan: the device has no host-visible coherent memory");
+  mapped_memory = unified >= 0 && !env_flag("CUBECC_VULKAN_FORCE_STAGING");
+  device_memory_type = static_cast<uint32_t>(mapped_memory ? unified
+                                             : local >= 0  ? local
+                                                           : staging);
+  staging_memory_type = static_cast<uint32_t>(staging);
+}
+
+void VulkanDevice::Impl::create_queue_objects() {
+  VkPipelineCacheCreateInfo cache_info{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+  check(vk.vkCreatePipelineCache(device, &cache_info, nullptr, &pipeline_cache),
+        "vkCreatePipelineCache");
+  VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  pool_info.flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
+  pool_info.queueFamilyIndex = queue_family;
+  check(vk.vkCreateCommandPool(device, &pool_info, nullptr, &command_pool), "vkCreateCommandPool");
+  VkCommandBufferAllocateInfo buffer_info{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  buffer_info.commandPool = command_pool;
+  buffer_info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  buffer_info.commandBufferCount = 1;
+  check(vk.vkAllocateCommandBuffers(device, &buffer_info, &command_buffer),
+        "vkAllocateCommandBuffers");
+  VkFenceCreateInfo fence_info{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  check(vk.vkCreateFence(device, &fence_info, nullptr, &fence), "vkCreateFence");
+  VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kBatchDescriptors};
+  VkDescriptorPoolCreateInfo descriptor_info{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+  descriptor_info.maxSets = kBatchLaunches;
+  descriptor_info.poolSizeCount = 1;
+  descriptor_info.pPoolSizes = &size;
+  check(vk.vkCreateDescriptorPool(device, &descriptor_info, nullptr, &descriptor_pool),
+        "vkCreateDescriptorPool");
+  if (info.timestamp_period_ns > 0) {
+    VkQueryPoolCreateInfo query_info{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+    query_info.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    query_info.queryCount = 2 * kBatchLaunches;
+    check(vk.vkCreateQueryPool(device, &query_info, nullptr, &query_pool), "vkCreateQueryPool");
+  }
+}
+
+VulkanDevice::Impl::~Impl() {
+  if (device) {
+    vk.vkDeviceWaitIdle(device);
+    for (Allocation *a : allocations)
+      destroy_allocation(a);
+    allocations.clear();
+    if (param_arena)
+      destroy_allocation(param_arena);
+    if (query_pool)
+      vk.vkDestroyQueryPool(device, query_pool, nullptr);
+    if (descriptor_pool)
+      vk.vkDestroyDescriptorPool(device, descriptor_pool, nullptr);
+    if (fence)
+      vk.vkDestroyFence(device, fence, nullptr);
+    if (command_pool)
+      vk.vkDestroyCommandPool(device, command_pool, nullptr);
+    if (pipeline_cache)
+      vk.vkDestroyPipelineCache(device, pipeline_cache, nullptr);
+    vk.vkDestroyDevice(device, nullptr);
+  }
+  if (messenger)
+    vkDestroyDebugUtilsMessengerEXT(instance, messenger, nullptr);
+  if (instance)
+    vkDestroyInstance(instance, nullptr);
+  std::lock_guard lock(message_mutex);
+  if (!messages.empty()) {
+    std::lock_guard log_lock(teardown_mutex);
+    for (const std::string &m : messages) {
+      std::cerr << "cubecc: vulkan validation, during teardown: " << m << "\n";
+      teardown_log.push_back(m);
+    }
+  }
+}
+
+//===- Memory
+//----------------------------------------------------------------------------------===//
+
+Allocation *VulkanDevice::Impl::create_allocation(uint64_t bytes, uint32_t memory_type, bool map) {
+  auto a = std::make_unique<Allocation>();
+  a->bytes = bytes;
+  VkBufferCreateInfo buffer_info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  buffer_info.size = std::max<uint64_t>(bytes, 4);
+  buffer_info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                      VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  check(vk.vkCreateBuffer(device, &buffer_info, nullptr, &a->buffer), "vkCreateBuffer");
+  VkMemoryRequirements requirements;
+  vk.vkGetBufferMemoryRequirements(device, a->buffer, &requirements);
+  VkMemoryAllocateInfo allocate_info{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+  allocate_info.allocationSize = requirements.size;
+  allocate_info.memoryTypeIndex = memory_type;
+  VkResult r = vk.vkAllocateMemory(device, &allocate_info, nullptr, &a->memory);
+  if (r != VK_SUCCESS) {
+    vk.vkDestroyBuffer(device, a->buffer, nullptr);
+    check(r, fmt::format("vkAllocateMemory of {} bytes", bytes));
+  }
+  check(vk.vkBindBufferMemory(device, a->buffer, a->memory, 0), "vkBindBufferMemory");
+  if (map)
+    check(vk.vkMapMemory(device, a->memory, 0, VK_WHOLE_SIZE, 0, &a->mapped), "vkMapMemory");
+  return a.release();
+}
+
+void VulkanDevice::Impl::destroy_allocation(Allocation *a) {
+  if (a->mapped)
+    vk.vkUnmapMemory(device, a->memory);
+  vk.vkDestroyBuffer(device, a->buffer, nullptr);
+  vk.vkFreeMemory(device, a->memory, nullptr);
+  delete a;
+}
+
+void VulkanDevice::Impl::copy_through_staging(Allocation &device_side, uint64_t offset, void *host,
+                                              uint64_t bytes, bool to_device) {
+  Allocation *s = create_allocation(bytes, staging_memory_type, true);
+  auto destroy = [&] { destroy_allocation(s); };
+  try {
+    if (to_device)
+      std::memcpy(s->mapped, host, bytes);
+    VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    check(vk.vkBeginCommandBuffer(command_buffer, &begin), "vkBeginCommandBuffer");
+    VkBufferCopy region{};
+    region.srcOffset = to_device ? 0 : offset;
+    region.dstOffset = to_device ? offset : 0;
+    region.size = bytes;
+    if (to_device)
+      vk.vkCmdCopyBuffer(command_buffer, s->buffer, device_side.buffer, 1, &region);
+    else
+      vk.vkCmdCopyBuffer(command_buffer, device_side.buffer, s->buffer, 1, &region);
+    VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+    barrier.dstAccessMask =
+        VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_HOST_READ_BIT;
+    vk.vkCmdPipelineBarrier(command_buffer, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                            VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_HOST_BIT, 0, 1,
+                            &barrier, 0, nullptr, 0, nullptr);
+    check(vk.vkEndCommandBuffer(command_buffer), "vkEndCommandBuffer");
+    VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+    submit.commandBufferCount = 1;
+    submit.pCommandBuffers = &command_buffer;
+    check(vk.vkQueueSubmit(queue, 1, &submit, fence), "vkQueueSubmit (copy)");
+    check(vk.vkWaitForFences(device, 1, &fence, VK_TRUE, UINT64_MAX), "vkWaitForFences (copy)");
+    check(vk.vkResetFences(device, 1, &fence), "vkResetFences");
+    check(vk.vkResetCommandPool(device, command_pool, 0), "vkResetCommandPool");
+    if (!to_device)
+      std::memcpy(host, s->mapped, bytes);
+  } catch (...) {
+    destroy();
+    throw;
+  }
+  destroy();
+}
+
+//===- Batches of launches
+//---------------------------------------------------------------------===//
+
+void VulkanDevice::Impl::begin_batch() {
+  VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  check(vk.vkBeginCommandBuffer(command_buffer, &begin), "vkBeginCommandBuffer");
+  if (query_pool)
+    vk.vkCmdResetQueryPool(command_buffer, query_pool, 0, 2 * kBatchLaunches);
+  recording = true;
+  batch_launches = 0;
+  batch_descriptors = 0;
+  param_arena_used = 0;
+}
+
+void VulkanDevice::Impl::flush() {
+  if (!recording)
+    return;
+  recording = false;
+  check(vk.vkEndCommandBuffer(command_buffer), "vkEndCommandBuffer");
+  VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  submit.commandBufferCount = 1;
+  submit.pCommandBuffers = &command_buffer;
+  check(vk.vkQueueSubmit(queue, 1, &submit, fence), "vkQueueSubmit");
+  check(vk.vkWaitForFences(device, 1, &fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+  if (query_pool && batch_launches) {
+    std::vector<uint64_t> ticks(2 * batch_launches);
+    check(vk.vkGetQueryPoolResults(device, query_pool, 0, 2 * batch_launches,
+                                   ticks.size() * sizeof(uint64_t), ticks.data(), sizeof(uint64_t),
+                                   VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+          "vkGetQueryPoolResults");
+    for (uint32_t i = 0; i < batch_launches; ++i)
+      completed_times.push_back(double(ticks[2 * i + 1] - ticks[2 * i]) * info.timestamp_period_ns);
+  }
+  check(vk.vkResetFences(device, 1, &fence), "vkResetFences");
+  check(vk.vkResetCommandPool(device, command_pool, 0), "vkResetCommandPool");
+  check(vk.vkResetDescriptorPool(device, descriptor_pool, 0), "vkResetDescriptorPool");
+}
+
+namespace {
+
+/// A pipeline and its layouts. Keeps the device's Impl alive: a kernel may outlive the Device.
+class VulkanKernel final : public CompiledKernel {
+public:
+  VulkanKernel(std::shared_ptr<VulkanDevice::Impl> impl, codegen::KernelAbi abi)
+      : impl_(std::move(impl)) {
+    abi_ = std::move(abi);
+  }
+  ~VulkanKernel() override {
+    auto &vk = impl_->vk;
+    try {
+      impl_->flush(); // recorded launches may use the pipeline
+    } catch (const Error &) {
+      // already reported to the caller of the launch or synchronize
+    }
+    if (pipeline)
+      vk.vkDestroyPipeline(impl_->device, pipeline, nullptr);
+    if (pipeline_layout)
+      vk.vkDestroyPipelineLayout(impl_->device, pipeline_layout, nullptr);
+    if (set_layout)
+      vk.vkDestroyDescriptorSetLayout(impl_->device, set_layout, nullptr);
+    if (module)
+      vk.vkDestroyShaderModule(impl_->device, module, nullptr);
+  }
+  const VulkanDevice::Impl *owner() const { return impl_.get(); }
+
+  VkShaderModule module = VK_NULL_HANDLE;
+  VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
+  VkPipelineLayout pipeline_layout = VK_NULL_HANDLE;
+  VkPipeline pipeline = VK_NULL_HANDLE;
+
+private:
+  std::shared_ptr<VulkanDevice::Impl> impl_;
+};
+
+/// A SPIR-V capability, the device feature it needs, and whether that is enabled.
+struct CapabilityCheck {
+  const char *name = "";
+  const char *feature = "";
+  bool supported = true;
+};
+
+CapabilityCheck check_capability(const VulkanDevice::Impl &d, uint32_t capability) {
+  const VkPhysicalDeviceFeatures &f = d.features.features;
+  const auto &f11 = d.features11;
+  const auto &f12 = d.features12;
+  const auto &af = d.atomic_float;
+  auto subgroup = [&](const char *name, VkSubgroupFeatureFlagBits bit) {
+    return CapabilityCheck{name, "the subgroup operations", (d.subgroup_operations & bit) != 0};
+  };
+  using C = spv::Capability;
+  switch (static_cast<C>(capability)) {
+  case C::Int8:
+    return {"Int8", "shaderInt8", f12.shaderInt8 != 0};
+  case C::Int16:
+    return {"Int16", "shaderInt16", f.shaderInt16 != 0};
+  case C::Int64:
+    return {"Int64", "shaderInt64", f.shaderInt64 != 0};
+  case C::Float16:
+    return {"Float16", "shaderFloat16", f12.shaderFloat16 != 0};
+  case C::Float64:
+    return {"Float64", "shaderFloat64", f.shaderFloat64 != 0};
+  case C::Int64Atomics:
+    return {"Int64Atomics", "shaderBufferInt64Atomics", f12.shaderBufferInt64Atomics != 0};
+  case C::StorageBuffer8BitAccess:
+    return {"StorageBuffer8BitAccess", "storageBuffer8BitAccess", f12.storageBuffer8BitAccess != 0};
+  case C::UniformAndStorageBuffer8BitAccess:
+    return {"UniformAndStorageBuffer8BitAccess", "uniformAndStorageBuffer8BitAccess",
+            f12.uniformAndStorageBuffer8BitAccess != 0};
+  case C::StoragePushConstant8:
+    return {"StoragePushConstant8", "storagePushConstant8 (not enabled by cubecc)", false};
+  case C::StorageBuffer16BitAccess:
+    return {"StorageBuffer16BitAccess", "storageBuffer16BitAccess",
+            f11.storageBuffer16BitAccess != 0};
+  case C::UniformAndStorageBuffer16BitAccess:
+    return {"UniformAndStorageBuffer16BitAccess", "uniformAndStorageBuffer16BitAccess",
+            f11.uniformAndStorageBuffer16BitAccess != 0};
+  case C::StoragePushConstant16:
+    return {"StoragePushConstant16", "storagePushConstant16 (not enabled by cubecc)", false};
+  case C::VulkanMemoryModel:
+    return {"VulkanMemoryModel", "vulkanMemoryModel", f12.vulkanMemoryModel != 0};
+  case C::VulkanMemoryModelDeviceScope:
+    return {"VulkanMemoryModelDeviceScope", "vulkanMemoryModelDeviceScope",
+            f12.vulkanMemoryModelDeviceScope != 0};
+  case C::GroupNonUniform:
+    return subgroup("GroupNonUniform", VK_SUBGROUP_FEATURE_BASIC_BIT);
+  case C::GroupNonUniformVote:
+    return subgroup("GroupNonUniformVote", VK_SUBGROUP_FEATURE_VOTE_BIT);
+  case C::GroupNonUniformArithmetic:
+    return subgroup("GroupNonUniformArithmetic", VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
+  case C::GroupNonUniformBallot:
+    return subgroup("GroupNonUniformBallot", VK_SUBGROUP_FEATURE_BALLOT_BIT);
+  case C::GroupNonUniformShuffle:
+    return subgroup("GroupNonUniformShuffle", VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
+  case C::GroupNonUniformShuffleRelative:
+    return subgroup("GroupNonUniformShuffleRelative", VK_SUBGROUP_FEATURE_SHUFFLE_RELATIVE_BIT);
+  case C::GroupNonUniformClustered:
+    return subgroup("GroupNonUniformClustered", VK_SUBGROUP_FEATURE_CLUSTERED_BIT);
+  case C::GroupNonUniformQuad:
+    return subgroup("GroupNonUniformQuad", VK_SUBGROUP_FEATURE_QUAD_BIT);
+  case C::AtomicFloat32AddEXT:
+    return {"AtomicFloat32AddEXT", "shaderBufferFloat32AtomicAdd (VK_EXT_shader_atomic_float)",
+            af.shaderBufferFloat32AtomicAdd || af.shaderSharedFloat32AtomicAdd};
+  case C::AtomicFloat64AddEXT:
+    return {"AtomicFloat64AddEXT", "shaderBufferFloat64AtomicAdd (VK_EXT_shader_atomic_float)",
+            af.shaderBufferFloat64AtomicAdd || af.shaderSharedFloat64AtomicAdd};
+  case C::AtomicFloat16AddEXT:
+    return {"AtomicFloat16AddEXT", "shaderBufferFloat16AtomicAdd (not enabled by cubecc)", false};
+  default:
+    return {};
+  }
+}
+
+} // namespace
+
+//===- VulkanDevice
+//----------------------------------------------------------------------------===//
+
+VulkanDevice::VulkanDevice(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+std::unique_ptr<VulkanDevice> VulkanDevice::open() {
+  auto impl = std::make_shared<Impl>();
+  impl->open_instance();
+  impl->choose_physical_device();
+  impl->create_device();
+  impl->choose_memory_types();
+  impl->create_queue_objects();
+  return std::unique_ptr<VulkanDevice>(new VulkanDevice(std::move(impl)));
+}
+
+VulkanDevice::~VulkanDevice() {
+  try {
+    impl_->flush();
+  } catch (const Error &) {
+    // destruction goes on; the failure was the last launch's
+  }
+}
+
+const DeviceInfo &VulkanDevice::info() const {
+  return impl_->info;
+}
+
+bool VulkanDevice::validation_enabled() const {
+  return impl_->validation;
+}
+
+std::vector<std::string> VulkanDevice::teardown_messages() {
+  std::lock_guard lock(teardown_mutex);
+  return teardown_log;
+}
+
+DeviceMemory VulkanDevice::allocate(uint64_t bytes) {
+  Allocation *a = impl_->create_allocation(bytes, impl_->device_memory_type, impl_->mapped_memory);
+  impl_->allocations.insert(a);
+  return DeviceMemory{a, bytes};
+}
+
+void VulkanDevice::free(DeviceMemory memory) {
+  auto *a = static_cast<Allocation *>(memory.handle);
+  if (!a)
+    return;
+  try {
+    impl_->flush(); // queued launches may still use it
+  } catch (const Error &) {
+    // the launch's failure is reported by synchronize(); the memory is freed regardless
+  }
+  impl_->allocations.erase(a);
+  impl_->destroy_allocation(a);
+}
+
+namespace {
+void check_range(const DeviceMemory &memory, uint64_t offset, uint64_t bytes, const char *what) {
+  if (!memory.handle || offset > memory.bytes || bytes > memory.bytes - offset)
+    throw Error(fmt::format("vulkan: {}: the range [{}, {}) lies outside the {} bytes of the "
+                            "memory",
+                            what, offset, offset + bytes, memory.bytes));
+}
+} // namespace
+
+void VulkanDevice::upload(const DeviceMemory &dst, uint64_t offset, const void *src,
+                          uint64_t bytes) {
+  check_range(dst, offset, bytes, "upload");
+  impl_->flush(); // launches queued before the upload see the old contents
+  auto *a = static_cast<Allocation *>(dst.handle);
+  if (a->mapped)
+    std::memcpy(static_cast<uint8_t *>(a->mapped) + offset, src, bytes);
+  else if (bytes)
+    impl_->copy_through_staging(*a, offset, const_cast<void *>(src), bytes, true);
+}
+
+void VulkanDevice::download(const DeviceMemory &src, uint64_t offset, void *dst, uint64_t bytes) {
+  check_range(src, offset, bytes, "download");
+  impl_->flush();
+  auto *a = static_cast<Allocation *>(src.handle);
+  if (a->mapped)
+    std::memcpy(dst, static_cast<const uint8_t *>(a->mapped) + offset, bytes);
+  else if (bytes)
+    impl_->copy_through_staging(*a, offset, dst, bytes, false);
+}
+
+std::unique_ptr<CompiledKernel> VulkanDevice::compile(const ir::Kernel &kernel) {
+  std::vector<ir::Diagnostic> errors;
+  std::optional<codegen::SpirvKernel> spirv = codegen::emit_spirv(kernel, info().features, errors);
+  if (!spirv)
+    throw Error(fmt::format("vulkan: cannot compile kernel '{}':\n{}", kernel.name(),
+                            ir::to_string(errors)));
+  return compile_spirv(*spirv);
+}
+
+std::unique_ptr<CompiledKernel> VulkanDevice::compile_spirv(const codegen::SpirvKernel &kernel) {
+  Impl &d = *impl_;
+  const codegen::KernelAbi &abi = kernel.abi;
+  const std::string &name = abi.name;
+  const std::string &target = d.info.features.target;
+  const std::vector<uint32_t> &words = kernel.words;
+  if (words.size() < 5 || words[0] != 0x07230203u)
+    throw Error(fmt::format("{}: kernel '{}': not a SPIR-V module", target, name));
+
+  // Capabilities the module declares, against what the device has enabled.
+  std::string refused;
+  for (size_t i = 5; i < words.size();) {
+    uint32_t count = words[i] >> 16, opcode = words[i] & 0xffff;
+    if (count == 0 || i + count > words.size())
+      throw Error(fmt::format("{}: kernel '{}': malformed SPIR-V at word {}", target, name, i));
+    if (opcode == static_cast<uint32_t>(spv::Op::OpCapability)) {
+      CapabilityCheck c = check_capability(d, words[i + 1]);
+      if (!c.supported)
+        refused += fmt::format("{}{} (the device lacks {})", refused.empty() ? "" : ", ", c.name,
+                               c.feature);
+    } else if (opcode == static_cast<uint32_t>(spv::Op::OpFunction)) {
+      break; // capabilities come first
+    }
+    i += count;
+  }
+  if (!refused.empty())
+    throw Error(fmt::format("{}: kernel '{}' needs SPIR-V capabilities this device does not "
+                            "support: {}",
+                            target, name, refused));
+  const VkPhysicalDeviceLimits &limits = d.properties.limits;
+  if (!abi.param_block_in_buffer && abi.param_block_bytes > limits.maxPushConstantsSize)
+    throw Error(fmt::format("{}: kernel '{}' has {} bytes of value parameters; the device takes "
+                            "at most {} bytes of push constants",
+                            target, name, abi.param_block_bytes, limits.maxPushConstantsSize));
+  if (abi.shared_bytes > limits.maxComputeSharedMemorySize)
+    throw Error(fmt::format("{}: kernel '{}' uses {} bytes of shared memory; the device has {}",
+                            target, name, abi.shared_bytes, limits.maxComputeSharedMemorySize));
+  uint64_t invocations =
+      uint64_t(abi.workgroup_size[0]) * abi.workgroup_size[1] * abi.workgroup_size[2];
+  for (int i = 0; i < 3; ++i)
+    if (abi.workgroup_size[i] > limits.maxComputeWorkGroupSize[i] || abi.workgroup_size[i] == 0)
+      invocations = ~uint64_t(0);
+  if (invocations > limits.maxComputeWorkGroupInvocations)
+    throw Error(fmt::format("{}: kernel '{}' has workgroup size ({}, {}, {}); the device allows "
+                            "at most ({}, {}, {}) and {} invocations",
+                            target, name, abi.workgroup_size[0], abi.workgroup_size[1],
+                            abi.workgroup_size[2], limits.maxComputeWorkGroupSize[0],
+                            limits.maxComputeWorkGroupSize[1], limits.maxComputeWorkGroupSize[2],
+                            limits.maxComputeWorkGroupInvocations));
+
+  auto compiled = std::make_unique<VulkanKernel>(impl_, abi);
+  std::string what = fmt::format("compiling kernel '{}'", name);
+  VkShaderModuleCreateInfo module_info{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+  module_info.codeSize = words.size() * sizeof(uint32_t);
+  module_info.pCode = words.data();
+  d.check(d.vk.vkCreateShaderModule(d.device, &module_info, nullptr, &compiled->module), what);
+
+  // Bindings: the buffers, then the parameter block when it does not fit in push constants.
+  uint32_t num_bindings = abi.num_buffers + (abi.param_block_in_buffer ? 1 : 0);
+  std::vector<VkDescriptorSetLayoutBinding> bindings(num_bindings);
+  for (uint32_t b = 0; b < num_bindings; ++b) {
+    bindings[b].binding = b;
+    bindings[b].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    bindings[b].descriptorCount = 1;
+    bindings[b].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
+  }
+  VkDescriptorSetLayoutCreateInfo set_info{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+  set_info.bindingCount = num_bindings;
+  set_info.pBindings = bindings.data();
+  d.check(d.vk.vkCreateDescriptorSetLayout(d.device, &set_info, nullptr, &compiled->set_layout),
+          what);
+
+  VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, abi.param_block_bytes};
+  VkPipelineLayoutCreateInfo layout_info{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+  layout_info.setLayoutCount = 1;
+  layout_info.pSetLayouts = &compiled->set_layout;
+  layout_info.pushConstantRangeCount =
+      abi.param_block_bytes > 0 && !abi.param_block_in_buffer ? 1 : 0;
+  layout_info.pPushConstantRanges = &range;
+  d.check(d.vk.vkCreatePipelineLayout(d.device, &layout_info, nullptr, &compiled->pipeline_layout),
+          what);
+
+  VkComputePipelineCreateInfo pipeline_info{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+  pipeline_info.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+  pipeline_info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+  pipeline_info.stage.module = compiled->module;
+  pipeline_info.stage.pName = "main";
+  // Full subgroups make subgroup_id and subgroup_lane mean what the IR says for every subgroup
+  // but a workgroup's last.
+  if (d.full_subgroups && d.max_subgroup_size && abi.workgroup_size[0] % d.max_subgroup_size == 0)
+    pipeline_info.stage.flags = VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT;
+  pipeline_info.layout = compiled->pipeline_layout;
+  d.check(d.vk.vkCreateComputePipelines(d.device, d.pipeline_cache, 1, &pipeline_info, nullptr,
+                                        &compiled->pipeline),
+          what);
+  return compiled;
+}
+
+void VulkanDevice::launch(const CompiledKernel &kernel, std::array<uint32_t, 3> num_workgroups,
+                          std::span<const LaunchArg> args) {
+  Impl &d = *impl_;
+  const auto *k = dynamic_cast<const VulkanKernel *>(&kernel);
+  if (!k || k->owner() != impl_.get())
+    throw Error(
+        fmt::format("vulkan: kernel '{}' was compiled for another device", kernel.abi().name));
+  const codegen::KernelAbi &abi = k->abi();
+  const VkPhysicalDeviceLimits &limits = d.properties.limits;
+  for (int i = 0; i < 3; ++i)
+    if (num_workgroups[i] > limits.maxComputeWorkGroupCount[i])
+      throw Error(fmt::format("vulkan: launch of kernel '{}': a grid of {}x{}x{} workgroups "
+                              "exceeds the device's maximum of {}x{}x{}",
+                              abi.name, num_workgroups[0], num_workgroups[1], num_workgroups[2],
+                              limits.maxComputeWorkGroupCount[0],
+                              limits.maxComputeWorkGroupCount[1],
+                              limits.maxComputeWorkGroupCount[2]));
+  if (args.size() != abi.params.size())
+    throw Error(fmt::format("vulkan: launch of kernel '{}': {} arguments for {} parameters",
+                            abi.name, args.size(), abi.params.size()));
+
+  uint32_t num_bindings = abi.num_buffers + (abi.param_block_in_buffer ? 1 : 0);
+  std::vector<VkDescriptorBufferInfo> buffers(num_bindings);
+  std::vector<uint8_t> block(abi.param_block_bytes);
+  for (size_t i = 0; i < args.size(); ++i) {
+    const codegen::ParamSlot &slot = abi.params[i];
+    const LaunchArg &a = args[i];
+    if (slot.kind == codegen::ParamSlot::Value) {
+      if (a.memory || a.bits.size() != slot.type.lanes())
+        throw Error(fmt::format("vulkan: launch of kernel '{}': parameter {} needs {} lane(s)",
+                                abi.name, i, slot.type.lanes()));
+      codegen::pack_value(slot, a.bits.data(), block.data());
+      continue;
+    }
+    if (!a.memory)
+      throw Error(
+          fmt::format("vulkan: launch of kernel '{}': parameter {} needs a buffer", abi.name, i));
+    check_range(*a.memory, a.offset, a.bytes, "launch");
+    if (a.bytes == 0)
+      throw Error(fmt::format("vulkan: launch of kernel '{}': parameter {} is an empty buffer "
+                              "range, which Vulkan cannot bind",
+                              abi.name, i));
+    if (a.offset % limits.minStorageBufferOffsetAlignment)
+      throw Error(fmt::format("vulkan: launch of kernel '{}': parameter {} starts at byte {}, "
+                              "not a multiple of the device's storage buffer alignment {}",
+                              abi.name, i, a.offset, limits.minStorageBufferOffsetAlignment));
+    if (a.bytes > limits.maxStorageBufferRange)
+      throw Error(fmt::format("vulkan: launch of kernel '{}': parameter {} binds {} bytes; the "
+                              "device binds at most {}",
+                              abi.name, i, a.bytes, limits.maxStorageBufferRange));
+    buffers[slot.binding] = {static_cast<Allocation *>(a.memory->handle)->buffer, a.offset,
+                             a.bytes};
+  }
+
+  uint64_t alignment = limits.minStorageBufferOffsetAlignment;
+  uint64_t param_offset = (d.param_arena_used + alignment - 1) / alignment * alignment;
+  if (abi.param_block_in_buffer) {
+    if (abi.param_block_bytes > Impl::kParamArenaBytes)
+      throw Error(fmt::format("vulkan: launch of kernel '{}': {} bytes of value parameters are "
+                              "more than the runtime passes ({})",
+                              abi.name, abi.param_block_bytes, Impl::kParamArenaBytes));
+    if (!d.param_arena)
+      d.param_arena = d.create_allocation(Impl::kParamArenaBytes, d.staging_memory_type, true);
+  }
+  if (d.recording && (d.batch_launches == Impl::kBatchLaunches ||
+                      d.batch_descriptors + num_bindings > Impl::kBatchDescriptors ||
+                      (abi.param_block_in_buffer &&
+                       param_offset + abi.param_block_bytes > Impl::kParamArenaBytes)))
+    d.flush();
+  if (!d.recording)
+    d.begin_batch();
+  if (abi.param_block_in_buffer) {
+    param_offset = (d.param_arena_used + alignment - 1) / alignment * alignment;
+    std::memcpy(static_cast<uint8_t *>(d.param_arena->mapped) + param_offset, block.data(),
+                abi.param_block_bytes);
+    buffers[abi.num_buffers] = {d.param_arena->buffer, param_offset,
+                                std::max<uint64_t>(abi.param_block_bytes, 4)};
+    d.param_arena_used = param_offset + abi.param_block_bytes;
+  }
+  std::string what = fmt::format("the launch of kernel '{}'", abi.name);
+  VkCommandBuffer cmd = d.command_buffer;
+  d.vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k->pipeline);
+  if (num_bindings) {
+    VkDescriptorSetAllocateInfo set_info{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+    set_info.descriptorPool = d.descriptor_pool;
+    set_info.descriptorSetCount = 1;
+    set_info.pSetLayouts = &k->set_layout;
+    VkDescriptorSet set = VK_NULL_HANDLE;
+    d.check(d.vk.vkAllocateDescriptorSets(d.device, &set_info, &set), what);
+    std::vector<VkWriteDescriptorSet> writes(num_bindings);
+    for (uint32_t b = 0; b < num_bindings; ++b) {
+      writes[b].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
+      writes[b].dstSet = set;
+      writes[b].dstBinding = b;
+      writes[b].descriptorCount = 1;
+      writes[b].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+      writes[b].pBufferInfo = &buffers[b];
+    }
+    d.vk.vkUpdateDescriptorSets(d.device, num_bindings, writes.data(), 0, nullptr);
+    d.vk.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k->pipeline_layout, 0, 1,
+                                 &set, 0, nullptr);
+    d.batch_descriptors += num_bindings;
+  }
+  if (abi.param_block_bytes && !abi.param_block_in_buffer)
+    d.vk.vkCmdPushConstants(cmd, k->pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                            abi.param_block_bytes, block.data());
+  uint32_t query = 2 * d.batch_launches;
+  if (d.query_pool)
+    d.vk.vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, d.query_pool, query);
+  d.vk.vkCmdDispatch(cmd, num_workgroups[0], num_workgroups[1], num_workgroups[2]);
+  if (d.query_pool)
+    d.vk.vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, d.query_pool, query + 1);
+  VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+  barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                          VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT |
+                          VK_ACCESS_HOST_READ_BIT;
+  d.vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                            VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT |
+                                VK_PIPELINE_STAGE_HOST_BIT,
+                            0, 1, &barrier, 0, nullptr, 0, nullptr);
+  ++d.batch_launches;
+  d.raise_messages(what);
+}
+
+void VulkanDevice::synchronize() {
+  impl_->flush();
+  impl_->last_times = std::move(impl_->completed_times);
+  impl_->completed_times.clear();
+}
+
+std::vector<double> VulkanDevice::last_launch_times_ns() const {
+  return impl_->last_times;
+}
+
+} // namespace cubecc::runtime

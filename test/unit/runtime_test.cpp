@@ -1,0 +1,864 @@
+//===- runtime_test.cpp - The runtime: pools, kernel cache, argument checks, devices ----------===//
+//
+// The interp device runs kernels of the IR text form against host computations; the Vulkan device
+// runs SPIR-V compiled from GLSL by glslangValidator at test time (following the kernel ABI) and
+// the SPIR-V writer's output, on whatever Vulkan device is present (lavapipe in CI). The Vulkan
+// tests skip only when no Vulkan device opens. ctest runs them with CUBECC_VULKAN_VALIDATION=1, so
+// any validation message fails the operation that caused it.
+//
+//===-----------------------------------------------------------------------------------------===//
+#include "cubecc/dsl/registry.h"
+#include "cubecc/runtime/runtime.h"
+#ifdef CUBECC_HAVE_VULKAN
+#include "cubecc/runtime/vulkan_device.h"
+#endif
+#include "test_support.h"
+
+#include <dlfcn.h>
+#include <gmock/gmock.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <numeric>
+#include <optional>
+#include <random>
+#include <sstream>
+
+using namespace cubecc;
+using namespace cubecc::runtime;
+using ::testing::HasSubstr;
+
+namespace {
+
+// The Vulkan loader unloads the driver and the layers when an instance is destroyed, after which
+// LeakSanitizer cannot name the frames of what they keep until exit, so test/lsan.supp could not
+// suppress them. Pinning them in memory for the life of the process keeps their names.
+[[maybe_unused]] const bool kVulkanLibrariesPinned = [] {
+  for (const char *library :
+       {"libvulkan.so.1", "libvulkan_lvp.so", "libVkLayer_khronos_validation.so"})
+    dlopen(library, RTLD_LAZY | RTLD_NODELETE);
+  return true;
+}();
+
+std::string read_file(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::unique_ptr<ir::Module> example(const char *name) {
+  return test::parse_valid(read_file(std::string(CUBECC_SOURCE_DIR "/examples/ir/") + name));
+}
+
+/// Sets an environment variable for the life of the object.
+class ScopedEnv {
+public:
+  ScopedEnv(const char *name, const char *value) : name_(name) {
+    if (const char *old = std::getenv(name))
+      old_ = old;
+    if (value)
+      setenv(name, value, 1);
+    else
+      unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (old_)
+      setenv(name_, old_->c_str(), 1);
+    else
+      unsetenv(name_);
+  }
+
+private:
+  const char *name_;
+  std::optional<std::string> old_;
+};
+
+template <class F> std::string error_of(F &&f) {
+  try {
+    f();
+  } catch (const Error &e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+std::vector<float> random_floats(size_t n, unsigned seed, float lo = -10, float hi = 10) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = dist(rng);
+  return v;
+}
+
+/// a * x + y as a device may compute GLSL's fma(): fused, or rounded after the product (SPIR-V's
+/// GLSL.std.450 Fma does not promise a single rounding, and lavapipe does not fuse).
+bool fma_or_unfused(float result, float a, float x, float y) {
+  return result == std::fma(a, x, y) || result == a * x + y;
+}
+
+/// Small whole numbers: sums of them are exact in any order.
+std::vector<float> whole_floats(size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> dist(-8, 8);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = static_cast<float>(dist(rng));
+  return v;
+}
+
+constexpr std::string_view kScaleKernel = R"(
+// out[i] = f32(in[i]) * scale + f32(bias): values of three widths in the parameter block.
+module @m {
+  kernel @scale(%out: buffer<f32, write>, %in: buffer<u32, read>, %n: u32, %scale: f32, %bias: i64) workgroup(64, 1, 1) {
+    %gid = global_id : u32x3
+    %i = vec.extract %gid {lane = 0} : u32
+    %in_range = lt %i, %n : bool
+    if %in_range {
+      %v = load %in, %i : u32
+      %f = cast %v : f32
+      %s = mul %f, %scale : f32
+      %b = cast %bias : f32
+      %r = add %s, %b : f32
+      store %out, %i, %r
+      yield
+    }
+    return
+  }
+}
+)";
+
+constexpr std::string_view kVectorKernel = R"(
+module @m {
+  kernel @dot2(%out: buffer<f32, write>, %v: f32x2, %flag: bool) workgroup(1, 1, 1) {
+    %c0 = const 0 : u32
+    %x = vec.extract %v {lane = 0} : f32
+    %y = vec.extract %v {lane = 1} : f32
+    %s = add %x, %y : f32
+    %z = const 0.0 : f32
+    %r = select %flag, %s, %z : f32
+    store %out, %c0, %r
+    return
+  }
+}
+)";
+
+constexpr std::string_view kUnguardedKernel = R"(
+module @m {
+  kernel @unguarded(%out: buffer<u32, write>) workgroup(64, 1, 1) {
+    %gid = global_id : u32x3
+    %i = vec.extract %gid {lane = 0} : u32
+    store %out, %i, %i
+    return
+  }
+}
+)";
+
+} // namespace
+
+//===- Devices and opening -------------------------------------------------------------------===//
+
+TEST(Runtime, lists_interp_as_available_and_cuda_as_not_built) {
+  auto devices = list_devices();
+  auto find = [&](std::string_view name) {
+    for (const DeviceEntry &e : devices)
+      if (e.backend == name)
+        return e;
+    return DeviceEntry{};
+  };
+  EXPECT_TRUE(find("interp").available);
+  EXPECT_TRUE(find("interp").info.has_value());
+  EXPECT_FALSE(find("cuda").built);
+  EXPECT_THAT(find("cuda").detail, HasSubstr("not built"));
+  EXPECT_FALSE(find("vulkan").backend.empty());
+}
+
+TEST(Runtime, opens_the_device_named_by_cubecc_device) {
+  ScopedEnv env("CUBECC_DEVICE", "interp");
+  Runtime rt = Runtime::open();
+  EXPECT_EQ(rt.info().backend, "interp");
+}
+
+TEST(Runtime, refuses_unknown_and_unbuilt_devices_by_name) {
+  EXPECT_EQ(error_of([] { Runtime::open("nope"); }),
+            "no device: unknown device 'nope' (known: vulkan, interp, cuda, hip)");
+  EXPECT_THAT(error_of([] { Runtime::open("cuda"); }), HasSubstr("backend cuda not built"));
+}
+
+TEST(Runtime, interp_subgroup_size_comes_from_the_environment) {
+  {
+    ScopedEnv env("CUBECC_INTERP_SUBGROUP_SIZE", "8");
+    EXPECT_EQ(Runtime::open("interp").info().subgroup_size, 8u);
+  }
+  ScopedEnv env("CUBECC_INTERP_SUBGROUP_SIZE", "3");
+  EXPECT_THAT(error_of([] { Runtime::open("interp"); }),
+              HasSubstr("CUBECC_INTERP_SUBGROUP_SIZE=3 is not a power of two"));
+}
+
+//===- Memory pool ---------------------------------------------------------------------------===//
+
+TEST(MemoryPool, rounds_requests_up_to_power_of_two_buckets_from_256_bytes) {
+  Runtime rt = Runtime::open("interp");
+  EXPECT_EQ(rt.allocate<uint8_t>(1).memory().bytes, 256u);
+  EXPECT_EQ(rt.allocate<uint8_t>(257).memory().bytes, 512u);
+  EXPECT_EQ(rt.allocate<float>(1024).memory().bytes, 4096u);
+  Buffer b = rt.allocate<double>(3);
+  EXPECT_EQ(b.size(), 3u);
+  EXPECT_EQ(b.bytes(), 24u);
+  EXPECT_EQ(b.element(), ir::Scalar::F64);
+}
+
+TEST(MemoryPool, reuses_a_freed_block_of_the_same_bucket_and_counts_it) {
+  Runtime rt = Runtime::open("interp");
+  {
+    Buffer a = rt.allocate<float>(100); // 400 bytes: the 512 bucket
+    PoolStatistics s = rt.pool_statistics();
+    EXPECT_EQ(s.allocations, 1u);
+    EXPECT_EQ(s.device_allocations, 1u);
+    EXPECT_EQ(s.bytes_live, 512u);
+    EXPECT_EQ(s.bytes_cached, 0u);
+  }
+  PoolStatistics s = rt.pool_statistics();
+  EXPECT_EQ(s.bytes_live, 0u);
+  EXPECT_EQ(s.bytes_cached, 512u);
+  {
+    Buffer b = rt.allocate<int32_t>(120); // 480 bytes: the same bucket
+    Buffer c = rt.allocate<int32_t>(120); // nothing cached left: a new block
+    s = rt.pool_statistics();
+    EXPECT_EQ(s.allocations, 3u);
+    EXPECT_EQ(s.reuses, 1u);
+    EXPECT_EQ(s.device_allocations, 2u);
+    EXPECT_EQ(s.bytes_live, 1024u);
+    EXPECT_EQ(s.peak_bytes_live, 1024u);
+  }
+  EXPECT_EQ(rt.pool_statistics().bytes_cached, 1024u);
+  rt.trim();
+  s = rt.pool_statistics();
+  EXPECT_EQ(s.bytes_cached, 0u);
+  EXPECT_EQ(s.device_frees, 2u);
+  EXPECT_EQ(s.peak_bytes_device, 1024u);
+}
+
+TEST(MemoryPool, a_moved_buffer_returns_its_block_once) {
+  Runtime rt = Runtime::open("interp");
+  Buffer a = rt.allocate<float>(10);
+  Buffer b = std::move(a);
+  EXPECT_FALSE(a.valid()); // NOLINT(bugprone-use-after-move): the moved-from state is the point
+  Buffer c;
+  c = std::move(b);
+  EXPECT_EQ(rt.pool_statistics().bytes_live, 256u);
+  c = Buffer();
+  EXPECT_EQ(rt.pool_statistics().bytes_live, 0u);
+  EXPECT_EQ(rt.pool_statistics().bytes_cached, 256u);
+}
+
+TEST(MemoryPool, buffers_may_outlive_their_runtime) {
+  Buffer kept;
+  {
+    Runtime rt = Runtime::open("interp");
+    kept = rt.upload(std::vector<int32_t>{1, 2, 3});
+  }
+  EXPECT_EQ(kept.size(), 3u); // destroyed after the runtime: the pool and device stay alive
+}
+
+TEST(MemoryPool, host_copies_check_element_type_and_size) {
+  Runtime rt = Runtime::open("interp");
+  Buffer b = rt.upload(std::vector<float>{1, 2, 3});
+  std::vector<int32_t> wrong(3);
+  EXPECT_EQ(error_of([&] { rt.download(b, std::span<int32_t>(wrong)); }),
+            "download: the buffer holds f32, the host data is i32");
+  std::vector<float> big(4);
+  EXPECT_EQ(error_of([&] { rt.download(b, std::span<float>(big)); }),
+            "download: 4 elements do not fit a buffer of 3");
+  EXPECT_EQ(rt.download<float>(b), (std::vector<float>{1, 2, 3}));
+}
+
+//===- The interp device ---------------------------------------------------------------------===//
+
+TEST(InterpDevice, runs_axpy_like_the_host) {
+  auto m = example("axpy.cir");
+  Runtime rt = Runtime::open("interp");
+  KernelHandle axpy = rt.load(*m->kernels()[0]);
+  const size_t n = 1000; // not a multiple of 256: the bounds check matters
+  std::vector<float> x = random_floats(n, 1), y = random_floats(n, 2);
+  Buffer dx = rt.upload(x), dy = rt.upload(y);
+  rt.launch(axpy, grid_1d(n, 256), dx, dy, 2.5f);
+  rt.synchronize();
+  std::vector<float> out = rt.download<float>(dy);
+  for (size_t i = 0; i < n; ++i)
+    ASSERT_EQ(out[i], std::fma(2.5f, x[i], y[i])) << "element " << i;
+  ASSERT_EQ(rt.last_launch_times_ns().size(), 1u);
+  EXPECT_GT(rt.last_launch_times_ns()[0], 0.0);
+}
+
+TEST(InterpDevice, runs_reduce_sum_with_shared_memory_subgroups_and_atomics) {
+  auto m = example("reduce_sum.cir");
+  Runtime rt = Runtime::open("interp");
+  KernelHandle reduce = rt.load(*m->kernels()[0]);
+  const size_t n = 3000;
+  std::vector<float> in = whole_floats(n, 3);
+  Buffer din = rt.upload(in), dout = rt.upload(std::vector<float>{0.0f});
+  rt.launch(reduce, grid_1d(n, 256), din, dout);
+  EXPECT_EQ(rt.download<float>(dout)[0], std::accumulate(in.begin(), in.end(), 0.0f));
+}
+
+TEST(InterpDevice, passes_values_of_three_widths) {
+  auto m = test::parse_valid(kScaleKernel);
+  Runtime rt = Runtime::open("interp");
+  KernelHandle k = rt.load(*m->kernels()[0]);
+  std::vector<uint32_t> in(100);
+  std::iota(in.begin(), in.end(), 0u);
+  Buffer din = rt.upload(in), dout = rt.allocate<float>(100);
+  rt.launch(k, grid_1d(100, 64), dout, din, 100u, 0.5f, int64_t(-7));
+  std::vector<float> out = rt.download<float>(dout);
+  for (size_t i = 0; i < 100; ++i)
+    ASSERT_EQ(out[i], float(i) * 0.5f - 7.0f);
+}
+
+TEST(InterpDevice, passes_vectors_from_std_arrays_and_bools) {
+  auto m = test::parse_valid(kVectorKernel);
+  Runtime rt = Runtime::open("interp");
+  KernelHandle k = rt.load(*m->kernels()[0]);
+  Buffer out = rt.allocate<float>(1);
+  rt.launch(k, {1, 1, 1}, out, std::array<float, 2>{1.5f, 2.0f}, true);
+  EXPECT_EQ(rt.download<float>(out)[0], 3.5f);
+  rt.launch(k, {1, 1, 1}, out, std::array<float, 2>{1.5f, 2.0f}, false);
+  EXPECT_EQ(rt.download<float>(out)[0], 0.0f);
+}
+
+TEST(InterpDevice, an_out_of_bounds_store_is_an_error_with_the_interpreters_text) {
+  auto m = test::parse_valid(kUnguardedKernel);
+  Runtime rt = Runtime::open("interp");
+  KernelHandle k = rt.load(*m->kernels()[0]);
+  Buffer out = rt.allocate<uint32_t>(10);
+  std::string error = error_of([&] { rt.launch(k, {1, 1, 1}, out); });
+  EXPECT_THAT(error, HasSubstr("interp: launch of kernel 'unguarded' failed"));
+  EXPECT_THAT(error, HasSubstr("index 10 is out of bounds"));
+}
+
+TEST(InterpDevice, a_kernel_sees_exactly_the_bound_range) {
+  auto m = test::parse_valid(kUnguardedKernel);
+  Runtime rt = Runtime::open("interp");
+  KernelHandle k = rt.load(*m->kernels()[0]);
+  Buffer out = rt.upload(std::vector<uint32_t>(128, 7));
+  LaunchArg range = out.arg();
+  range.offset = 64 * 4;
+  range.bytes = 64 * 4;
+  rt.launch(k, {1, 1, 1}, std::span<const LaunchArg>(&range, 1));
+  std::vector<uint32_t> host = rt.download<uint32_t>(out);
+  for (uint32_t i = 0; i < 64; ++i) {
+    ASSERT_EQ(host[i], 7u);
+    ASSERT_EQ(host[64 + i], i);
+  }
+  range.offset = 100 * 4;
+  EXPECT_THAT(error_of([&] {
+                rt.launch(k, {1, 1, 1}, std::span<const LaunchArg>(&range, 1));
+              }),
+              HasSubstr("parameter 0 (%out: buffer<u32, write>): the range [400, 656) lies "
+                        "outside the 512 bytes of the memory"));
+}
+
+//===- Kernel cache --------------------------------------------------------------------------===//
+
+TEST(KernelCache, a_second_load_of_an_equal_kernel_does_not_compile) {
+  Runtime rt = Runtime::open("interp");
+  auto first = example("axpy.cir");
+  auto second = example("axpy.cir"); // another module: equal by structure
+  KernelHandle a = rt.load(*first->kernels()[0]);
+  KernelHandle b = rt.load(*second->kernels()[0]);
+  EXPECT_EQ(a.hash(), b.hash());
+  EXPECT_EQ(&a.compiled(), &b.compiled());
+  KernelCacheStatistics s = rt.cache_statistics();
+  EXPECT_EQ(s.misses, 1u);
+  EXPECT_EQ(s.compiles, 1u);
+  EXPECT_EQ(s.hits, 1u);
+}
+
+TEST(KernelCache, a_keyed_load_traces_and_compiles_only_when_cold) {
+  const dsl::RegisteredKernel *axpy = nullptr;
+  for (const auto &k : dsl::registered_kernels())
+    if (k.name == "axpy")
+      axpy = &k;
+  ASSERT_TRUE(axpy);
+  Runtime rt = Runtime::open("interp");
+  int traces = 0;
+  auto trace = [&]() -> std::unique_ptr<ir::Module> {
+    ++traces;
+    auto module = std::make_unique<ir::Module>();
+    std::vector<ir::Diagnostic> errors;
+    axpy->trace(*module, *axpy, errors);
+    EXPECT_TRUE(errors.empty()) << ir::to_string(errors);
+    return module;
+  };
+  std::string key = axpy->name + "/" + axpy->configuration;
+  KernelHandle cold = rt.kernel(key, trace);
+  KernelHandle warm = rt.kernel(key, trace);
+  EXPECT_EQ(traces, 1);
+  EXPECT_EQ(&cold.compiled(), &warm.compiled());
+  KernelCacheStatistics s = rt.cache_statistics();
+  EXPECT_EQ(s.traces, 1u);
+  EXPECT_EQ(s.compiles, 1u);
+  EXPECT_EQ(s.hits, 1u);
+
+  // A new key whose trace gives an equal kernel: traced, but found by hash, not compiled.
+  KernelHandle other = rt.kernel("another key", trace);
+  EXPECT_EQ(traces, 2);
+  EXPECT_EQ(rt.cache_statistics().compiles, 1u);
+  EXPECT_EQ(&other.compiled(), &cold.compiled());
+
+  // The kernel-reference form of the callback.
+  auto m = example("reduce_sum.cir");
+  int calls = 0;
+  auto by_reference = [&]() -> const ir::Kernel & {
+    ++calls;
+    return *m->kernels()[0];
+  };
+  rt.kernel("reduce", by_reference);
+  rt.kernel("reduce", by_reference);
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(rt.cache_statistics().compiles, 2u);
+}
+
+TEST(KernelCache, an_invalid_kernel_is_refused_with_the_verifiers_message) {
+  ir::Module m;
+  ir::Kernel &k = m.add_kernel("empty"); // no return: does not verify
+  Runtime rt = Runtime::open("interp");
+  EXPECT_THAT(error_of([&] { rt.load(k); }), HasSubstr("kernel 'empty' does not verify"));
+}
+
+//===- Argument checks -----------------------------------------------------------------------===//
+
+class ArgumentChecks : public ::testing::Test {
+protected:
+  void SetUp() override {
+    axpy = rt.load(*module->kernels()[0]);
+    scale = rt.load(*scale_module->kernels()[0]);
+  }
+  std::unique_ptr<ir::Module> module = example("axpy.cir");
+  std::unique_ptr<ir::Module> scale_module = test::parse_valid(kScaleKernel);
+  Runtime rt = Runtime::open("interp");
+  KernelHandle axpy, scale;
+  Buffer x = rt.upload(std::vector<float>(8, 1.0f));
+  Buffer y = rt.upload(std::vector<float>(8, 2.0f));
+  Buffer ints = rt.upload(std::vector<int32_t>(8, 1));
+  Buffer words = rt.upload(std::vector<uint32_t>(8, 1));
+};
+
+TEST_F(ArgumentChecks, a_wrong_count_names_the_kernel_and_its_parameters) {
+  EXPECT_EQ(error_of([&] {
+              rt.launch(axpy, {1, 1, 1}, x, y);
+            }),
+            "launch of kernel 'axpy': 2 argument(s) given, the kernel has 3 parameter(s): "
+            "parameter 0 (%x: buffer<f32, read>), parameter 1 (%y: buffer<f32, readwrite>), "
+            "parameter 2 (%a: f32)");
+}
+
+TEST_F(ArgumentChecks, a_buffer_for_a_scalar_is_refused) {
+  EXPECT_EQ(error_of([&] {
+              rt.launch(axpy, {1, 1, 1}, x, y, y);
+            }),
+            "launch of kernel 'axpy': parameter 2 (%a: f32): needs a value of type f32, got a "
+            "buffer");
+  EXPECT_EQ(error_of([&] {
+              rt.launch(axpy, {1, 1, 1}, 1.0f, y, 2.0f);
+            }),
+            "launch of kernel 'axpy': parameter 0 (%x: buffer<f32, read>): needs a buffer, got a "
+            "floating-point value");
+}
+
+TEST_F(ArgumentChecks, a_buffer_of_another_element_type_is_refused) {
+  EXPECT_EQ(error_of([&] {
+              rt.launch(axpy, {1, 1, 1}, ints, y, 2.0f);
+            }),
+            "launch of kernel 'axpy': parameter 0 (%x: buffer<f32, read>): needs a buffer of "
+            "f32, got a buffer of i32");
+}
+
+TEST_F(ArgumentChecks, numbers_go_only_to_parameters_of_their_kind_and_range) {
+  EXPECT_EQ(error_of([&] {
+              rt.launch(axpy, {1, 1, 1}, x, y, 2);
+            }),
+            "launch of kernel 'axpy': parameter 2 (%a: f32): needs a floating-point value, got "
+            "an integer (convert it explicitly)");
+  EXPECT_EQ(error_of([&] {
+              rt.launch(scale, {1, 1, 1}, y, words, 1.0, 0.5f, int64_t(1));
+            }),
+            "launch of kernel 'scale': parameter 2 (%n: u32): needs an integer, got a "
+            "floating-point value");
+  EXPECT_EQ(error_of([&] {
+              rt.launch(scale, {1, 1, 1}, y, words, -1, 0.5f, int64_t(1));
+            }),
+            "launch of kernel 'scale': parameter 2 (%n: u32): the value -1 does not fit u32");
+  EXPECT_EQ(error_of([&] {
+              rt.launch(scale, {1, 1, 1}, y, words, uint64_t(1) << 32, 0.5f, 1);
+            }),
+            "launch of kernel 'scale': parameter 2 (%n: u32): the value 4294967296 does not fit "
+            "u32");
+  EXPECT_EQ(error_of([&] {
+              rt.launch(scale, {1, 1, 1}, y, words, 8u, std::array<float, 2>{1, 2}, 1);
+            }),
+            "launch of kernel 'scale': parameter 3 (%scale: f32): needs 1 lane(s), got 2");
+  // Integers of any C++ type convert when the value fits.
+  rt.launch(scale, {1, 1, 1}, y, words, uint8_t(8), 0.5f, 3u);
+  EXPECT_EQ(rt.download<float>(y)[0], 3.5f);
+}
+
+TEST_F(ArgumentChecks, an_empty_handle_or_buffer_is_refused) {
+  EXPECT_EQ(error_of([&] {
+              rt.launch(KernelHandle(), {1, 1, 1}, x);
+            }),
+            "launch: the kernel handle is empty");
+  Buffer empty;
+  EXPECT_EQ(error_of([&] {
+              rt.launch(axpy, {1, 1, 1}, empty, y, 1.0f);
+            }),
+            "launch of kernel 'axpy': parameter 0 (%x: buffer<f32, read>): the buffer is empty "
+            "(moved from or default-constructed)");
+}
+
+//===- The Vulkan device ---------------------------------------------------------------------===//
+
+#ifdef CUBECC_HAVE_VULKAN
+
+namespace {
+
+/// SPIR-V from GLSL through glslangValidator, or nothing (with the reason in `error`).
+std::optional<std::vector<uint32_t>> glsl_to_spirv(const std::string &name,
+                                                   const std::string &source, std::string &error) {
+  std::string base = ::testing::TempDir() + "cubecc_runtime_test_" + name;
+  std::ofstream(base + ".comp") << source;
+  std::string command = std::string(CUBECC_GLSLANG) + " -V --target-env vulkan1.2 -S comp -o " +
+                        base + ".spv " + base + ".comp > " + base + ".log 2>&1";
+  if (std::system(command.c_str()) != 0) {
+    error = read_file(base + ".log");
+    return std::nullopt;
+  }
+  std::string bytes = read_file(base + ".spv");
+  std::vector<uint32_t> words(bytes.size() / 4);
+  std::memcpy(words.data(), bytes.data(), words.size() * 4);
+  return words;
+}
+
+constexpr const char *kAxpyGlsl = R"(#version 450
+layout(local_size_x = 256) in;
+layout(set = 0, binding = 0) readonly buffer X { float x[]; };
+layout(set = 0, binding = 1) buffer Y { float y[]; };
+layout(push_constant) uniform Params { float a; } p;
+void main() {
+  uint i = gl_GlobalInvocationID.x;
+  if (i < uint(y.length()))
+    y[i] = fma(p.a, x[i], y[i]);
+}
+)";
+
+constexpr const char *kScaleGlsl = R"(#version 450
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+layout(local_size_x = 64) in;
+layout(set = 0, binding = 0) writeonly buffer Out { float out_[]; };
+layout(set = 0, binding = 1) readonly buffer In { uint in_[]; };
+layout(push_constant) uniform Params { uint n; float scale; int64_t bias; } p;
+void main() {
+  uint i = gl_GlobalInvocationID.x;
+  if (i < p.n)
+    out_[i] = float(in_[i]) * p.scale + float(p.bias);
+}
+)";
+
+// reduce_sum.cir in GLSL: subgroup sums, shared memory, a barrier, a float atomic add.
+constexpr const char *kReduceGlsl = R"(#version 450
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_EXT_shader_atomic_float : require
+layout(local_size_x = 256) in;
+layout(set = 0, binding = 0) readonly buffer In { float in_[]; };
+layout(set = 0, binding = 1) buffer Out { float out_[]; };
+shared float partials[256];
+void main() {
+  uint i = gl_GlobalInvocationID.x;
+  float v = i < uint(in_.length()) ? in_[i] : 0.0;
+  float s = subgroupAdd(v);
+  if (gl_SubgroupInvocationID == 0)
+    partials[gl_SubgroupID] = s;
+  barrier();
+  if (gl_LocalInvocationIndex == 0) {
+    float total = 0.0;
+    for (uint k = 0; k < gl_NumSubgroups; ++k)
+      total += partials[k];
+    atomicAdd(out_[0], total);
+  }
+}
+)";
+
+constexpr const char *kDoubleAtomicGlsl = R"(#version 450
+#extension GL_EXT_shader_atomic_float : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float64 : require
+layout(local_size_x = 64) in;
+layout(set = 0, binding = 0) buffer Out { double out_[]; };
+void main() { atomicAdd(out_[0], 1.0lf); }
+)";
+
+// Uses binding 1 while its ABI (one buffer) declares only binding 0.
+constexpr const char *kWrongBindingGlsl = R"(#version 450
+layout(local_size_x = 64) in;
+layout(set = 0, binding = 1) buffer Out { uint out_[]; };
+void main() { out_[gl_GlobalInvocationID.x] = 1u; }
+)";
+
+constexpr std::string_view kOneBufferSignature = R"(
+module @m {
+  kernel @one(%out: buffer<u32, readwrite>) workgroup(64, 1, 1) {
+    return
+  }
+}
+)";
+
+} // namespace
+
+class VulkanDeviceTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    try {
+      rt.emplace(Runtime::open("vulkan"));
+    } catch (const Error &e) {
+      GTEST_SKIP() << "no Vulkan device: " << e.what();
+    }
+    vk = dynamic_cast<VulkanDevice *>(&rt->device());
+    ASSERT_NE(vk, nullptr);
+  }
+  void TearDown() override {
+    rt.reset();
+    EXPECT_THAT(VulkanDevice::teardown_messages(), ::testing::IsEmpty());
+  }
+
+  /// A handle for GLSL `source` with the ABI of `signature`'s first kernel.
+  KernelHandle glsl_kernel(const std::string &name, const char *source,
+                           const ir::Module &signature) {
+    std::string error;
+    auto words = glsl_to_spirv(name, source, error);
+    EXPECT_TRUE(words) << error;
+    if (!words)
+      return {};
+    const ir::Kernel &k = *signature.kernels()[0];
+    codegen::SpirvKernel spirv{*words, codegen::KernelAbi::of(k)};
+    return rt->adopt(k, vk->compile_spirv(spirv));
+  }
+
+  std::optional<Runtime> rt;
+  VulkanDevice *vk = nullptr;
+};
+
+TEST_F(VulkanDeviceTest, reports_the_device_and_its_features) {
+  const DeviceInfo &info = rt->info();
+  EXPECT_EQ(info.backend, "vulkan");
+  EXPECT_FALSE(info.name.empty());
+  EXPECT_GT(info.subgroup_size, 0u);
+  EXPECT_GT(info.features.max_param_block_bytes, 0u);
+  EXPECT_GT(info.features.max_shared_bytes, 0u);
+  EXPECT_THAT(info.features.target, HasSubstr(info.name));
+}
+
+TEST_F(VulkanDeviceTest, runs_glsl_axpy_with_buffers_and_push_constants) {
+  auto m = example("axpy.cir");
+  KernelHandle axpy = glsl_kernel("axpy", kAxpyGlsl, *m);
+  ASSERT_TRUE(axpy.valid());
+  const size_t n = 1000;
+  std::vector<float> x = random_floats(n, 1), y = random_floats(n, 2);
+  Buffer dx = rt->upload(x), dy = rt->upload(y);
+  rt->launch(axpy, grid_1d(n, 256), dx, dy, 2.5f);
+  rt->synchronize();
+  std::vector<float> out = rt->download<float>(dy);
+  for (size_t i = 0; i < n; ++i)
+    ASSERT_PRED4(fma_or_unfused, out[i], 2.5f, x[i], y[i]) << "element " << i;
+  std::vector<double> times = rt->last_launch_times_ns();
+  ASSERT_EQ(times.size(), 1u);
+  EXPECT_GT(times[0], 0.0);
+}
+
+TEST_F(VulkanDeviceTest, packs_values_of_three_widths_like_the_interpreter) {
+  auto m = test::parse_valid(kScaleKernel);
+  KernelHandle k = glsl_kernel("scale", kScaleGlsl, *m);
+  ASSERT_TRUE(k.valid());
+  std::vector<uint32_t> in(100);
+  std::iota(in.begin(), in.end(), 0u);
+  Buffer din = rt->upload(in), dout = rt->upload(std::vector<float>(100, -1.0f));
+  rt->launch(k, grid_1d(100, 64), dout, din, 90u, 0.5f, int64_t(-7));
+  std::vector<float> out = rt->download<float>(dout);
+
+  Runtime interp = Runtime::open("interp");
+  Buffer iin = interp.upload(in), iout = interp.upload(std::vector<float>(100, -1.0f));
+  interp.launch(interp.load(*m->kernels()[0]), grid_1d(100, 64), iout, iin, 90u, 0.5f, int64_t(-7));
+  EXPECT_EQ(out, interp.download<float>(iout));
+  EXPECT_EQ(out[89], 89 * 0.5f - 7.0f);
+  EXPECT_EQ(out[90], -1.0f);
+}
+
+TEST_F(VulkanDeviceTest, runs_a_reduction_with_subgroups_shared_memory_and_float_atomics) {
+  if (!rt->info().features.float32_atomic_add)
+    GTEST_SKIP() << "the device has no float atomic add";
+  auto m = example("reduce_sum.cir");
+  KernelHandle reduce = glsl_kernel("reduce", kReduceGlsl, *m);
+  ASSERT_TRUE(reduce.valid());
+  const size_t n = 3000;
+  std::vector<float> in = whole_floats(n, 3);
+  Buffer din = rt->upload(in), dout = rt->upload(std::vector<float>{0.0f});
+  rt->launch(reduce, grid_1d(n, 256), din, dout);
+  EXPECT_EQ(rt->download<float>(dout)[0], std::accumulate(in.begin(), in.end(), 0.0f));
+}
+
+TEST_F(VulkanDeviceTest, binds_exactly_the_launch_arguments_range) {
+  auto m = example("axpy.cir");
+  KernelHandle axpy = glsl_kernel("axpy_range", kAxpyGlsl, *m);
+  ASSERT_TRUE(axpy.valid());
+  // 1024 elements in memory, the kernel sees 1000: y.length() is 1000, the rest is untouched.
+  Buffer x = rt->upload(std::vector<float>(1024, 1.0f));
+  Buffer y = rt->upload(std::vector<float>(1024, 5.0f));
+  LaunchArg args[3] = {x.arg(), y.arg(), {}};
+  args[0].bytes = args[1].bytes = 1000 * 4;
+  args[2].bits = {std::bit_cast<uint32_t>(1.0f)};
+  rt->launch(axpy, {4, 1, 1}, std::span<const LaunchArg>(args));
+  std::vector<float> out = rt->download<float>(y);
+  for (size_t i = 0; i < 1024; ++i)
+    ASSERT_EQ(out[i], i < 1000 ? 6.0f : 5.0f) << "element " << i;
+}
+
+TEST_F(VulkanDeviceTest, accumulates_launches_past_one_batch_with_a_time_for_each) {
+  auto m = example("axpy.cir");
+  KernelHandle axpy = glsl_kernel("axpy_batch", kAxpyGlsl, *m);
+  ASSERT_TRUE(axpy.valid());
+  Buffer x = rt->upload(std::vector<float>(256, 1.0f));
+  Buffer y = rt->upload(std::vector<float>(256, 0.0f));
+  const int launches = 300; // more than one batch (256)
+  for (int i = 0; i < launches; ++i)
+    rt->launch(axpy, {1, 1, 1}, x, y, 1.0f);
+  rt->synchronize();
+  std::vector<double> times = rt->last_launch_times_ns();
+  ASSERT_EQ(times.size(), size_t(launches));
+  for (double t : times)
+    ASSERT_GT(t, 0.0);
+  EXPECT_EQ(rt->download<float>(y)[255], float(launches));
+}
+
+TEST_F(VulkanDeviceTest, refuses_a_kernel_needing_an_absent_feature) {
+  if (rt->info().features.float64_atomic_add)
+    GTEST_SKIP() << "the device has float64 atomic add";
+  std::string error;
+  auto words = glsl_to_spirv("double_atomic", kDoubleAtomicGlsl, error);
+  ASSERT_TRUE(words) << error;
+  codegen::SpirvKernel spirv{*words, {}};
+  spirv.abi.name = "double_atomic";
+  spirv.abi.workgroup_size = {64, 1, 1};
+  spirv.abi.num_buffers = 1;
+  spirv.abi.params.resize(1);
+  EXPECT_THAT(error_of([&] { vk->compile_spirv(spirv); }),
+              HasSubstr("kernel 'double_atomic' needs SPIR-V capabilities this device does not "
+                        "support: AtomicFloat64AddEXT"));
+}
+
+TEST_F(VulkanDeviceTest, refuses_a_kernel_beyond_the_device_limits) {
+  std::string error;
+  auto words = glsl_to_spirv("limits", kWrongBindingGlsl, error);
+  ASSERT_TRUE(words) << error;
+  codegen::SpirvKernel spirv{*words, {}};
+  spirv.abi.name = "big";
+  spirv.abi.workgroup_size = {64, 1, 1};
+  spirv.abi.param_block_bytes = rt->info().features.max_param_block_bytes + 4;
+  EXPECT_THAT(error_of([&] { vk->compile_spirv(spirv); }),
+              HasSubstr("kernel 'big' has " + std::to_string(spirv.abi.param_block_bytes) +
+                        " bytes of value parameters"));
+  spirv.abi.param_block_bytes = 0;
+  spirv.abi.workgroup_size = {4096, 1, 1};
+  EXPECT_THAT(error_of([&] { vk->compile_spirv(spirv); }),
+              HasSubstr("kernel 'big' has workgroup size (4096, 1, 1)"));
+}
+
+TEST_F(VulkanDeviceTest, refuses_a_grid_beyond_the_device_limit) {
+  auto m = example("axpy.cir");
+  KernelHandle axpy = glsl_kernel("axpy_grid", kAxpyGlsl, *m);
+  ASSERT_TRUE(axpy.valid());
+  Buffer x = rt->allocate<float>(4), y = rt->allocate<float>(4);
+  EXPECT_THAT(error_of([&] {
+                rt->launch(axpy, {~0u, 1, 1}, x, y, 1.0f);
+              }),
+              HasSubstr("exceeds the device's maximum"));
+}
+
+TEST_F(VulkanDeviceTest, a_validation_message_fails_the_operation_that_caused_it) {
+  if (!vk->validation_enabled())
+    GTEST_SKIP() << "CUBECC_VULKAN_VALIDATION is not set";
+  std::string error;
+  auto words = glsl_to_spirv("wrong_binding", kWrongBindingGlsl, error);
+  ASSERT_TRUE(words) << error;
+  auto signature = test::parse_valid(kOneBufferSignature);
+  codegen::SpirvKernel spirv{*words, codegen::KernelAbi::of(*signature->kernels()[0])};
+  EXPECT_THAT(error_of([&] { vk->compile_spirv(spirv); }),
+              HasSubstr("vulkan validation, during compiling kernel 'one'"));
+}
+
+TEST_F(VulkanDeviceTest, runs_the_spirv_writers_kernels_like_the_interpreter) {
+  auto m = example("axpy.cir");
+  KernelHandle axpy;
+  std::string error = error_of([&] { axpy = rt->load(*m->kernels()[0]); });
+  ASSERT_EQ(error, "<no error>");
+  const size_t n = 1000;
+  std::vector<float> x = random_floats(n, 4), y = random_floats(n, 5);
+  Buffer dx = rt->upload(x), dy = rt->upload(y);
+  rt->launch(axpy, grid_1d(n, 256), dx, dy, -1.5f);
+  std::vector<float> out = rt->download<float>(dy);
+  for (size_t i = 0; i < n; ++i)
+    ASSERT_PRED4(fma_or_unfused, out[i], -1.5f, x[i], y[i]) << "element " << i;
+
+  auto reduce_module = example("reduce_sum.cir");
+  KernelHandle reduce = rt->load(*reduce_module->kernels()[0]);
+  std::vector<float> in = whole_floats(5000, 6);
+  Buffer din = rt->upload(in), dout = rt->upload(std::vector<float>{0.0f});
+  rt->launch(reduce, grid_1d(in.size(), 256), din, dout);
+  EXPECT_EQ(rt->download<float>(dout)[0], std::accumulate(in.begin(), in.end(), 0.0f));
+}
+
+TEST_F(VulkanDeviceTest, refuses_an_ir_kernel_needing_an_absent_feature_with_the_writers_message) {
+  if (rt->info().features.float64_atomic_add)
+    GTEST_SKIP() << "the device has float64 atomic add";
+  auto m = test::parse_valid(R"(
+module @m {
+  kernel @datomic(%out: buffer<f64, readwrite>) workgroup(1, 1, 1) {
+    %c0 = const 0 : u32
+    %one = const 1.0 : f64
+    %old = atomic.add %out, %c0, %one : f64
+    return
+  }
+}
+)");
+  std::string error = error_of([&] { rt->load(*m->kernels()[0]); });
+  EXPECT_THAT(error, HasSubstr("vulkan: cannot compile kernel 'datomic'"));
+  EXPECT_THAT(error, HasSubstr("atomic.add"));
+}
+
+TEST(VulkanDevice, copies_through_staging_buffers_when_forced) {
+  ScopedEnv env("CUBECC_VULKAN_FORCE_STAGING", "1");
+  std::optional<Runtime> rt;
+  try {
+    rt.emplace(Runtime::open("vulkan"));
+  } catch (const Error &e) {
+    GTEST_SKIP() << "no Vulkan device: " << e.what();
+  }
+  auto *vk = dynamic_cast<VulkanDevice *>(&rt->device());
+  std::string error;
+  auto words = glsl_to_spirv("axpy_staging", kAxpyGlsl, error);
+  ASSERT_TRUE(words) << error;
+  auto m = example("axpy.cir");
+  codegen::SpirvKernel spirv{*words, codegen::KernelAbi::of(*m->kernels()[0])};
+  KernelHandle axpy = rt->adopt(*m->kernels()[0], vk->compile_spirv(spirv));
+  std::vector<float> x = random_floats(300, 7), y = random_floats(300, 8);
+  Buffer dx = rt->upload(x), dy = rt->upload(y);
+  rt->launch(axpy, grid_1d(300, 256), dx, dy, 3.0f);
+  std::vector<float> out = rt->download<float>(dy);
+  for (size_t i = 0; i < 300; ++i)
+    ASSERT_PRED4(fma_or_unfused, out[i], 3.0f, x[i], y[i]) << "element " << i;
+  rt.reset();
+  EXPECT_THAT(VulkanDevice::teardown_messages(), ::testing::IsEmpty());
+}
+
+#endif // CUBECC_HAVE_VULKAN
