@@ -264,6 +264,7 @@ private:
   Id round_away(Scalar s, Id x);
   Id erf(Scalar s, Id x);
   Id pow(Scalar s, Id x, Id y);
+  Id fma_through_f64(Scalar s, Id a, Id b, Id c);
   Id element_pointer(const ir::Value *memory, Id index);
   Id index_operand(const ir::Value *index, uint32_t offset);
   Id builtin_input(spv::BuiltIn builtin, bool vector3);
@@ -830,6 +831,51 @@ Id Writer::pow(Scalar s, Id x, Id y) {
   return select(one, c(1), result);
 }
 
+Id Writer::fma_through_f64(Scalar s, Id a, Id b, Id c) {
+  // a * b is exact in f64 (at most 48 significant bits); a * b + c rounded to f64 and then to
+  // s is the correctly rounded fma except when the f64 result falls exactly halfway between two
+  // values of s without being exact: then its last bit is moved toward the exact result (the
+  // rounding-to-odd fix, as in musl's fmaf). Every f64 operation is NoContraction: fusing them
+  // again would break the exactness this relies on.
+  Id d = scalar_type(Scalar::F64), u = uint_type(64), b1 = m_.type_bool();
+  unsigned dropped = 52 - (s == Scalar::F32 ? 23 : 10); // mantissa bits s does not keep
+  auto nc = [&](spv::Op op, Id p, Id q) { return no_contraction(emit(op, d, {p, q})); };
+  Id x = emit(spv::Op::OpFConvert, d, {a}), y = emit(spv::Op::OpFConvert, d, {b}),
+     z = emit(spv::Op::OpFConvert, d, {c});
+  Id xy = nc(spv::Op::OpFMul, x, y);
+  Id r = nc(spv::Op::OpFAdd, xy, z);
+  Id bits = emit(spv::Op::OpBitcast, u, {r});
+  Id low =
+      emit(spv::Op::OpBitwiseAnd, u, {bits, constant(Scalar::U64, (uint64_t(1) << dropped) - 1)});
+  Id halfway =
+      emit(spv::Op::OpIEqual, b1, {low, constant(Scalar::U64, uint64_t(1) << (dropped - 1))});
+  Id exact = emit(spv::Op::OpLogicalAnd, b1,
+                  {emit(spv::Op::OpFOrdEqual, b1, {nc(spv::Op::OpFSub, r, xy), z}),
+                   emit(spv::Op::OpFOrdEqual, b1, {nc(spv::Op::OpFSub, r, z), xy})});
+  Id special = emit(spv::Op::OpLogicalOr, b1,
+                    {emit(spv::Op::OpIsNan, b1, {r}), emit(spv::Op::OpIsInf, b1, {r})});
+  Id fix = emit(spv::Op::OpLogicalAnd, b1,
+                {halfway, emit(spv::Op::OpLogicalNot, b1,
+                               {emit(spv::Op::OpLogicalOr, b1, {exact, special})})});
+  Id negative = emit(spv::Op::OpINotEqual, b1,
+                     {emit(spv::Op::OpShiftRightLogical, u, {bits, constant(Scalar::U64, 63)}),
+                      constant(Scalar::U64, 0)});
+  // The error r - exact, computed exactly: the sign says which way to move.
+  Id z_above = emit(spv::Op::OpFOrdGreaterThan, b1, {z, xy});
+  Id err = emit(spv::Op::OpSelect, d,
+                {emit(spv::Op::OpLogicalEqual, b1, {negative, z_above}),
+                 nc(spv::Op::OpFAdd, nc(spv::Op::OpFSub, xy, r), z),
+                 nc(spv::Op::OpFAdd, nc(spv::Op::OpFSub, z, r), xy)});
+  Id up =
+      emit(spv::Op::OpLogicalEqual, b1,
+           {negative, emit(spv::Op::OpFOrdLessThan, b1, {err, constant_value(Scalar::F64, 0)})});
+  Id moved = emit(spv::Op::OpSelect, u,
+                  {up, emit(spv::Op::OpIAdd, u, {bits, constant(Scalar::U64, 1)}),
+                   emit(spv::Op::OpISub, u, {bits, constant(Scalar::U64, 1)})});
+  Id result = emit(spv::Op::OpSelect, d, {fix, emit(spv::Op::OpBitcast, d, {moved}), r});
+  return emit(spv::Op::OpFConvert, scalar_type(s), {result});
+}
+
 Id Writer::math(const ir::Operation &op, Scalar s, Id a, Id b, Id c) {
   Id t = scalar_type(s);
   switch (op.opcode()) {
@@ -880,7 +926,9 @@ Id Writer::math(const ir::Operation &op, Scalar s, Id a, Id b, Id c) {
   case Opcode::Pow:
     return pow(s, a, b);
   case Opcode::Fma:
-    return ext(GLSLstd450Fma, t, {a, b, c});
+    if (features_.fused_fma || s == Scalar::F64 || !features_.float64)
+      return ext(GLSLstd450Fma, t, {a, b, c});
+    return fma_through_f64(s, a, b, c);
   default:
     throw std::logic_error("math: not a math op");
   }

@@ -25,6 +25,7 @@ namespace {
 struct Param {
   std::string device;
   std::string kernel;
+  friend void PrintTo(const Param &p, std::ostream *os) { *os << p.kernel << " on " << p.device; }
 };
 
 class ExamplesOnDevices : public testing::TestWithParam<Param> {};

@@ -26,6 +26,9 @@ struct TargetFeatures {
   bool float32_atomic_add = false; ///< atomic.add on f32 (VK_EXT_shader_atomic_float)
   bool float32_atomics = false;    ///< atomic.xchg on f32 (VK_EXT_shader_atomic_float)
   bool float64_atomic_add = false;
+  /// GLSL.std.450 Fma rounds once. Vulkan only promises "a * b then + c"; GPUs fuse, lavapipe
+  /// does not. Without it, f32 and f16 fma are computed exactly through f64 (needs float64).
+  bool fused_fma = false;
   bool subgroup_arithmetic = true; ///< reductions and scans
   bool subgroup_shuffle = true;    ///< shuffle, shuffle_xor, shuffle_up/down
   bool subgroup_ballot = true;     ///< ballot, broadcast, elect, all, any
