@@ -47,7 +47,7 @@ std::vector<DeviceEntry> list_devices() {
     entry.backend = backend.name;
     entry.built = backend.open != nullptr;
     if (!entry.built) {
-      entry.detail = fmt::format("not built: {}", backend.why_not);
+      entry.detail = backend.why_not;
     } else {
       try {
         std::unique_ptr<Device> device = backend.open();

@@ -1,6 +1,10 @@
 //===- vulkan_device.cpp - Vulkan compute through volk ----------------------------------------===//
 //
-// One instance, one physical device, one compute queue. Launches are recorded into one command
+// One instance per process, made on first use and kept until exit: the loader unloads the driver
+// when the last instance goes, so keeping it makes reopening a device cheap (no driver and LLVM
+// reload) and keeps what the driver holds until exit attributable (LeakSanitizer can name it).
+// Validation is decided when the instance is made (CUBECC_VULKAN_VALIDATION at the first open).
+// Per device: one physical device, one compute queue. Launches are recorded into one command
 // buffer (pipeline, a descriptor set for the buffer ranges, push constants for the values, a
 // timestamp on each side of the dispatch, then a barrier) until synchronize() or a copy needs
 // their results: then it is submitted, waited on with a fence, the timestamps are read, and the
@@ -72,6 +76,102 @@ bool env_flag(const char *name) {
 std::mutex teardown_mutex;
 std::vector<std::string> teardown_log;
 
+/// The process's Vulkan instance and the validation messages it reports. Messages arrive on the
+/// thread of the call that caused them; they are kept here until an operation claims them.
+struct SharedInstance {
+  VkInstance instance = VK_NULL_HANDLE;
+  VkDebugUtilsMessengerEXT messenger = VK_NULL_HANDLE;
+  bool validation = false;
+  std::mutex mutex;
+  std::vector<std::string> messages;
+
+  static VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                                                   VkDebugUtilsMessageTypeFlagsEXT,
+                                                   const VkDebugUtilsMessengerCallbackDataEXT *data,
+                                                   void *user) {
+    auto *self = static_cast<SharedInstance *>(user);
+    const char *level =
+        severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT ? "error" : "warning";
+    std::lock_guard lock(self->mutex);
+    self->messages.push_back(fmt::format("{}: {}", level, data->pMessage ? data->pMessage : ""));
+    return VK_FALSE;
+  }
+
+  std::vector<std::string> take_messages() {
+    std::lock_guard lock(mutex);
+    std::vector<std::string> taken;
+    taken.swap(messages);
+    return taken;
+  }
+};
+
+SharedInstance *make_instance() {
+  if (volkInitialize() != VK_SUCCESS)
+    throw Error("no device: vulkan: the Vulkan loader (libvulkan.so.1) is not installed");
+  auto shared = std::make_unique<SharedInstance>();
+  shared->validation = env_flag("CUBECC_VULKAN_VALIDATION");
+
+  std::vector<const char *> layers, extensions;
+  VkDebugUtilsMessengerCreateInfoEXT messenger_info{
+      VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
+  messenger_info.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
+                                   VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+  messenger_info.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                               VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                               VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
+  messenger_info.pfnUserCallback = &SharedInstance::on_message;
+  messenger_info.pUserData = shared.get();
+  if (shared->validation) {
+    uint32_t count = 0;
+    vkEnumerateInstanceLayerProperties(&count, nullptr);
+    std::vector<VkLayerProperties> available(count);
+    vkEnumerateInstanceLayerProperties(&count, available.data());
+    bool found = std::any_of(available.begin(), available.end(), [](const VkLayerProperties &l) {
+      return std::string_view(l.layerName) == "VK_LAYER_KHRONOS_validation";
+    });
+    if (!found)
+      throw Error("no device: vulkan: CUBECC_VULKAN_VALIDATION=1 but VK_LAYER_KHRONOS_validation "
+                  "is not installed (Debian: vulkan-validationlayers)");
+    layers.push_back("VK_LAYER_KHRONOS_validation");
+    extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+  }
+
+  VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+  app.pApplicationName = "cubecc";
+  app.pEngineName = "cubecc";
+  app.apiVersion = VK_API_VERSION_1_3;
+  VkInstanceCreateInfo create{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+  create.pNext = shared->validation ? &messenger_info : nullptr; // covers instance creation too
+  create.pApplicationInfo = &app;
+  create.enabledLayerCount = static_cast<uint32_t>(layers.size());
+  create.ppEnabledLayerNames = layers.data();
+  create.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
+  create.ppEnabledExtensionNames = extensions.data();
+  VkResult r = vkCreateInstance(&create, nullptr, &shared->instance);
+  if (r != VK_SUCCESS)
+    throw Error(fmt::format("no device: vulkan: vkCreateInstance failed: {}", result_name(r)));
+  volkLoadInstanceOnly(shared->instance);
+  if (shared->validation) {
+    r = vkCreateDebugUtilsMessengerEXT(shared->instance, &messenger_info, nullptr,
+                                       &shared->messenger);
+    if (r != VK_SUCCESS)
+      throw Error(fmt::format("no device: vulkan: vkCreateDebugUtilsMessengerEXT failed: {}",
+                              result_name(r)));
+  }
+  return shared.release();
+}
+
+/// The instance, made by the first call that succeeds. Never destroyed (see the banner); it
+/// stays reachable from here, so it is no leak.
+SharedInstance &shared_instance() {
+  static std::mutex mutex;
+  static SharedInstance *instance = nullptr;
+  std::lock_guard lock(mutex);
+  if (!instance)
+    instance = make_instance();
+  return *instance;
+}
+
 /// One allocation: a storage buffer over its own memory.
 struct Allocation {
   VkBuffer buffer = VK_NULL_HANDLE;
@@ -94,8 +194,8 @@ struct VulkanDevice::Impl {
   bool validation = false;
   bool mapped_memory = false;
 
+  SharedInstance *shared = nullptr;
   VkInstance instance = VK_NULL_HANDLE;
-  VkDebugUtilsMessengerEXT messenger = VK_NULL_HANDLE;
   VkPhysicalDevice physical = VK_NULL_HANDLE;
   VkDevice device = VK_NULL_HANDLE;
   VolkDeviceTable vk{};
@@ -137,33 +237,14 @@ struct VulkanDevice::Impl {
   std::vector<double> last_times;
   std::unordered_set<Allocation *> allocations;
 
-  std::mutex message_mutex;
-  std::vector<std::string> messages; ///< validation warnings and errors not yet reported
-
   Impl() = default;
   Impl(const Impl &) = delete;
   Impl &operator=(const Impl &) = delete;
   ~Impl();
 
-  static VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
-                                                   VkDebugUtilsMessageTypeFlagsEXT,
-                                                   const VkDebugUtilsMessengerCallbackDataEXT *data,
-                                                   void *user) {
-    auto *self = static_cast<Impl *>(user);
-    const char *level =
-        severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT ? "error" : "warning";
-    std::lock_guard lock(self->message_mutex);
-    self->messages.push_back(fmt::format("{}: {}", level, data->pMessage ? data->pMessage : ""));
-    return VK_FALSE;
-  }
-
   /// Throws the validation messages collected during `what`, if any.
   void raise_messages(std::string_view what) {
-    std::vector<std::string> pending;
-    {
-      std::lock_guard lock(message_mutex);
-      pending.swap(messages);
-    }
+    std::vector<std::string> pending = shared->take_messages();
     if (pending.empty())
       return;
     std::string text = fmt::format("vulkan validation, during {}:", what);
@@ -174,10 +255,7 @@ struct VulkanDevice::Impl {
 
   void check(VkResult r, std::string_view what) {
     if (r != VK_SUCCESS) {
-      {
-        std::lock_guard lock(message_mutex);
-        messages.clear();
-      }
+      shared->take_messages();
       throw Error(fmt::format("vulkan: {} failed: {}", what, result_name(r)));
     }
     raise_messages(what);
@@ -201,53 +279,10 @@ struct VulkanDevice::Impl {
 //---------------------------------------------------------------------------------===//
 
 void VulkanDevice::Impl::open_instance() {
-  if (volkInitialize() != VK_SUCCESS)
-    throw Error("no device: vulkan: the Vulkan loader (libvulkan.so.1) is not installed");
-  validation = env_flag("CUBECC_VULKAN_VALIDATION");
-
-  std::vector<const char *> layers, extensions;
-  VkDebugUtilsMessengerCreateInfoEXT messenger_info{
-      VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
-  messenger_info.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
-                                   VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
-  messenger_info.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
-                               VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
-                               VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
-  messenger_info.pfnUserCallback = &Impl::on_message;
-  messenger_info.pUserData = this;
-  if (validation) {
-    uint32_t count = 0;
-    vkEnumerateInstanceLayerProperties(&count, nullptr);
-    std::vector<VkLayerProperties> available(count);
-    vkEnumerateInstanceLayerProperties(&count, available.data());
-    bool found = std::any_of(available.begin(), available.end(), [](const VkLayerProperties &l) {
-      return std::string_view(l.layerName) == "VK_LAYER_KHRONOS_validation";
-    });
-    if (!found)
-      throw Error("no device: vulkan: CUBECC_VULKAN_VALIDATION=1 but VK_LAYER_KHRONOS_validation "
-                  "is not installed (Debian: vulkan-validationlayers)");
-    layers.push_back("VK_LAYER_KHRONOS_validation");
-    extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
-  }
-
-  VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
-  app.pApplicationName = "cubecc";
-  app.pEngineName = "cubecc";
-  app.apiVersion = VK_API_VERSION_1_3;
-  VkInstanceCreateInfo create{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
-  create.pNext = validation ? &messenger_info : nullptr; // also covers instance creation itself
-  create.pApplicationInfo = &app;
-  create.enabledLayerCount = static_cast<uint32_t>(layers.size());
-  create.ppEnabledLayerNames = layers.data();
-  create.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
-  create.ppEnabledExtensionNames = extensions.data();
-  VkResult r = vkCreateInstance(&create, nullptr, &instance);
-  if (r != VK_SUCCESS)
-    throw Error(fmt::format("no device: vulkan: vkCreateInstance failed: {}", result_name(r)));
-  volkLoadInstanceOnly(instance);
-  if (validation)
-    check(vkCreateDebugUtilsMessengerEXT(instance, &messenger_info, nullptr, &messenger),
-          "vkCreateDebugUtilsMessengerEXT");
+  shared = &shared_instance();
+  instance = shared->instance;
+  validation = shared->validation;
+  shared->take_messages(); // what an earlier device left is not this one's
 }
 
 namespace {
@@ -557,11 +592,7 @@ VulkanDevice::Impl::~Impl() {
       vk.vkDestroyPipelineCache(device, pipeline_cache, nullptr);
     vk.vkDestroyDevice(device, nullptr);
   }
-  if (messenger)
-    vkDestroyDebugUtilsMessengerEXT(instance, messenger, nullptr);
-  if (instance)
-    vkDestroyInstance(instance, nullptr);
-  std::lock_guard lock(message_mutex);
+  std::vector<std::string> messages = shared ? shared->take_messages() : std::vector<std::string>{};
   if (!messages.empty()) {
     std::lock_guard log_lock(teardown_mutex);
     for (const std::string &m : messages) {
