@@ -3,6 +3,7 @@
 // Subcommands follow the command-line contract of docs/cli.md. What exists today:
 //   cubecc compile <input>... --emit ir [-O<n>] [--kernel <name>] [-o <out>]
 //   cubecc kernels <library.so>           (list a kernel library's registered kernels)
+//   cubecc devices [--json]               (backends built in, devices present, their features)
 //   cubecc --version
 // Inputs are .cir files or kernel libraries (.so). Code generation for targets arrives with the
 // backends; asking for it now is a clear error, never a silent fallback.
@@ -16,6 +17,7 @@
 #include "cubecc/passes/pass_manager.h"
 
 #include "compile.h"
+#include "devices.h"
 #include "tool_support.h"
 
 #include <CLI/CLI.hpp>
@@ -68,6 +70,11 @@ int run(int argc, char **argv) {
   kernels->add_option("library", library_path, "a kernel library (.so)")->required();
   kernels->add_flag("--hash", hashes, "trace each kernel and print its structural hash");
 
+  CLI::App *devices =
+      app.add_subcommand("devices", "list the backends built in and the devices present");
+  bool devices_json = false;
+  devices->add_flag("--json", devices_json, "machine-readable output");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
@@ -81,6 +88,8 @@ int run(int argc, char **argv) {
   }
   if (compile->parsed())
     return compile_command(compile_options);
+  if (devices->parsed())
+    return devices_command(devices_json);
   if (kernels->parsed()) {
     std::string error;
     auto library = cubecc::dsl::KernelLibrary::open(library_path, error);

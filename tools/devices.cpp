@@ -1,0 +1,98 @@
+//===- devices.cpp - `cubecc devices`: the backends built in and the devices present ----------===//
+#include "devices.h"
+
+#include "cubecc/runtime/device.h"
+
+#include "tool_support.h"
+
+#include <fmt/format.h>
+
+#include <string>
+#include <vector>
+
+namespace cubecc::tools {
+
+namespace {
+
+std::string json_string(const std::string &s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\')
+      out += {'\\', static_cast<char>(c)};
+    else if (c < 0x20)
+      out += fmt::format("\\u{:04x}", c);
+    else
+      out += static_cast<char>(c);
+  }
+  return out + "\"";
+}
+
+/// The feature flags of a device, by the names `cubecc devices` prints.
+std::vector<std::pair<const char *, bool>> feature_flags(const codegen::TargetFeatures &f) {
+  return {{"int8", f.int8},
+          {"int16", f.int16},
+          {"int64", f.int64},
+          {"float16", f.float16},
+          {"bfloat16", f.bfloat16},
+          {"float64", f.float64},
+          {"int64_atomics", f.int64_atomics},
+          {"float32_atomic_add", f.float32_atomic_add},
+          {"float32_atomics", f.float32_atomics},
+          {"float64_atomic_add", f.float64_atomic_add},
+          {"subgroup_arithmetic", f.subgroup_arithmetic},
+          {"subgroup_shuffle", f.subgroup_shuffle},
+          {"subgroup_ballot", f.subgroup_ballot}};
+}
+
+std::string entry_json(const runtime::DeviceEntry &e) {
+  std::string out = fmt::format(R"({{"backend": {}, "built": {}, "available": {})",
+                                json_string(e.backend), e.built, e.available);
+  if (!e.info) {
+    return out + fmt::format(R"(, "reason": {}}})", json_string(e.detail));
+  }
+  const runtime::DeviceInfo &info = *e.info;
+  const codegen::TargetFeatures &f = info.features;
+  out += fmt::format(R"(, "name": {}, "driver": {}, "subgroup_size": {}, "max_buffer_bytes": {}, )"
+                     R"("timestamp_period_ns": {}, "features": {{)",
+                     json_string(info.name), json_string(info.driver), info.subgroup_size,
+                     info.max_buffer_bytes, info.timestamp_period_ns);
+  for (const auto &[name, on] : feature_flags(f))
+    out += fmt::format(R"("{}": {}, )", name, on);
+  out += fmt::format(R"("max_shared_bytes": {}, "max_param_block_bytes": {}, )"
+                     R"("max_workgroup_invocations": {}, "max_workgroup_size": [{}, {}, {}]}}}})",
+                     f.max_shared_bytes, f.max_param_block_bytes, f.max_workgroup_invocations,
+                     f.max_workgroup_size[0], f.max_workgroup_size[1], f.max_workgroup_size[2]);
+  return out;
+}
+
+} // namespace
+
+int devices_command(bool json) {
+  std::vector<runtime::DeviceEntry> entries = runtime::list_devices();
+  if (json) {
+    std::string out = "{\"devices\": [";
+    for (size_t i = 0; i < entries.size(); ++i)
+      out += (i ? ",\n  " : "\n  ") + entry_json(entries[i]);
+    fmt::print("{}\n]}}\n", out);
+    return kSuccess;
+  }
+  for (const runtime::DeviceEntry &e : entries) {
+    const char *state = !e.built ? "not built" : e.available ? "available" : "unavailable";
+    fmt::print("{:<8} {:<12} {}\n", e.backend, state, e.detail);
+    if (!e.info)
+      continue;
+    const runtime::DeviceInfo &info = *e.info;
+    std::string features;
+    for (const auto &[name, on] : feature_flags(info.features))
+      if (on)
+        features += (features.empty() ? "" : " ") + std::string(name);
+    fmt::print("{:<21} subgroup size {}, shared memory {} B, parameter block {} B, workgroup "
+               "up to {} invocations\n",
+               "", info.subgroup_size, info.features.max_shared_bytes,
+               info.features.max_param_block_bytes, info.features.max_workgroup_invocations);
+    fmt::print("{:<21} {}\n", "", features);
+  }
+  return kSuccess;
+}
+
+} // namespace cubecc::tools
