@@ -1,0 +1,303 @@
+//===- vulkan_vs_glsl.cpp - cubecc's SPIR-V against the same algorithms written in GLSL
+//--------===//
+//
+// For axpy, reduction, softmax, transpose and matmul: the example kernel (traced, -O2, written by
+// cubecc's SPIR-V writer) and its GLSL twin (bench/glsl/*.comp, compiled by glslangValidator)
+// run on the same Vulkan device, buffers and grid. Both outputs are compared first (the twins
+// must compute the same thing); then the two are launched alternately, each launch timed by
+// device timestamps, and the medians are compared: ratio = cubecc / GLSL (below 1: cubecc is
+// faster). Mesa's shader cache is turned off for the run. Prints a table, then one JSON object
+// per kernel.
+//
+// Usage: vulkan_vs_glsl [--rounds N] [--kernel NAME]
+//
+//===-----------------------------------------------------------------------------------------===//
+#include "cubecc/codegen/spirv.h"
+#include "cubecc/dsl/registry.h"
+#include "cubecc/ir/verifier.h"
+#include "cubecc/passes/pass_manager.h"
+#include "cubecc/runtime/vulkan_device.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace cubecc;
+
+namespace {
+
+[[noreturn]] void die(const std::string &message) {
+  std::fprintf(stderr, "vulkan_vs_glsl: %s\n", message.c_str());
+  std::exit(1);
+}
+
+std::unique_ptr<ir::Module> trace_example(const std::string &name) {
+  for (const auto &k : dsl::registered_kernels())
+    if (k.name == name) {
+      auto module = std::make_unique<ir::Module>();
+      std::vector<ir::Diagnostic> errors;
+      k.trace(*module, k, errors);
+      passes::PassManager manager;
+      for (std::string_view pass : passes::optimization_pipeline(2))
+        manager.add(*passes::find_pass(pass));
+      std::ostringstream out, err;
+      if (errors.empty())
+        errors = manager.run(*module, out, err);
+      if (!errors.empty())
+        die(ir::to_string(errors));
+      return module;
+    }
+  die("no example kernel named " + name);
+}
+
+std::vector<uint32_t> compile_glsl(const std::string &file) {
+  std::string out = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") +
+                    "/cubecc-bench-" + std::to_string(getpid()) + ".spv";
+  std::string command = fmt::format("{} -V --target-env vulkan1.2 -S comp {} -o {} > /dev/null",
+                                    CUBECC_GLSLANG, file, out);
+  if (std::system(command.c_str()) != 0)
+    die("glslangValidator failed on " + file);
+  std::ifstream in(out, std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::remove(out.c_str());
+  std::vector<uint32_t> words(bytes.size() / 4);
+  std::memcpy(words.data(), bytes.data(), words.size() * 4);
+  return words;
+}
+
+/// One benchmark: the buffers (as floats), the value arguments and the grid.
+struct Case {
+  std::string name; ///< the example kernel
+  std::string glsl; ///< its twin under bench/glsl
+  std::string what; ///< the problem size, for the table
+  std::vector<std::vector<float>> buffers;
+  std::vector<std::vector<uint64_t>> values; ///< per parameter (empty for buffers)
+  std::array<uint32_t, 3> grid;
+  size_t output; ///< the buffer compared between the twins
+  double tolerance;
+};
+
+std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1, float hi = 1) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = d(rng);
+  return v;
+}
+
+uint64_t bits(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  return b;
+}
+
+/// The parameter list of a kernel taking tensors (buffer, shapes, strides) and scalars.
+struct Params {
+  std::vector<std::vector<uint64_t>> values;
+  void tensor(std::vector<uint32_t> shape, std::vector<uint32_t> strides) {
+    values.push_back({});
+    for (uint32_t s : shape)
+      values.push_back({s});
+    for (uint32_t s : strides)
+      values.push_back({s});
+  }
+  void scalar(float f) { values.push_back({bits(f)}); }
+};
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  {
+    const uint32_t n = 1u << 20;
+    Params p;
+    p.tensor({n}, {1});
+    p.tensor({n}, {1});
+    p.scalar(1.5f);
+    out.push_back({"axpy",
+                   "axpy.comp",
+                   "n = 2^20",
+                   {random_floats(n, 1), random_floats(n, 2)},
+                   p.values,
+                   {n / 256, 1, 1},
+                   1,
+                   1e-6});
+  }
+  {
+    const uint32_t n = 1u << 22, groups = 128;
+    Params p;
+    p.tensor({n}, {1});
+    p.tensor({groups}, {1});
+    out.push_back({"reduce_sum",
+                   "reduce_sum.comp",
+                   "n = 2^22, 128 workgroups",
+                   {random_floats(n, 3), std::vector<float>(groups)},
+                   p.values,
+                   {groups, 1, 1},
+                   1,
+                   1e-4});
+  }
+  {
+    const uint32_t rows = 512, cols = 1024;
+    Params p;
+    p.tensor({rows, cols}, {cols, 1});
+    p.tensor({rows, cols}, {cols, 1});
+    out.push_back({"softmax",
+                   "softmax.comp",
+                   "512 x 1024",
+                   {random_floats(rows * cols, 4, -8, 8), std::vector<float>(rows * cols)},
+                   p.values,
+                   {rows, 1, 1},
+                   1,
+                   1e-5});
+  }
+  {
+    const uint32_t rows = 2048, cols = 2048;
+    Params p;
+    p.tensor({rows, cols}, {cols, 1});
+    p.tensor({cols, rows}, {rows, 1});
+    out.push_back({"transpose_32x8",
+                   "transpose.comp",
+                   "2048 x 2048",
+                   {random_floats(rows * cols, 5), std::vector<float>(rows * cols)},
+                   p.values,
+                   {cols / 32, rows / 32, 1},
+                   1,
+                   0});
+  }
+  {
+    const uint32_t m = 384, k = 384, n = 384;
+    Params p;
+    p.tensor({m, k}, {k, 1});
+    p.tensor({k, n}, {n, 1});
+    p.tensor({m, n}, {n, 1});
+    out.push_back({"matmul_16x16x16",
+                   "matmul.comp",
+                   "384 x 384 x 384",
+                   {random_floats(m * k, 6), random_floats(k * n, 7), std::vector<float>(m * n)},
+                   p.values,
+                   {n / 16, m / 16, 1},
+                   2,
+                   1e-4});
+  }
+  return out;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  int rounds = 15;
+  std::string only;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--rounds" && i + 1 < argc)
+      rounds = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--kernel" && i + 1 < argc)
+      only = argv[++i];
+    else
+      die("usage: vulkan_vs_glsl [--rounds N] [--kernel NAME]");
+  }
+  setenv("MESA_SHADER_CACHE_DISABLE", "true", 1); // compile every pipeline, as a cold start would
+
+  std::unique_ptr<runtime::VulkanDevice> device;
+  try {
+    device = runtime::VulkanDevice::open();
+  } catch (const std::exception &e) {
+    die(e.what());
+  }
+  std::printf("device: %s; %d timed rounds per kernel, alternating\n\n",
+              device->info().name.c_str(), rounds);
+  std::printf("%-16s %-26s %12s %12s %8s\n", "kernel", "size", "cubecc (us)", "GLSL (us)", "ratio");
+  std::vector<std::string> json;
+  for (Case &c : cases()) {
+    if (!only.empty() && c.name != only)
+      continue;
+    auto module = trace_example(c.name);
+    const ir::Kernel &kernel = *module->kernels()[0];
+    std::unique_ptr<runtime::CompiledKernel> ours, theirs;
+    try {
+      ours = device->compile(kernel);
+      codegen::SpirvKernel twin{compile_glsl(std::string(CUBECC_BENCH_GLSL_DIR) + "/" + c.glsl),
+                                codegen::KernelAbi::of(kernel)};
+      theirs = device->compile_spirv(twin);
+    } catch (const std::exception &e) {
+      die(c.name + ": " + e.what());
+    }
+
+    std::vector<runtime::DeviceMemory> memories;
+    auto reset_buffers = [&] {
+      for (size_t b = 0; b < c.buffers.size(); ++b)
+        device->upload(memories[b], 0, c.buffers[b].data(), c.buffers[b].size() * 4);
+    };
+    for (const auto &b : c.buffers)
+      memories.push_back(device->allocate(b.size() * 4));
+    std::vector<runtime::LaunchArg> args;
+    size_t next_buffer = 0;
+    for (const auto &v : c.values) {
+      runtime::LaunchArg arg;
+      if (v.empty()) {
+        arg.memory = &memories[next_buffer];
+        arg.bytes = c.buffers[next_buffer].size() * 4;
+        ++next_buffer;
+      } else {
+        arg.bits = v;
+      }
+      args.push_back(arg);
+    }
+    auto run = [&](const runtime::CompiledKernel &k) {
+      device->launch(k, c.grid, args);
+      device->synchronize();
+      return device->last_launch_times_ns().at(0);
+    };
+
+    // The twins compute the same result (within rounding: contraction and exp differ).
+    std::vector<float> ours_out(c.buffers[c.output].size()), theirs_out(ours_out.size());
+    reset_buffers();
+    run(*ours);
+    device->download(memories[c.output], 0, ours_out.data(), ours_out.size() * 4);
+    reset_buffers();
+    run(*theirs);
+    device->download(memories[c.output], 0, theirs_out.data(), theirs_out.size() * 4);
+    for (size_t i = 0; i < ours_out.size(); ++i) {
+      double a = ours_out[i], b = theirs_out[i];
+      if (!(std::abs(a - b) <= c.tolerance * std::max(1.0, std::abs(b))))
+        die(fmt::format("{}: the GLSL twin disagrees at element {}: cubecc {} GLSL {}", c.name, i,
+                        a, b));
+    }
+
+    for (int w = 0; w < 2; ++w) { // warm-up
+      run(*ours);
+      run(*theirs);
+    }
+    std::vector<double> ours_ns, theirs_ns;
+    for (int r = 0; r < rounds; ++r) {
+      ours_ns.push_back(run(*ours));
+      theirs_ns.push_back(run(*theirs));
+    }
+    double a = median(ours_ns) / 1000, b = median(theirs_ns) / 1000;
+    std::printf("%-16s %-26s %12.1f %12.1f %8.2f\n", c.name.c_str(), c.what.c_str(), a, b, a / b);
+    json.push_back(fmt::format(
+        R"({{"kernel": "{}", "size": "{}", "cubecc_us": {:.1f}, "glsl_us": {:.1f}, "ratio": {:.3f}}})",
+        c.name, c.what, a, b, a / b));
+    for (auto &m : memories)
+      device->free(m);
+  }
+  std::printf("\n");
+  for (const std::string &line : json)
+    std::printf("%s\n", line.c_str());
+  return 0;
+}
