@@ -291,18 +291,41 @@ int compile_command(const CompileOptions &options) {
         }
   }
 
+  // --dump-dir: each stage of each kernel in its own file.
+  auto dump = [&](const std::string &kernel, const std::string &suffix,
+                  const std::string &text) -> int {
+    if (options.dump_dir.empty())
+      return kSuccess;
+    std::error_code ec;
+    fs::create_directories(options.dump_dir, ec);
+    return write_output("cubecc",
+                        (fs::path(options.dump_dir) / (file_stem(kernel) + suffix)).string(), text);
+  };
+  if (!options.dump_dir.empty())
+    for (const auto &kernel : module.kernels())
+      if (int rc = dump(kernel->name(), ".input.cir", ir::to_string(*kernel)))
+        return rc;
+
   int level = options.opt_level >= 0 ? options.opt_level : options.emit == "ir" ? 0 : 2;
-  passes::PassManager manager;
+  passes::PassManagerOptions pass_options;
+  pass_options.print_after_all = options.print_after_all;
+  pass_options.time_passes = options.time_passes;
+  passes::PassManager manager(pass_options);
   for (std::string_view name : passes::optimization_pipeline(level))
     manager.add(*passes::find_pass(name));
-  std::ostringstream pass_output;
-  if (auto errors_after = manager.run(module, pass_output, std::cerr); !errors_after.empty())
+  if (auto errors_after = manager.run(module, std::cerr, std::cerr); !errors_after.empty())
     return report(errors_after);
+  if (!options.dump_dir.empty())
+    for (const auto &kernel : module.kernels())
+      if (int rc = dump(kernel->name(), ".opt.cir", ir::to_string(*kernel)))
+        return rc;
   if (options.emit == "ir")
     return write_output("cubecc", options.output, ir::to_string(module));
 
   // SPIR-V and what is derived from it, one module per kernel.
-  codegen::TargetFeatures features = codegen::TargetFeatures::vulkan_baseline();
+  codegen::TargetFeatures features = options.emit == "msl"
+                                         ? codegen::TargetFeatures::metal_baseline()
+                                         : codegen::TargetFeatures::vulkan_baseline();
   std::vector<std::pair<std::string, std::string>> outputs; // (kernel, bytes or text)
   for (const auto &kernel : module.kernels()) {
     auto spirv = codegen::emit_spirv(*kernel, features, errors);
@@ -315,6 +338,8 @@ int compile_command(const CompileOptions &options) {
                                kernel->name(), problems);
       return kInternalError;
     }
+    if (int rc = dump(kernel->name(), ".spvasm", codegen::disassemble_spirv(spirv->words)))
+      return rc;
     std::string text;
     if (options.emit == "spirv") {
       text.assign(reinterpret_cast<const char *>(spirv->words.data()), spirv->words.size() * 4);

@@ -16,6 +16,9 @@ struct CompileOptions {
   int opt_level = -1; ///< -1: the default (0 for --emit ir, 2 for code)
   std::string output = "-";
   std::string kernel;
+  std::string dump_dir; ///< every stage per kernel, when set
+  bool print_after_all = false;
+  bool time_passes = false;
 };
 
 /// Reads every input into `module`: .cir files are parsed and verified, kernel libraries (.so)

@@ -58,4 +58,14 @@ TargetFeatures TargetFeatures::vulkan_baseline() {
   return f;
 }
 
+TargetFeatures TargetFeatures::metal_baseline() {
+  TargetFeatures f;
+  f.target = "vulkan (for MSL)";
+  f.float64 = false;
+  f.int64_atomics = false;
+  f.fused_fma = true;
+  f.max_param_block_bytes = 4096; // SPIRV-Cross passes push constants as a constant buffer
+  return f;
+}
+
 } // namespace cubecc::codegen

@@ -2,7 +2,7 @@
 //-------===//
 //
 // Thin wrappers around the Khronos libraries: SPIRV-Tools (validator and disassembler, in
-// process) and SPIRV-Cross through its C API (GLSL 450 for Vulkan, MSL 2.1).
+// process) and SPIRV-Cross through its C API (GLSL 450 for Vulkan, MSL 2.3).
 //
 //===-----------------------------------------------------------------------------------------===//
 #include "cubecc/codegen/spirv.h"
@@ -86,7 +86,7 @@ std::optional<std::string> spirv_to_msl(const std::vector<uint32_t> &words, std:
       words, SPVC_BACKEND_MSL,
       [](spvc_compiler_options o) {
         spvc_compiler_options_set_uint(o, SPVC_COMPILER_OPTION_MSL_VERSION,
-                                       SPVC_MAKE_MSL_VERSION(2, 1, 0));
+                                       SPVC_MAKE_MSL_VERSION(2, 3, 0));
       },
       error);
 }

@@ -273,3 +273,25 @@ TEST(SpirvWriter, random_kernels_write_valid_spirv) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(SpirvWriter, every_example_kernel_cross_compiles_to_glsl_and_msl) {
+  ir::Module module;
+  std::vector<ir::Diagnostic> errors;
+  for (const auto &k : dsl::registered_kernels())
+    k.trace(module, k, errors);
+  ASSERT_TRUE(errors.empty()) << ir::to_string(errors);
+  optimize(module, 2);
+  for (const auto &kernel : module.kernels()) {
+    std::string error;
+    auto vulkan = codegen::emit_spirv(*kernel, codegen::TargetFeatures::vulkan_baseline(), errors);
+    ASSERT_TRUE(vulkan) << ir::to_string(errors);
+    EXPECT_TRUE(codegen::spirv_to_glsl(vulkan->words, error)) << kernel->name() << ": " << error;
+    auto metal = codegen::emit_spirv(*kernel, codegen::TargetFeatures::metal_baseline(), errors);
+    ASSERT_TRUE(metal) << ir::to_string(errors);
+    EXPECT_TRUE(codegen::spirv_to_msl(metal->words, error)) << kernel->name() << ": " << error;
+  }
+}
+
+} // namespace

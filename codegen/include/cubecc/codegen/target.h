@@ -39,6 +39,9 @@ struct TargetFeatures {
 
   /// The baseline of a Vulkan 1.3 device that cubecc targets offline: what lavapipe offers.
   static TargetFeatures vulkan_baseline();
+  /// What `--emit msl` assumes of a Metal device behind SPIRV-Cross: no f64, no 64-bit or float
+  /// atomics, 32 KiB threadgroup memory, fma fused in hardware.
+  static TargetFeatures metal_baseline();
 };
 
 } // namespace cubecc::codegen
