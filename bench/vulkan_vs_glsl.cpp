@@ -10,6 +10,7 @@
 // per kernel.
 //
 // Usage: vulkan_vs_glsl [--rounds N] [--kernel NAME]
+// Environment: CUBECC_GLSLANG (the glslangValidator to use), CUBECC_BENCH_GLSL_DIR (bench/glsl).
 //
 //===-----------------------------------------------------------------------------------------===//
 #include "cubecc/codegen/spirv.h"
@@ -31,6 +32,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 using namespace cubecc;
 
@@ -63,8 +66,12 @@ std::unique_ptr<ir::Module> trace_example(const std::string &name) {
 std::vector<uint32_t> compile_glsl(const std::string &file) {
   std::string out = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") +
                     "/cubecc-bench-" + std::to_string(getpid()) + ".spv";
-  std::string command = fmt::format("{} -V --target-env vulkan1.2 -S comp {} -o {} > /dev/null",
-                                    CUBECC_GLSLANG, file, out);
+  // $CUBECC_GLSLANG, else the glslangValidator found at build time, else the one on PATH.
+  const char *glslang = std::getenv("CUBECC_GLSLANG");
+  if (!glslang || !*glslang)
+    glslang = access(CUBECC_GLSLANG, X_OK) == 0 ? CUBECC_GLSLANG : "glslangValidator";
+  std::string command =
+      fmt::format("{} -V --target-env vulkan1.2 -S comp {} -o {} > /dev/null", glslang, file, out);
   if (std::system(command.c_str()) != 0)
     die("glslangValidator failed on " + file);
   std::ifstream in(out, std::ios::binary);
@@ -231,8 +238,10 @@ int main(int argc, char **argv) {
     std::unique_ptr<runtime::CompiledKernel> ours, theirs;
     try {
       ours = device->compile(kernel);
-      codegen::SpirvKernel twin{compile_glsl(std::string(CUBECC_BENCH_GLSL_DIR) + "/" + c.glsl),
-                                codegen::KernelAbi::of(kernel)};
+      const char *dir = std::getenv("CUBECC_BENCH_GLSL_DIR");
+      codegen::SpirvKernel twin{
+          compile_glsl(std::string(dir && *dir ? dir : CUBECC_BENCH_GLSL_DIR) + "/" + c.glsl),
+          codegen::KernelAbi::of(kernel)};
       theirs = device->compile_spirv(twin);
     } catch (const std::exception &e) {
       die(c.name + ": " + e.what());
