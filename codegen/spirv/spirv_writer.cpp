@@ -144,6 +144,8 @@ private:
     case Scalar::F64:
       m_.capability(spv::Capability::Float64);
       break;
+    case Scalar::BF16: // bf16 values live in f32 registers (exactly), see round_bf16()
+      return m_.type_float(32);
     default:
       break;
     }
@@ -166,11 +168,60 @@ private:
                                     : Scalar::U32);
   }
   Id u32_type() { return scalar_type(Scalar::U32); }
+  /// The type of an element in memory: bf16 is stored as its 16 bits.
+  Id storage_type(Scalar s) { return s == Scalar::BF16 ? uint_type(16) : scalar_type(s); }
+
+  //===--- bf16 emulation: f32 registers holding bf16 values exactly ----------------------===//
+
+  /// The bf16 bits (in a u32) of an f32 value, rounded to nearest even; NaN stays NaN (quiet).
+  Id f32_to_bf16_bits(Id x) {
+    Id u = u32_type(), b = m_.type_bool();
+    Id bits = emit(spv::Op::OpBitcast, u, {x});
+    Id lsb = emit(spv::Op::OpBitwiseAnd, u,
+                  {emit(spv::Op::OpShiftRightLogical, u, {bits, u32(16)}), u32(1)});
+    Id rounded = emit(
+        spv::Op::OpShiftRightLogical, u,
+        {emit(spv::Op::OpIAdd, u, {bits, emit(spv::Op::OpIAdd, u, {u32(0x7fff), lsb})}), u32(16)});
+    Id nan = emit(spv::Op::OpBitwiseOr, u,
+                  {emit(spv::Op::OpShiftRightLogical, u, {bits, u32(16)}), u32(0x40)});
+    return emit(spv::Op::OpSelect, u, {emit(spv::Op::OpIsNan, b, {x}), nan, rounded});
+  }
+  /// The f32 register value of bf16 bits held in the low half of a u32.
+  Id bf16_bits_to_f32(Id bits32) {
+    return emit(spv::Op::OpBitcast, m_.type_float(32),
+                {emit(spv::Op::OpShiftLeftLogical, u32_type(), {bits32, u32(16)})});
+  }
+  /// Rounds an f32 register to bf16 precision (the result of every rounding bf16 op). Computing
+  /// +, -, *, / and sqrt in f32 and rounding once is exact rounding for bf16 (24 >= 2 * 8 + 2).
+  Id round_bf16(Id x) { return bf16_bits_to_f32(f32_to_bf16_bits(x)); }
+  Id round_if_bf16(Scalar s, Id x) { return s == Scalar::BF16 ? round_bf16(x) : x; }
+  /// An f64 rounded to f32 toward zero with the last bit set when inexact (round to odd), so
+  /// that rounding it again to bf16 is the correct single rounding of the f64 value.
+  Id f64_to_f32_odd(Id x) {
+    Id f = m_.type_float(32), u = u32_type(), b = m_.type_bool();
+    Id r = emit(spv::Op::OpFConvert, f, {x});
+    Id back = emit(spv::Op::OpFConvert, scalar_type(Scalar::F64), {r});
+    Id bits = emit(spv::Op::OpBitcast, u, {r});
+    // Rounded away from zero: step one ulp back toward zero (the magnitude's bits, so -1).
+    Id away = emit(spv::Op::OpFOrdGreaterThan, b,
+                   {ext(GLSLstd450FAbs, scalar_type(Scalar::F64), {back}),
+                    ext(GLSLstd450FAbs, scalar_type(Scalar::F64), {x})});
+    bits = emit(spv::Op::OpSelect, u, {away, emit(spv::Op::OpISub, u, {bits, u32(1)}), bits});
+    Id inexact = emit(spv::Op::OpFOrdNotEqual, b, {back, x});
+    bits =
+        emit(spv::Op::OpSelect, u, {inexact, emit(spv::Op::OpBitwiseOr, u, {bits, u32(1)}), bits});
+    return emit(spv::Op::OpSelect, f,
+                {emit(spv::Op::OpLogicalOr, b,
+                      {emit(spv::Op::OpIsInf, b, {r}), emit(spv::Op::OpIsNan, b, {r})}),
+                 r, emit(spv::Op::OpBitcast, f, {bits})});
+  }
 
   /// A constant of scalar type `s` from its IR bit pattern (zero-extended).
   Id constant(Scalar s, uint64_t bits) {
     if (s == Scalar::Bool)
       return m_.constant_bool(bits != 0);
+    if (s == Scalar::BF16) // the f32 register value
+      return m_.constant(m_.type_float(32), (bits & 0xffff) << 16, 32);
     unsigned width = ir::scalar_bits(s);
     if (ir::is_signed(s) && width < 32)
       bits =
@@ -292,8 +343,10 @@ bool Writer::check_type(const ir::Operation &op, Scalar s) {
   case Scalar::F16:
     missing = features_.float16 ? nullptr : "f16 (shaderFloat16, storageBuffer16BitAccess)";
     break;
-  case Scalar::BF16:
-    missing = features_.bfloat16 ? nullptr : "bf16";
+  case Scalar::BF16: // emulated: u16 in memory, f32 in registers
+    missing = features_.bfloat16 && features_.int16 && features_.float16
+                  ? nullptr
+                  : "bf16 (emulated with 16-bit storage and f32 arithmetic)";
     break;
   case Scalar::F64:
     missing = features_.float64 ? nullptr : "f64 (shaderFloat64)";
@@ -319,7 +372,8 @@ bool Writer::check_features() {
   };
   for (unsigned i = 0; i < kernel_.num_parameters(); ++i) {
     Scalar s = kernel_.parameter(i)->type().element();
-    if (s == Scalar::BF16 || (s == Scalar::F16 && !features_.float16) ||
+    bool bf16_ok = features_.bfloat16 && features_.int16 && features_.float16;
+    if ((s == Scalar::BF16 && !bf16_ok) || (s == Scalar::F16 && !features_.float16) ||
         (s == Scalar::F64 && !features_.float64)) {
       fail(nullptr,
            fmt::format("kernel '{}': parameter {} has type {}, which target '{}' does "
@@ -470,12 +524,15 @@ void Writer::declare_parameters() {
     Id v;
     if (s == Scalar::Bool)
       v = emit(spv::Op::OpINotEqual, m_.type_bool(), {raw, u32(0)});
+    else if (s == Scalar::BF16)
+      v = bf16_bits_to_f32(raw);
     else if (bits < 32)
       v = cast(Scalar::U32, s == Scalar::F16 ? Scalar::U16 : s, raw);
     else
       v = raw;
     if (s == Scalar::F16 || ((bits == 32 || bits == 64) && s != Scalar::U32 && s != Scalar::U64))
       v = emit(spv::Op::OpBitcast, scalar_type(s), {v});
+    // (bf16 is already its f32 register value)
     value_lanes[i].push_back(v);
   }
 
@@ -495,7 +552,7 @@ void Writer::declare_parameters() {
       m_.capability(spv::Capability::StorageBuffer8BitAccess);
     else if (bytes == 2)
       m_.capability(spv::Capability::StorageBuffer16BitAccess);
-    Id array = m_.type_runtime_array(scalar_type(e), bytes);
+    Id array = m_.type_runtime_array(storage_type(e), bytes);
     Id block = m_.type_struct({array});
     m_.decorate(block, spv::Decoration::Block);
     m_.member_decorate(block, 0, spv::Decoration::Offset, {0});
@@ -542,7 +599,7 @@ Id Writer::index_operand(const ir::Value *index, uint32_t offset) {
 
 Id Writer::element_pointer(const ir::Value *memory, Id index) {
   const MemoryObject &object = memory_.at(memory);
-  Id pointer_type = m_.type_pointer(object.storage, scalar_type(memory->type().element()));
+  Id pointer_type = m_.type_pointer(object.storage, storage_type(memory->type().element()));
   if (object.storage == spv::StorageClass::StorageBuffer)
     return emit(spv::Op::OpAccessChain, pointer_type, {object.variable, u32(0), index});
   return emit(spv::Op::OpAccessChain, pointer_type, {object.variable, index});
@@ -561,6 +618,11 @@ std::optional<uint64_t> constant_bits(const ir::Value *v) {
 }
 
 Id Writer::arith(Opcode opc, Scalar s, Id a, Id b) {
+  if (s == Scalar::BF16) { // f32 arithmetic, rounded once to bf16 where it rounds
+    Id r = arith(opc, Scalar::F32, a, b);
+    bool exact = opc == Opcode::Min || opc == Opcode::Max;
+    return exact ? r : round_bf16(r);
+  }
   Id t = scalar_type(s);
   bool f = ir::is_float(s), sg = ir::is_signed(s), boolean = s == Scalar::Bool;
   switch (opc) {
@@ -632,6 +694,19 @@ Id Writer::compare(Opcode opc, Scalar s, Id a, Id b) {
 Id Writer::cast(Scalar from, Scalar to, Id x) {
   if (from == to)
     return x;
+  if (from == Scalar::BF16) // the f32 register holds the value exactly
+    return cast(Scalar::F32, to, x);
+  if (to == Scalar::BF16) {
+    if (to == from || from == Scalar::Bool)
+      return from == Scalar::Bool ? cast(Scalar::Bool, Scalar::F32, x) : x;
+    if (from == Scalar::F32 || from == Scalar::F16 || ir::scalar_bits(from) <= 16)
+      return round_bf16(cast(from, Scalar::F32, x)); // exact in f32, rounded once
+    // f64 and 32/64-bit integers: through f64, rounded to odd in f32, then to bf16: one
+    // rounding in effect (64-bit integers are rounded to f64 first: rare double rounding).
+    if (!features_.float64)
+      return round_bf16(cast(from, Scalar::F32, x));
+    return round_bf16(f64_to_f32_odd(cast(from, Scalar::F64, x)));
+  }
   Id t = scalar_type(to);
   unsigned fb = ir::scalar_bits(from), tb = ir::scalar_bits(to);
   Id b = m_.type_bool();
@@ -680,6 +755,23 @@ Id Writer::cast(Scalar from, Scalar to, Id x) {
 }
 
 Lanes Writer::bitcast(Type from, Type to, const Lanes &x) {
+  if (from.element() == Scalar::BF16 || to.element() == Scalar::BF16) {
+    // bf16 takes part as its 16 bits (u16).
+    Lanes bits = x;
+    if (from.element() == Scalar::BF16) {
+      for (Id &l : bits)
+        l = emit(spv::Op::OpUConvert, uint_type(16),
+                 {emit(spv::Op::OpShiftRightLogical, u32_type(),
+                       {emit(spv::Op::OpBitcast, u32_type(), {l}), u32(16)})});
+      from = from.with_element(Scalar::U16);
+    }
+    if (to.element() != Scalar::BF16)
+      return bitcast(from, to, bits);
+    Lanes out = bitcast(from, to.with_element(Scalar::U16), bits);
+    for (Id &l : out)
+      l = bf16_bits_to_f32(emit(spv::Op::OpUConvert, u32_type(), {l}));
+    return out;
+  }
   Lanes out;
   Id t = scalar_type(to.element());
   if (from.lanes() == to.lanes()) {
@@ -877,6 +969,14 @@ Id Writer::fma_through_f64(Scalar s, Id a, Id b, Id c) {
 }
 
 Id Writer::math(const ir::Operation &op, Scalar s, Id a, Id b, Id c) {
+  if (s == Scalar::BF16) {
+    // In f32, rounded once to bf16 (floor, ceil and round of a bf16 value are bf16 values).
+    // fma: f32's single rounding then bf16's can differ from one rounding in rare halfway cases.
+    Id r = math(op, Scalar::F32, a, b, c);
+    bool exact =
+        op.opcode() == Opcode::Floor || op.opcode() == Opcode::Ceil || op.opcode() == Opcode::Round;
+    return exact ? r : round_bf16(r);
+  }
   Id t = scalar_type(s);
   switch (op.opcode()) {
   case Opcode::Sqrt:
@@ -937,6 +1037,8 @@ Id Writer::math(const ir::Operation &op, Scalar s, Id a, Id b, Id c) {
 //===--- Subgroups and atomics -------------------------------------------------------------===//
 
 Id Writer::subgroup_op(const ir::Operation &op, Scalar s, Id x) {
+  if (s == Scalar::BF16) // combined in f32 (in an unspecified order anyway), rounded once
+    return round_bf16(subgroup_op(op, Scalar::F32, x));
   Id t = scalar_type(s);
   Id scope = u32(kScopeSubgroup);
   bool f = ir::is_float(s), sg = ir::is_signed(s), boolean = s == Scalar::Bool;
@@ -1432,14 +1534,24 @@ void Writer::emit_op(const ir::Operation &op) {
   }
   case ir::Signature::Load:
     return per_lane([&](unsigned k) {
-      return emit(spv::Op::OpLoad, t,
-                  {element_pointer(op.operand(0), index_operand(op.operand(1), k))});
+      Id pointer = element_pointer(op.operand(0), index_operand(op.operand(1), k));
+      if (rs != Scalar::BF16)
+        return emit(spv::Op::OpLoad, t, {pointer});
+      Id bits = emit(spv::Op::OpLoad, uint_type(16), {pointer});
+      return bf16_bits_to_f32(emit(spv::Op::OpUConvert, u32_type(), {bits}));
     });
   case ir::Signature::Store: {
     const ir::Value *value = op.operand(2);
-    for (unsigned k = 0; k < value->type().lanes(); ++k)
+    bool bf16 = value->type().element() == Scalar::BF16;
+    for (unsigned k = 0; k < value->type().lanes(); ++k) {
+      Id v = lane(value, k);
+      if (bf16) // the register holds a bf16 value exactly: its top 16 bits
+        v = emit(spv::Op::OpUConvert, uint_type(16),
+                 {emit(spv::Op::OpShiftRightLogical, u32_type(),
+                       {emit(spv::Op::OpBitcast, u32_type(), {v}), u32(16)})});
       emit_void(spv::Op::OpStore,
-                {element_pointer(op.operand(0), index_operand(op.operand(1), k)), lane(value, k)});
+                {element_pointer(op.operand(0), index_operand(op.operand(1), k)), v});
+    }
     return;
   }
   case ir::Signature::BufferSize: {
@@ -1450,7 +1562,7 @@ void Writer::emit_op(const ir::Operation &op) {
   case ir::Signature::LocalAlloc: {
     bool shared = info.signature == ir::Signature::SharedAlloc;
     spv::StorageClass storage = shared ? spv::StorageClass::Workgroup : spv::StorageClass::Function;
-    Id array = m_.type_array(scalar_type(rs), rt.count(), 0);
+    Id array = m_.type_array(storage_type(rs), rt.count(), 0);
     Id pointer = m_.type_pointer(storage, array);
     Id var;
     if (shared) {

@@ -19,8 +19,8 @@ struct TargetFeatures {
   bool int8 = true;              ///< 8-bit integer arithmetic and 8-bit storage buffers
   bool int16 = true;
   bool int64 = true;
-  bool float16 = true; ///< f16 arithmetic and 16-bit storage buffers
-  bool bfloat16 = false;
+  bool float16 = true;  ///< f16 arithmetic and 16-bit storage buffers
+  bool bfloat16 = true; ///< emulated by the SPIR-V writer (needs int16 and 16-bit storage)
   bool float64 = true;
   bool int64_atomics = true;       ///< 64-bit integer atomics on buffers and shared memory
   bool float32_atomic_add = false; ///< atomic.add on f32 (VK_EXT_shader_atomic_float)
