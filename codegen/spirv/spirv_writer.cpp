@@ -409,6 +409,12 @@ bool Writer::check_features() {
       }
     }
     if (info.flags & ir::Subgroup) {
+      Scalar operand = op->num_operands() ? op->operand(0)->type().element() : Scalar::Bool;
+      unsigned bits = ir::scalar_bits(operand);
+      if (operand != Scalar::Bool && operand != Scalar::BF16 && bits != 32 &&
+          !features_.subgroup_extended_types)
+        unsupported(*op, fmt::format("subgroup operations on {} (shaderSubgroupExtendedTypes)",
+                                     ir::scalar_name(operand)));
       switch (info.signature) {
       case ir::Signature::SubgroupUnary:
         if (!features_.subgroup_arithmetic)

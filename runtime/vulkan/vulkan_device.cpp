@@ -421,6 +421,7 @@ void VulkanDevice::Impl::create_device() {
   features12.uniformAndStorageBuffer8BitAccess = has12.uniformAndStorageBuffer8BitAccess;
   features12.shaderBufferInt64Atomics = has12.shaderBufferInt64Atomics;
   features12.shaderSharedInt64Atomics = has12.shaderSharedInt64Atomics;
+  features12.shaderSubgroupExtendedTypes = has12.shaderSubgroupExtendedTypes;
   features12.vulkanMemoryModel = has12.vulkanMemoryModel;
   features12.vulkanMemoryModelDeviceScope = has12.vulkanMemoryModelDeviceScope;
   features13.subgroupSizeControl = has13.subgroupSizeControl;
@@ -482,7 +483,8 @@ void VulkanDevice::Impl::create_device() {
   f.int16 = features.features.shaderInt16 && features11.storageBuffer16BitAccess;
   f.int64 = features.features.shaderInt64;
   f.float16 = features12.shaderFloat16 && features11.storageBuffer16BitAccess;
-  f.bfloat16 = false; // no bfloat16 arithmetic in Vulkan 1.3 core or the extensions used here
+  // No bf16 type in Vulkan 1.3: the SPIR-V writer emulates it with 16-bit storage and f32.
+  f.bfloat16 = f.int16 && f.float16;
   f.float64 = features.features.shaderFloat64;
   f.int64_atomics =
       f.int64 && features12.shaderBufferInt64Atomics && features12.shaderSharedInt64Atomics;
@@ -494,6 +496,10 @@ void VulkanDevice::Impl::create_device() {
                          atomic_float.shaderSharedFloat64AtomicAdd;
   f.subgroup_arithmetic =
       (ops & VK_SUBGROUP_FEATURE_BASIC_BIT) && (ops & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
+  f.subgroup_extended_types = features12.shaderSubgroupExtendedTypes;
+  // NVIDIA and AMD GPUs compute GLSL.std.450 Fma as one fused operation; Vulkan only promises
+  // a * b + c, and lavapipe rounds twice. Elsewhere the writer computes fma exactly itself.
+  f.fused_fma = properties.vendorID == 0x10de || properties.vendorID == 0x1002;
   f.subgroup_shuffle =
       (ops & VK_SUBGROUP_FEATURE_SHUFFLE_BIT) && (ops & VK_SUBGROUP_FEATURE_SHUFFLE_RELATIVE_BIT);
   f.subgroup_ballot = (ops & VK_SUBGROUP_FEATURE_BASIC_BIT) &&

@@ -30,8 +30,10 @@ struct TargetFeatures {
   /// does not. Without it, f32 and f16 fma are computed exactly through f64 (needs float64).
   bool fused_fma = false;
   bool subgroup_arithmetic = true; ///< reductions and scans
-  bool subgroup_shuffle = true;    ///< shuffle, shuffle_xor, shuffle_up/down
-  bool subgroup_ballot = true;     ///< ballot, broadcast, elect, all, any
+  /// Subgroup operations on 8-, 16- and 64-bit types (shaderSubgroupExtendedTypes).
+  bool subgroup_extended_types = true;
+  bool subgroup_shuffle = true; ///< shuffle, shuffle_xor, shuffle_up/down
+  bool subgroup_ballot = true;  ///< ballot, broadcast, elect, all, any
   uint32_t max_shared_bytes = 32768;
   uint32_t max_param_block_bytes = 128; ///< push constants
   uint32_t max_workgroup_invocations = 1024;
