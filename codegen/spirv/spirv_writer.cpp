@@ -228,6 +228,7 @@ private:
           static_cast<uint32_t>(ir::sign_extend(bits, width)); // the literal rule for narrow ints
     return m_.constant(scalar_type(s), bits, width);
   }
+  /// A float constant of type `s` with the value `v` (rounded once to `s`).
   Id constant_value(Scalar s, double v) { return constant(s, ir::from_double(s, v)); }
   Id u32(uint32_t v) { return constant(Scalar::U32, v); }
 
@@ -720,7 +721,8 @@ Id Writer::cast(Scalar from, Scalar to, Id x) {
     return emit(ir::is_float(from) ? spv::Op::OpFUnordNotEqual : spv::Op::OpINotEqual, b,
                 {x, constant(from, 0)});
   if (from == Scalar::Bool)
-    return emit(spv::Op::OpSelect, t, {x, constant_value(to, 1), constant(to, 0)});
+    return emit(spv::Op::OpSelect, t,
+                {x, ir::is_float(to) ? constant_value(to, 1) : constant(to, 1), constant(to, 0)});
   if (ir::is_integer(from) && ir::is_integer(to)) {
     if (fb == tb)
       return emit(spv::Op::OpBitcast, t, {x});

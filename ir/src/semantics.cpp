@@ -38,14 +38,33 @@ double to_double(Scalar s, uint64_t bits) {
   }
 }
 
-/// Rounds `v` to the float type `s` (once: float has more than twice the bits of f16 and bf16,
-/// so computing those in float and rounding is exact rounding of the real result).
+namespace {
+
+/// `v` rounded to float toward zero, with the last bit set when that was inexact (rounding to
+/// odd). Rounding the result again to f16 or bf16 (nearest even) gives the correctly rounded
+/// value of `v`: float keeps at least two more bits than either. Rounding `v` to nearest float
+/// first would round twice (a value just above a halfway point of bf16 could fall onto it).
+float round_to_odd_float(double v) {
+  float f = static_cast<float>(v);
+  if (std::isnan(v) || std::isinf(f) || static_cast<double>(f) == v)
+    return f;
+  uint32_t bits = std::bit_cast<uint32_t>(f);
+  if (std::abs(static_cast<double>(f)) > std::abs(v))
+    bits -= 1; // rounded away from zero: one step back toward it
+  return std::bit_cast<float>(bits | 1u);
+}
+
+} // namespace
+
+/// Rounds `v` to the float type `s`, once: f16 and bf16 through a float rounded to odd. (For f16
+/// and bf16 arithmetic on f16/bf16 operands, computing in float and rounding to nearest is
+/// already exact rounding: float has more than twice their bits.)
 uint64_t from_double(Scalar s, double v) {
   switch (s) {
   case Scalar::F16:
-    return float_to_f16_bits(static_cast<float>(v));
+    return float_to_f16_bits(round_to_odd_float(v));
   case Scalar::BF16:
-    return float_to_bf16_bits(static_cast<float>(v));
+    return float_to_bf16_bits(round_to_odd_float(v));
   case Scalar::F32:
     return std::bit_cast<uint32_t>(static_cast<float>(v));
   default:
@@ -213,10 +232,19 @@ uint64_t convert_lane(Scalar from, Scalar to, uint64_t v) {
       return to == Scalar::F64 ? std::bit_cast<uint64_t>(static_cast<double>(v))
                                : std::bit_cast<uint32_t>(static_cast<float>(v));
     }
-    // Integer to f16/bf16: through float is exact for |x| < 2^24 and close enough beyond
-    // (those values overflow f16 anyway; bf16 keeps 8 bits).
-    double x = is_signed(from) ? static_cast<double>(sign_extend(v, fw)) : static_cast<double>(v);
-    return from_double(to, x);
+    // Integer to f16/bf16: through a double that is exact, or rounded to odd for 64-bit values
+    // beyond 2^53 (then from_double rounds once more to odd, then to nearest: one rounding).
+    bool negative = is_signed(from) && sign_extend(v, fw) < 0;
+    uint64_t magnitude =
+        negative ? uint64_t{0} - static_cast<uint64_t>(sign_extend(v, fw)) : (v & width_mask(fw));
+    int shift = 0;
+    while ((magnitude >> shift) >= (uint64_t{1} << 53))
+      ++shift;
+    uint64_t kept = magnitude >> shift;
+    if (shift && (magnitude & ((uint64_t{1} << shift) - 1)))
+      kept |= 1; // sticky: round to odd
+    double x = std::ldexp(static_cast<double>(kept), shift);
+    return from_double(to, negative ? -x : x);
   }
   if (is_float(from)) {
     double x = std::trunc(to_double(from, v));

@@ -62,3 +62,30 @@ TEST(BFloat16, float_to_bfloat_rounds_to_nearest_even) {
   EXPECT_EQ(float_to_bf16_bits(std::bit_cast<float>(0x3f818000u)), 0x3f82); // tie, even above
   EXPECT_EQ(float_to_bf16_bits(std::bit_cast<float>(0x3f808001u)), 0x3f81);
 }
+
+#include "cubecc/ir/semantics.h"
+
+namespace {
+
+// Casts to f16 and bf16 round once, even from f64 and 64-bit integers: a value just above a
+// halfway point must not first round onto it (through float) and then tie to even.
+TEST(Float16, casts_from_f64_and_i64_round_once) {
+  using cubecc::ir::Scalar;
+  // bf16 4.453125 = halfway between 4.4375 (0x408e) and 4.46875 (0x408f); 2^-38 above it.
+  double above = 4.453125 + std::ldexp(1.0, -38);
+  EXPECT_EQ(cubecc::ir::from_double(Scalar::BF16, above), 0x408fu);
+  EXPECT_EQ(cubecc::ir::from_double(Scalar::BF16, 4.453125), 0x408eu); // exact tie: to even
+  EXPECT_EQ(cubecc::ir::from_double(Scalar::BF16, -above), 0xc08fu);
+  // f16: 1 + 2^-11 is halfway between 1 and 1 + 2^-10.
+  EXPECT_EQ(cubecc::ir::from_double(Scalar::F16, 1.0 + std::ldexp(1.0, -11) + std::ldexp(1.0, -40)),
+            0x3c01u);
+  EXPECT_EQ(cubecc::ir::from_double(Scalar::F16, 1.0 + std::ldexp(1.0, -11)), 0x3c00u);
+  // i64 2^60 + 2^52 + 1: halfway between two bf16 values plus 1, beyond double's 53 bits.
+  uint64_t big = (uint64_t{1} << 60) + (uint64_t{1} << 52) + 1;
+  EXPECT_EQ(cubecc::ir::convert_lane(Scalar::I64, Scalar::BF16, big),
+            cubecc::ir::from_double(Scalar::BF16, std::ldexp(1.0, 60) + std::ldexp(1.0, 53)));
+  EXPECT_EQ(cubecc::ir::convert_lane(Scalar::U64, Scalar::BF16, big - 1),
+            cubecc::ir::from_double(Scalar::BF16, std::ldexp(1.0, 60)));
+}
+
+} // namespace
