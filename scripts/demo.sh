@@ -5,14 +5,19 @@
 #      structural hash (its identity in caches and environment bundles);
 #   2. write all traced kernels as IR text, and check that the text round-trips exactly
 #      (parse, print, parse, print) for them and for the hand-written IR in examples/ir/.
-#   3. optimize every traced kernel with -O3 (verified after each pass) and count its ops.
-# Code generation (CUDA, HIP, SPIR-V), environments and running kernels join as they land.
+#   3. optimize every traced kernel with -O3 (verified after each pass) and count its ops;
+#   4. compile every example kernel for the vulkan target (SPIR-V, validated in process and again
+#      by the standalone spirv-val) and show one as GLSL through SPIRV-Cross;
+#   5. list the devices, and run example kernels on the default one (CUBECC_DEVICE, or the best
+#      present: vulkan through lavapipe here) through the runtime, checked against the host.
+# CUDA and HIP code generation and environment bundles join as they land.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cubecc=build/tools/cubecc
 opt=build/tools/cubecc-opt
 library=build/examples/libcubecc_examples.so
-for f in "$cubecc" "$opt" "$library"; do
+runner=build/examples/run_examples
+for f in "$cubecc" "$opt" "$library" "$runner"; do
   [ -e "$f" ] || { echo "demo: $f is missing: run 'bash scripts/setup.sh' first" >&2; exit 1; }
 done
 tmp=$(mktemp -d)
@@ -56,4 +61,23 @@ echo
 echo "== the traced IR of the axpy example (examples/kernels/axpy.cpp) =="
 "$cubecc" compile "$library" --emit ir --kernel axpy
 [ "$failures" -eq 0 ] || { echo "demo: $failures file(s) did not round-trip" >&2; exit 1; }
-echo "demo: every example kernel traced, verified and round-tripped exactly"
+
+echo
+echo "== SPIR-V for the vulkan target (-O2; validated by cubecc, then by spirv-val) =="
+"$cubecc" compile "$library" --target vulkan --emit spirv -o "$tmp/spirv/"
+printf '%-22s %8s  %s\n' "kernel" "bytes" "spirv-val --target-env vulkan1.2"
+for module in "$tmp"/spirv/*.spv; do
+  spirv-val --target-env vulkan1.2 "$module"
+  printf '%-22s %8d  valid\n' "$(basename "$module" .spv)" "$(stat -c %s "$module")"
+done
+echo
+echo "== the axpy kernel as GLSL (SPIR-V -> SPIRV-Cross) =="
+"$cubecc" compile "$library" --kernel axpy --target vulkan --emit glsl | sed -n '/^void main/,$p'
+
+echo
+echo "== devices =="
+"$cubecc" devices
+echo
+echo "== example kernels on the default device, through the runtime, checked against the host =="
+"$runner"
+echo "demo: every example kernel traced, verified, round-tripped, compiled to valid SPIR-V, and run"
