@@ -50,12 +50,8 @@ std::unique_ptr<ir::Module> trace_example(const std::string &name) {
       auto module = std::make_unique<ir::Module>();
       std::vector<ir::Diagnostic> errors;
       k.trace(*module, k, errors);
-      passes::PassManager manager;
-      for (std::string_view pass : passes::optimization_pipeline(2))
-        manager.add(*passes::find_pass(pass));
-      std::ostringstream out, err;
       if (errors.empty())
-        errors = manager.run(*module, out, err);
+        errors = passes::optimize(*module, 2);
       if (!errors.empty())
         die(ir::to_string(errors));
       return module;

@@ -1,7 +1,10 @@
 //===- pass_registry.cpp - The list of passes and the -O pipelines ----------------------------===//
 #include "cubecc/passes/pass_manager.h"
+
 #include "cubecc/passes/passes.h"
 #include "cubecc/passes/print_hash.h"
+
+#include <sstream>
 
 namespace cubecc::passes {
 
@@ -45,6 +48,14 @@ std::vector<std::string_view> optimization_pipeline(int level) {
     return {"canonicalize", "simplify-cf",     "unroll",       "canonicalize", "cse", "licm",
             "vectorize",    "strength-reduce", "canonicalize", "cse",          "dce"};
   }
+}
+
+std::vector<ir::Diagnostic> optimize(ir::Module &module, int level) {
+  PassManager manager;
+  for (std::string_view name : optimization_pipeline(level))
+    manager.add(*find_pass(name));
+  std::ostringstream out, log;
+  return manager.run(module, out, log);
 }
 
 } // namespace cubecc::passes

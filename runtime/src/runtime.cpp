@@ -147,11 +147,7 @@ KernelHandle Runtime::load(const ir::Kernel &kernel) {
     throw Error(
         fmt::format("kernel '{}' does not verify:\n{}", kernel.name(), ir::to_string(problems)));
   std::unique_ptr<ir::Module> module = copy_kernel(kernel);
-  passes::PassManager manager;
-  for (std::string_view name : passes::optimization_pipeline(2))
-    manager.add(*passes::find_pass(name));
-  std::ostringstream pass_output, pass_log;
-  std::vector<ir::Diagnostic> errors = manager.run(*module, pass_output, pass_log);
+  std::vector<ir::Diagnostic> errors = passes::optimize(*module, 2);
   if (errors.empty())
     errors = ir::verify(*module);
   if (!errors.empty())

@@ -51,11 +51,7 @@ TEST_P(ExamplesOnDevices, match_the_host_reference) {
   std::vector<ir::Diagnostic> errors;
   registered->trace(module, *registered, errors);
   ASSERT_TRUE(errors.empty()) << ir::to_string(errors);
-  passes::PassManager manager;
-  for (std::string_view pass : passes::optimization_pipeline(2))
-    manager.add(*passes::find_pass(pass));
-  std::ostringstream out, err;
-  errors = manager.run(module, out, err);
+  errors = passes::optimize(module, 2);
   ASSERT_TRUE(errors.empty()) << ir::to_string(errors);
 
   set_launcher([device](const ir::Kernel &kernel, std::span<const ir::Argument> args,

@@ -23,11 +23,7 @@ namespace {
 namespace fs = std::filesystem;
 
 void optimize(ir::Module &module, int level) {
-  passes::PassManager manager;
-  for (std::string_view pass : passes::optimization_pipeline(level))
-    manager.add(*passes::find_pass(pass));
-  std::ostringstream out, err;
-  auto errors = manager.run(module, out, err);
+  auto errors = passes::optimize(module, level);
   ASSERT_TRUE(errors.empty()) << ir::to_string(errors);
 }
 

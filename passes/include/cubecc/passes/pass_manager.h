@@ -81,4 +81,8 @@ private:
   std::vector<const PassInfo *> passes_;
 };
 
+/// Runs the -O<level> pipeline on `module` with default options (pass output discarded). Returns
+/// the errors that stopped it; empty on success.
+std::vector<ir::Diagnostic> optimize(ir::Module &module, int level);
+
 } // namespace cubecc::passes
