@@ -85,6 +85,7 @@ private:
   KernelAbi abi_;
   std::set<std::string> reported_;
   std::set<Id> named_;
+  bool buffers_communicate_ = false; ///< some buffer is both written and read (see run())
 
   std::unordered_map<const ir::Value *, Lanes> values_;
   std::unordered_map<const ir::Value *, MemoryObject> memory_;
@@ -1624,12 +1625,14 @@ void Writer::emit_op(const ir::Operation &op) {
     uint32_t acquire_release = static_cast<uint32_t>(spv::MemorySemanticsMask::AcquireRelease);
     uint32_t uniform = static_cast<uint32_t>(spv::MemorySemanticsMask::UniformMemory);
     uint32_t workgroup = static_cast<uint32_t>(spv::MemorySemanticsMask::WorkgroupMemory);
+    // Buffer memory takes part in workgroup-scope ordering only when invocations can talk through
+    // a buffer at all (buffers_communicate_); otherwise ordering it costs time for nothing.
+    uint32_t semantics = acquire_release | workgroup | (buffers_communicate_ ? uniform : 0);
     if (opc == Opcode::Barrier)
-      emit_void(spv::Op::OpControlBarrier, {u32(kScopeWorkgroup), u32(kScopeWorkgroup),
-                                            u32(acquire_release | uniform | workgroup)});
+      emit_void(spv::Op::OpControlBarrier,
+                {u32(kScopeWorkgroup), u32(kScopeWorkgroup), u32(semantics)});
     else if (opc == Opcode::FenceWorkgroup)
-      emit_void(spv::Op::OpMemoryBarrier,
-                {u32(kScopeWorkgroup), u32(acquire_release | uniform | workgroup)});
+      emit_void(spv::Op::OpMemoryBarrier, {u32(kScopeWorkgroup), u32(semantics)});
     else
       emit_void(spv::Op::OpMemoryBarrier, {u32(kScopeDevice), u32(acquire_release | uniform)});
     return;
@@ -1699,6 +1702,20 @@ std::optional<SpirvKernel> Writer::run() {
   abi_ = KernelAbi::of(kernel_);
   if (!check_features())
     return std::nullopt;
+  // Invocations can exchange data through a buffer only if some buffer is both written and read
+  // (by stores, loads or atomics): written buffers never alias another parameter (docs/ir.md
+  // §4.8), so a kernel that reads `in` and writes `out` has nothing to order in buffer memory.
+  std::set<const ir::Value *> written, read;
+  const_cast<ir::Kernel &>(kernel_).walk([&](ir::Operation *op) {
+    if (op->num_operands() == 0 || op->operand(0)->type().kind() != ir::TypeKind::Buffer)
+      return;
+    if (op->has_flag(ir::WritesMemory))
+      written.insert(op->operand(0));
+    if (op->has_flag(ir::ReadsMemory))
+      read.insert(op->operand(0));
+  });
+  for (const ir::Value *buffer : written)
+    buffers_communicate_ |= read.count(buffer) > 0;
   m_.capability(spv::Capability::Shader);
   Id function_type = m_.type_function_void();
   Id function = m_.id();
