@@ -64,6 +64,8 @@ TargetFeatures TargetFeatures::metal_baseline() {
   f.float64 = false;
   f.int64_atomics = false;
   f.fused_fma = true;
+  f.subgroup_size = 32; // Apple GPUs' SIMD groups, consecutive thread indices
+  f.linear_subgroups = true;
   f.max_param_block_bytes = 4096; // SPIRV-Cross passes push constants as a constant buffer
   return f;
 }

@@ -182,6 +182,11 @@ Words ModuleBuilder::finish(Id entry_function, const Words &interface, uint32_t 
   append(out, spv::Op::OpExecutionMode,
          {entry_function, static_cast<uint32_t>(spv::ExecutionMode::LocalSize), local_size[0],
           local_size[1], local_size[2]});
+  for (const Words &mode : execution_modes_) {
+    Words ops = {entry_function};
+    ops.insert(ops.end(), mode.begin(), mode.end());
+    append(out, spv::Op::OpExecutionMode, ops);
+  }
   out.insert(out.end(), debug_strings_.begin(), debug_strings_.end());
   out.insert(out.end(), debug_names_.begin(), debug_names_.end());
   out.insert(out.end(), annotations_.begin(), annotations_.end());

@@ -60,6 +60,12 @@ public:
   Id id() { return next_id_++; }
 
   void capability(spv::Capability c) { capabilities_.insert(static_cast<uint32_t>(c)); }
+  /// An execution mode of the entry point besides LocalSize (mode, then its literals).
+  void execution_mode(spv::ExecutionMode mode, std::initializer_list<uint32_t> literals) {
+    Words m = {static_cast<uint32_t>(mode)};
+    m.insert(m.end(), literals.begin(), literals.end());
+    execution_modes_.push_back(std::move(m));
+  }
   void extension(std::string name) { extensions_.insert(std::move(name)); }
   Id glsl_std_450();
 
@@ -99,6 +105,7 @@ private:
   Id next_id_ = 1;
   std::set<uint32_t> capabilities_;
   std::set<std::string> extensions_;
+  std::vector<Words> execution_modes_;
   Id glsl_ = 0;
   Words debug_strings_, debug_names_, annotations_, globals_;
   std::map<std::vector<uint32_t>, Id> types_;

@@ -86,6 +86,7 @@ private:
   std::set<std::string> reported_;
   std::set<Id> named_;
   bool buffers_communicate_ = false; ///< some buffer is both written and read (see run())
+  std::set<unsigned> float_widths_;  ///< float types the module declares
 
   std::unordered_map<const ir::Value *, Lanes> values_;
   std::unordered_map<const ir::Value *, MemoryObject> memory_;
@@ -146,6 +147,7 @@ private:
       m_.capability(spv::Capability::Float64);
       break;
     case Scalar::BF16: // bf16 values live in f32 registers (exactly), see round_bf16()
+      float_widths_.insert(32);
       return m_.type_float(32);
     default:
       break;
@@ -158,6 +160,7 @@ private:
     case ir::ScalarClass::Unsigned:
       return m_.type_int(ir::scalar_bits(s), false);
     case ir::ScalarClass::Float:
+      float_widths_.insert(ir::scalar_bits(s));
       return m_.type_float(ir::scalar_bits(s));
     }
     return 0;
@@ -318,6 +321,7 @@ private:
   Id erf(Scalar s, Id x);
   Id pow(Scalar s, Id x, Id y);
   Id fma_through_f64(Scalar s, Id a, Id b, Id c);
+  Id fmod_exact(Scalar s, Id x, Id y);
   Id element_pointer(const ir::Value *memory, Id index);
   Id index_operand(const ir::Value *index, uint32_t offset);
   Id builtin_input(spv::BuiltIn builtin, bool vector3);
@@ -432,6 +436,27 @@ bool Writer::check_features() {
           unsupported(*op, "subgroup ballot and votes (VK_SUBGROUP_FEATURE_BALLOT_BIT)");
         break;
       }
+    }
+    if (op->opcode() == Opcode::Fma && s == Scalar::F64 && !features_.fused_fma)
+      unsupported(*op, "a single-rounding f64 fma (the device computes GLSL.std.450 Fma on f64 "
+                       "as a * b + c; f32 and f16 fma are emulated exactly)");
+    // Subgroups must be consecutive local_index values (docs/ir.md §4.9).
+    if ((info.flags & ir::Subgroup) || op->opcode() == Opcode::SubgroupId ||
+        op->opcode() == Opcode::SubgroupLane || op->opcode() == Opcode::NumSubgroups) {
+      auto wg = kernel_.workgroup_size();
+      bool rows = wg[1] * wg[2] > 1;
+      if (!features_.linear_subgroups && rows &&
+          (features_.subgroup_size == 0 || wg[0] % features_.subgroup_size != 0))
+        fail(op,
+             fmt::format("kernel '{}' uses subgroups ('{}') with workgroup({}, {}, {}), which "
+                         "target '{}' does not support: it forms subgroups along x rows, which "
+                         "would not be consecutive local_index values (docs/ir.md §4.9); make "
+                         "workgroup x a multiple of the subgroup size ({}) or use one row",
+                         kernel_.name(), op->name(), wg[0], wg[1], wg[2], features_.target,
+                         features_.subgroup_size),
+             "subgroup layout");
+      ok &= !rows || features_.linear_subgroups ||
+            (features_.subgroup_size != 0 && wg[0] % features_.subgroup_size == 0);
     }
     // GLSL.std.450 has its transcendental functions for 16- and 32-bit floats only.
     switch (op->opcode()) {
@@ -643,6 +668,11 @@ Id Writer::arith(Opcode opc, Scalar s, Id a, Id b) {
   case Opcode::Div:
     return emit(f ? spv::Op::OpFDiv : sg ? spv::Op::OpSDiv : spv::Op::OpUDiv, t, {a, b});
   case Opcode::Rem:
+    if (f && features_.int64) // OpFRem is x - y * trunc(x / y), inexact: C's fmod is exact
+      return s == Scalar::F16
+                 ? emit(spv::Op::OpFConvert, t,
+                        {fmod_exact(Scalar::F32, cast(s, Scalar::F32, a), cast(s, Scalar::F32, b))})
+                 : fmod_exact(s, a, b);
     return emit(f ? spv::Op::OpFRem : sg ? spv::Op::OpSRem : spv::Op::OpUMod, t, {a, b});
   case Opcode::Min:
     return ext(f ? GLSLstd450NMin : sg ? GLSLstd450SMin : GLSLstd450UMin, t, {a, b});
@@ -926,10 +956,97 @@ Id Writer::pow(Scalar s, Id x, Id y) {
   Id at_zero = select(positive_y, select(odd, x, c(0)),
                       select(odd, emit(spv::Op::OpFDiv, t, {c(1), x}), c(INFINITY)));
   result = select(zero_x, at_zero, result);
+  // A NaN operand gives NaN, except for the ones below.
+  result = select(lor(emit(spv::Op::OpIsNan, b, {x}), emit(spv::Op::OpIsNan, b, {y})),
+                  constant(s, ir::from_double(s, std::nan(""))), result);
   // pow(x, ±0) = 1 and pow(1, y) = 1 even for NaN; pow(-1, ±inf) = 1.
   Id one = lor(eq(y, c(0)), eq(x, c(1)));
   one = lor(one, land(eq(x, c(-1)), emit(spv::Op::OpIsInf, b, {y})));
   return select(one, c(1), result);
+}
+
+Id Writer::fmod_exact(Scalar s, Id x, Id y) {
+  // C's fmod, exactly, for f32 and f64: with |x| = mx * 2^ex and |y| = my * 2^ey (integer
+  // significands, subnormals included), fmod(|x|, |y|) = ((mx * 2^(ex - ey)) mod my) * 2^ey,
+  // computed by a loop that shifts the running remainder left by at most 64 - p bits and
+  // reduces it mod my each time (f32: at most 7 iterations, f64: at most 191). The result is
+  // exact (it is representable) and has the sign of x.
+  bool f64 = s == Scalar::F64;
+  unsigned p = f64 ? 53 : 24, mantissa = p - 1, exponent_mask = f64 ? 0x7ff : 0xff;
+  Id t = scalar_type(s), u = uint_type(64), i = scalar_type(Scalar::I32), u32t = u32_type(),
+     b = m_.type_bool();
+  Id width_type = uint_type(f64 ? 64 : 32);
+  auto c64 = [&](uint64_t v) { return constant(Scalar::U64, v); };
+  // The integer significand (as u64) and the biased exponent (as u32, 1 for subnormals).
+  auto split = [&](Id v) {
+    Id bits = emit(spv::Op::OpBitcast, width_type, {ext(GLSLstd450FAbs, t, {v})});
+    Id bits64 = f64 ? bits : emit(spv::Op::OpUConvert, u, {bits});
+    Id field =
+        emit(spv::Op::OpBitwiseAnd, u,
+             {emit(spv::Op::OpShiftRightLogical, u, {bits64, c64(mantissa)}), c64(exponent_mask)});
+    Id fraction = emit(spv::Op::OpBitwiseAnd, u, {bits64, c64((uint64_t(1) << mantissa) - 1)});
+    Id normal = emit(spv::Op::OpINotEqual, b, {field, c64(0)});
+    Id significand =
+        emit(spv::Op::OpSelect, u,
+             {normal, emit(spv::Op::OpBitwiseOr, u, {fraction, c64(uint64_t(1) << mantissa)}),
+              fraction});
+    Id biased = emit(spv::Op::OpSelect, u, {normal, field, c64(1)});
+    return std::pair{significand, emit(spv::Op::OpUConvert, u32t, {biased})};
+  };
+  auto [mx, ex] = split(x);
+  auto [my, ey] = split(y);
+  Id ax = ext(GLSLstd450FAbs, t, {x}), ay = ext(GLSLstd450FAbs, t, {y});
+  Id my_safe = emit(spv::Op::OpSelect, u, {emit(spv::Op::OpIEqual, b, {my, c64(0)}), c64(1), my});
+  Id shifts = emit(
+      spv::Op::OpSelect, u32t,
+      {emit(spv::Op::OpUGreaterThan, b, {ex, ey}), emit(spv::Op::OpISub, u32t, {ex, ey}), u32(0)});
+  Id start = emit(spv::Op::OpUMod, u, {mx, my_safe});
+
+  // while (shifts > 0) { k = min(shifts, 64 - p); m = (m << k) mod my; shifts -= k; }
+  Id preheader = current_label();
+  Id header = m_.id(), body_label = m_.id(), cont = m_.id(), merge = m_.id();
+  branch(header);
+  new_block(header);
+  size_t header_block = cur_;
+  Id m = m_.id(), left = m_.id();
+  Id more = emit(spv::Op::OpUGreaterThan, b, {left, u32(0)});
+  emit_void(spv::Op::OpLoopMerge,
+            {merge, cont, static_cast<uint32_t>(spv::LoopControlMask::MaskNone)});
+  emit_void(spv::Op::OpBranchConditional, {more, body_label, merge});
+  new_block(body_label);
+  Id k = ext(GLSLstd450UMin, u32t, {left, u32(64 - p)});
+  Id next_m =
+      emit(spv::Op::OpUMod, u,
+           {emit(spv::Op::OpShiftLeftLogical, u, {m, emit(spv::Op::OpUConvert, u, {k})}), my_safe});
+  Id next_left = emit(spv::Op::OpISub, u32t, {left, k});
+  branch(cont);
+  new_block(cont);
+  branch(header);
+  append(blocks_[header_block].phis, spv::Op::OpPhi, {u, m, start, preheader, next_m, cont});
+  append(blocks_[header_block].phis, spv::Op::OpPhi,
+         {u32t, left, shifts, preheader, next_left, cont});
+  new_block(merge);
+
+  // m * 2^(ey - bias - mantissa), exact; with x's sign.
+  int bias = f64 ? 1023 : 127;
+  Id scale =
+      emit(spv::Op::OpISub, i,
+           {emit(spv::Op::OpBitcast, i, {ey}),
+            constant(Scalar::I32, static_cast<uint32_t>(bias + static_cast<int>(mantissa)))});
+  Id magnitude = ext(GLSLstd450Ldexp, t, {emit(spv::Op::OpConvertUToF, t, {m}), scale});
+  Id result = emit(spv::Op::OpSelect, t,
+                   {emit(spv::Op::OpFOrdLessThan, b, {x, constant(s, 0)}),
+                    emit(spv::Op::OpFNegate, t, {magnitude}), magnitude});
+  // |x| < |y| (y infinite included): x itself. NaN operands, infinite x or zero y: NaN.
+  result = emit(spv::Op::OpSelect, t, {emit(spv::Op::OpFOrdLessThan, b, {ax, ay}), x, result});
+  Id invalid = emit(spv::Op::OpLogicalOr, b,
+                    {emit(spv::Op::OpLogicalOr, b,
+                          {emit(spv::Op::OpIsNan, b, {x}), emit(spv::Op::OpIsNan, b, {y})}),
+                     emit(spv::Op::OpLogicalOr, b,
+                          {emit(spv::Op::OpIsInf, b, {x}),
+                           emit(spv::Op::OpFOrdEqual, b, {ay, constant(s, 0)})})});
+  return emit(spv::Op::OpSelect, t,
+              {invalid, constant(s, ir::from_double(s, std::nan(""))), result});
 }
 
 Id Writer::fma_through_f64(Scalar s, Id a, Id b, Id c) {
@@ -1048,6 +1165,14 @@ Id Writer::math(const ir::Operation &op, Scalar s, Id a, Id b, Id c) {
 Id Writer::subgroup_op(const ir::Operation &op, Scalar s, Id x) {
   if (s == Scalar::BF16) // combined in f32 (in an unspecified order anyway), rounded once
     return round_bf16(subgroup_op(op, Scalar::F32, x));
+  bool min_max =
+      op.opcode() == Opcode::SubgroupMin || op.opcode() == Opcode::SubgroupMax ||
+      op.opcode() == Opcode::SubgroupInclusiveMin || op.opcode() == Opcode::SubgroupExclusiveMin ||
+      op.opcode() == Opcode::SubgroupInclusiveMax || op.opcode() == Opcode::SubgroupExclusiveMax;
+  if (s == Scalar::F16 && min_max) // exact through f32; lavapipe's f16 FMin/FMax mishandle NaN
+    return emit(
+        spv::Op::OpFConvert, scalar_type(s),
+        {subgroup_op(op, Scalar::F32, emit(spv::Op::OpFConvert, scalar_type(Scalar::F32), {x}))});
   Id t = scalar_type(s);
   Id scope = u32(kScopeSubgroup);
   bool f = ir::is_float(s), sg = ir::is_signed(s), boolean = s == Scalar::Bool;
@@ -1600,26 +1725,28 @@ void Writer::emit_op(const ir::Operation &op) {
     });
   }
   case ir::Signature::Builtin1: {
-    spv::BuiltIn builtin = spv::BuiltIn::LocalInvocationIndex;
-    switch (opc) {
-    case Opcode::SubgroupId:
-      builtin = spv::BuiltIn::SubgroupId;
-      break;
-    case Opcode::SubgroupSize:
-      builtin = spv::BuiltIn::SubgroupSize;
-      break;
-    case Opcode::SubgroupLane:
-      builtin = spv::BuiltIn::SubgroupLocalInvocationId;
-      break;
-    case Opcode::NumSubgroups:
-      builtin = spv::BuiltIn::NumSubgroups;
-      break;
-    default:
-      break;
-    }
-    if (builtin != spv::BuiltIn::LocalInvocationIndex)
-      m_.capability(spv::Capability::GroupNonUniform);
-    return bind(op.result(), {builtin_input(builtin, false)});
+    if (opc == Opcode::LocalIndex)
+      return bind(op.result(), {builtin_input(spv::BuiltIn::LocalInvocationIndex, false)});
+    m_.capability(spv::Capability::GroupNonUniform);
+    if (opc == Opcode::SubgroupSize)
+      return bind(op.result(), {builtin_input(spv::BuiltIn::SubgroupSize, false)});
+    if (opc == Opcode::SubgroupLane) // the hardware lane: what shuffles and ballots index
+      return bind(op.result(), {builtin_input(spv::BuiltIn::SubgroupLocalInvocationId, false)});
+    // subgroup_id and num_subgroups as docs/ir.md §4.9 defines them (the writer only accepts
+    // workgroup shapes where subgroups are consecutive local_index values); drivers disagree on
+    // the NumSubgroups builtin for a partial last subgroup (lavapipe counts 1 for 12 of 8).
+    Id size = builtin_input(spv::BuiltIn::SubgroupSize, false);
+    if (opc == Opcode::SubgroupId)
+      return bind(op.result(),
+                  {emit(spv::Op::OpUDiv, t,
+                        {builtin_input(spv::BuiltIn::LocalInvocationIndex, false), size})});
+    auto wg = kernel_.workgroup_size();
+    Id invocations = u32(wg[0] * wg[1] * wg[2]);
+    return bind(
+        op.result(),
+        {emit(spv::Op::OpUDiv, t,
+              {emit(spv::Op::OpISub, t, {emit(spv::Op::OpIAdd, t, {invocations, size}), u32(1)}),
+               size})});
   }
   case ir::Signature::Sync: {
     uint32_t acquire_release = static_cast<uint32_t>(spv::MemorySemanticsMask::AcquireRelease);
@@ -1723,6 +1850,12 @@ std::optional<SpirvKernel> Writer::run() {
   new_block(m_.id());
   declare_parameters();
   emit_region(kernel_.body());
+  if (features_.signed_zero_inf_nan_preserve && !float_widths_.empty()) {
+    // Keep -0.0, infinities and NaN through every float op (docs/ir.md §4.2).
+    m_.capability(spv::Capability::SignedZeroInfNanPreserve);
+    for (unsigned width : float_widths_)
+      m_.execution_mode(spv::ExecutionMode::SignedZeroInfNanPreserve, {width});
+  }
   uint32_t local_size[3] = {kernel_.workgroup_size()[0], kernel_.workgroup_size()[1],
                             kernel_.workgroup_size()[2]};
   SpirvKernel out;

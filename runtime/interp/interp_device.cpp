@@ -60,6 +60,13 @@ public:
     f.int8 = f.int16 = f.int64 = f.float16 = f.bfloat16 = f.float64 = true;
     f.int64_atomics = f.float32_atomic_add = f.float32_atomics = f.float64_atomic_add = true;
     f.subgroup_arithmetic = f.subgroup_shuffle = f.subgroup_ballot = true;
+    f.subgroup_extended_types = true;
+    // The interpreter implements docs/ir.md exactly: fma rounds once, subgroups are consecutive
+    // local_index values, signed zeros are kept.
+    f.fused_fma = true;
+    f.signed_zero_inf_nan_preserve = true;
+    f.subgroup_size = info_.subgroup_size;
+    f.linear_subgroups = true;
     f.max_shared_bytes = 16u << 20;
     f.max_param_block_bytes = 4096;
     f.max_workgroup_invocations = 1024;

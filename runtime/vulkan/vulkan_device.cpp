@@ -500,6 +500,13 @@ void VulkanDevice::Impl::create_device() {
   // NVIDIA and AMD GPUs compute GLSL.std.450 Fma as one fused operation; Vulkan only promises
   // a * b + c, and lavapipe rounds twice. Elsewhere the writer computes fma exactly itself.
   f.fused_fma = properties.vendorID == 0x10de || properties.vendorID == 0x1002;
+  f.signed_zero_inf_nan_preserve = props12.shaderSignedZeroInfNanPreserveFloat32 &&
+                                   (!f.float16 || props12.shaderSignedZeroInfNanPreserveFloat16) &&
+                                   (!f.float64 || props12.shaderSignedZeroInfNanPreserveFloat64);
+  // Warps and wavefronts are consecutive local_index values for any workgroup shape; lavapipe
+  // (and drivers not known here) may form subgroups along x rows.
+  f.subgroup_size = props11.subgroupSize;
+  f.linear_subgroups = properties.vendorID == 0x10de || properties.vendorID == 0x1002;
   f.subgroup_shuffle =
       (ops & VK_SUBGROUP_FEATURE_SHUFFLE_BIT) && (ops & VK_SUBGROUP_FEATURE_SHUFFLE_RELATIVE_BIT);
   f.subgroup_ballot = (ops & VK_SUBGROUP_FEATURE_BASIC_BIT) &&

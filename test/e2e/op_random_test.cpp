@@ -13,10 +13,10 @@
 //   on lavapipe (div and sqrt measured exact in ops_test.cpp), so no tolerance is needed.
 // - The generator can reach results docs/ir.md leaves open: shift amounts >= 32, integer
 //   division by 0 and MIN / -1, NaN sign and payload, subnormal f32 results (lavapipe flushes
-//   them). The outputs are hashes, so no tolerance can apply. When a kernel's outputs differ,
-//   both the device and the reference rerun a copy of it with exactly those results pinned down
-//   (specified_copy below); the copies must agree bit for bit. Anything else that differs (a
-//   wrong value, a lost signed zero, a wrong subgroup result) still fails.
+//   them), min/max of -0.0 and +0.0. The outputs are hashes, so no tolerance can apply. When a
+//   kernel's outputs differ, both the device and the reference rerun a copy of it with exactly
+//   those results pinned down (specified_copy below); the copies must agree bit for bit. Anything
+//   else that differs (a wrong value, a lost signed zero, a wrong subgroup result) still fails.
 //
 //===-----------------------------------------------------------------------------------------===//
 #include "cubecc/ir/interpreter.h"
@@ -93,8 +93,9 @@ std::vector<uint8_t> launch(const ir::Kernel &kernel, const Inputs &in, runtime:
 /// (amounts >= the width give an unspecified value, 4.3), integer divisors 0 and -1 become 1
 /// (division by zero and MIN / -1 are unspecified, 4.2), and every f32 result is passed through
 /// a select that turns a NaN into the canonical quiet NaN (NaN sign and payload are not
-/// specified) and a subnormal into a zero of its sign (devices may flush them, 4.2). Signed
-/// zeros, infinities and every other value are kept, so a real difference stays visible.
+/// specified) and a subnormal into a zero of its sign (devices may flush them, 4.2); min and max
+/// of -0.0 and +0.0 (either may come back, 4.2) pick by the bits. Signed zeros, infinities and
+/// every other value are kept, so a real difference stays visible.
 std::string specified_copy(const std::string &text) {
   std::istringstream lines(text);
   std::ostringstream out;
@@ -128,8 +129,23 @@ std::string specified_copy(const std::string &text) {
     if (std::regex_match(line, m, f32_def) && m[3].str().rfind("const", 0) != 0 &&
         m[3].str().rfind("if ", 0) != 0 && m[3].str().rfind("for ", 0) != 0 &&
         m[3].str().rfind("while ", 0) != 0) {
-      std::string indent = m[1], v = m[2], raw = k + "raw";
-      out << indent << raw << " = " << m[3] << " : f32\n"
+      std::string indent = m[1], v = m[2], raw = k + "raw", expr = m[3];
+      std::smatch mm;
+      static const std::regex min_max(R"(^(min|max) (%[A-Za-z0-9_.]+), (%[A-Za-z0-9_.]+)$)");
+      if (std::regex_match(expr, mm, min_max)) {
+        // min/max of -0.0 and +0.0 may be either (4.2): pick by the bits, as the reference does
+        // (min: -0.0, max: +0.0); equal non-zero values have equal bits.
+        std::string a = mm[2], b = mm[3];
+        out << indent << k << "mm = " << expr << " : f32\n"
+            << indent << k << "same = eq " << a << ", " << b << " : bool\n"
+            << indent << k << "ab = bitcast " << a << " : u32\n"
+            << indent << k << "bb = bitcast " << b << " : u32\n"
+            << indent << k << "pick = " << (mm[1] == "min" ? "or" : "and") << " " << k << "ab, "
+            << k << "bb : u32\n"
+            << indent << k << "pf = bitcast " << k << "pick : f32\n";
+        expr = "select " + k + "same, " + k + "pf, " + k + "mm";
+      }
+      out << indent << raw << " = " << expr << " : f32\n"
           << indent << k << "isnan = ne " << raw << ", " << raw << " : bool\n"
           << indent << k << "qnan = const 0x7fc00000 : f32\n"
           << indent << k << "a = abs " << raw << " : f32\n"

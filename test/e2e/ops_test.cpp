@@ -316,7 +316,7 @@ OpCase arith_case(Scalar s) {
     ops.push_back({"shl", {va, vs}, in2(a, sh), {}});
     ops.push_back({"shr", {va, vs}, in2(a, sh), {}});
   }
-  if (is_float(s))
+  if (is_float(s) && s != Scalar::F64) // f64 fma: math_f64_fma (refused where Fma is not fused)
     ops.push_back({"fma", {va, vb, vc}, in3(a, b, t), {}});
   ops.push_back({"select",
                  {vq, va, vb},
@@ -530,15 +530,27 @@ std::vector<MathOp> math_ops(Scalar s) {
 /// Ops that GLSL.std.450 lacks on f64; Vulkan refuses them with a message naming each.
 const char *const kNoF64[] = {"exp", "exp2", "log", "log2", "sin", "cos", "tanh", "erf", "pow"};
 
-OpCase math_case(Scalar s, bool refused_f64_ops) {
+/// Which f64 math ops a case holds: those every Vulkan device runs, those GLSL.std.450 lacks
+/// (always refused), or fma (refused where the device does not fuse Fma: a single rounding
+/// cannot be had from a * b + c).
+enum class F64Part { Supported, Transcendental, Fma };
+
+OpCase math_case(Scalar s, F64Part part = F64Part::Supported) {
   OpCase c;
-  c.name = refused_f64_ops ? "math_f64_transcendental" : "math_" + name(s);
+  c.name = s != Scalar::F64                  ? "math_" + name(s)
+           : part == F64Part::Transcendental ? "math_f64_transcendental"
+           : part == F64Part::Fma            ? "math_f64_fma"
+                                             : "math_f64";
+  bool refused_f64_ops = s == Scalar::F64 && part == F64Part::Transcendental;
   std::mt19937_64 rng(0x3a7 + static_cast<unsigned>(s));
   std::vector<MathOp> ops;
   for (MathOp &op : math_ops(s)) {
     bool transcendental =
         std::find(std::begin(kNoF64), std::end(kNoF64), op.op) != std::end(kNoF64);
-    if (s != Scalar::F64 || transcendental == refused_f64_ops)
+    F64Part of = transcendental                     ? F64Part::Transcendental
+                 : op.op == std::string_view("fma") ? F64Part::Fma
+                                                    : F64Part::Supported;
+    if (s != Scalar::F64 || of == part)
       ops.push_back(std::move(op));
   }
   size_t total = ops.size() * kMathN;
@@ -598,6 +610,11 @@ OpCase math_case(Scalar s, bool refused_f64_ops) {
   if (refused_f64_ops)
     for (const char *op : kNoF64)
       c.vulkan_refusal.push_back(fmt::format("'{}' on f64", op));
+  if (s == Scalar::F64 && part == F64Part::Fma)
+    c.refusal_for = [](const codegen::TargetFeatures &f) {
+      return f.fused_fma ? std::vector<std::string>{}
+                         : std::vector<std::string>{"single-rounding f64 fma"};
+    };
   return c;
 }
 
@@ -826,7 +843,7 @@ OpCase vector_case(Scalar s) {
                                   "insert"};
   if (is_int(s))
     ops.insert(ops.end(), {"xor", "shl"});
-  else
+  else if (s != Scalar::F64) // f64 fma: math_f64_fma
     ops.push_back("fma");
   std::vector<std::string> ops8 = {"lt", "not_ge", "and_bool"};
   size_t slots = ops.size(), slots8 = ops8.size();
@@ -1100,17 +1117,30 @@ OpCase buffer_size_case() {
 //===--- 6. Builtins
 //---------------------------------------------------------------------------===//
 
+/// `subgroups`: also the subgroup builtins. A device whose subgroups are not consecutive
+/// local_index values for every shape (lavapipe forms them along x rows) must refuse those for a
+/// workgroup of several rows whose x is not a multiple of the subgroup size (docs/ir.md §4.9).
 OpCase builtins_case(const std::string &case_name, std::array<uint32_t, 3> wg,
-                     std::array<uint32_t, 3> grid) {
+                     std::array<uint32_t, 3> grid, bool subgroups) {
   OpCase c;
   c.name = case_name;
   c.grid = grid;
   size_t total = size_t(wg[0]) * wg[1] * wg[2] * grid[0] * grid[1] * grid[2];
   const char *vec_builtins[] = {"global_id", "local_id", "workgroup_id", "workgroup_size",
                                 "num_workgroups"};
-  const char *scalar_builtins[] = {"local_index", "subgroup_size", "subgroup_id", "subgroup_lane",
-                                   "num_subgroups"};
-  size_t slots = 3 * std::size(vec_builtins) + std::size(scalar_builtins);
+  std::vector<const char *> scalar_builtins = {"local_index"};
+  if (subgroups) {
+    scalar_builtins.insert(scalar_builtins.end(),
+                           {"subgroup_size", "subgroup_id", "subgroup_lane", "num_subgroups"});
+    c.refusal_for = [wg](const codegen::TargetFeatures &f) {
+      bool rows = wg[1] * wg[2] > 1;
+      bool refused =
+          rows && !f.linear_subgroups && (f.subgroup_size == 0 || wg[0] % f.subgroup_size != 0);
+      return refused ? std::vector<std::string>{"forms subgroups along x rows"}
+                     : std::vector<std::string>{};
+    };
+  }
+  size_t slots = 3 * std::size(vec_builtins) + scalar_builtins.size();
   Buffer out = output("out", Scalar::U32, slots * total, 0x5a5a5a5a);
   Body body;
   // The invocation's slot: (linear workgroup id) * invocations + local_index.
@@ -1694,9 +1724,12 @@ const std::vector<std::pair<std::string, Family>> &families() {
        }},
       {"Math",
        [] {
-         return std::vector<OpCase>{math_case(Scalar::F16, false), math_case(Scalar::F32, false),
-                                    math_case(Scalar::F64, false), math_case(Scalar::F64, true),
-                                    math_case(Scalar::BF16, false)};
+         return std::vector<OpCase>{math_case(Scalar::F16),
+                                    math_case(Scalar::F32),
+                                    math_case(Scalar::F64),
+                                    math_case(Scalar::F64, F64Part::Transcendental),
+                                    math_case(Scalar::F64, F64Part::Fma),
+                                    math_case(Scalar::BF16)};
        }},
       {"Casts",
        [] {
@@ -1730,8 +1763,11 @@ const std::vector<std::pair<std::string, Family>> &families() {
       {"Builtins",
        [] {
          return std::vector<OpCase>{
-             builtins_case("builtins_3d", {4, 3, 2}, {2, 2, 2}),
-             builtins_case("builtins_2d_partial_subgroup", {6, 2, 1}, {3, 2, 1})};
+             builtins_case("builtins_3d", {4, 3, 2}, {2, 2, 2}, false),
+             builtins_case("builtins_3d_subgroups", {4, 3, 2}, {2, 2, 2}, true),
+             builtins_case("builtins_2d_partial_subgroup", {6, 2, 1}, {3, 2, 1}, true),
+             builtins_case("builtins_rows_of_8_subgroups", {8, 2, 3}, {2, 1, 2}, true),
+             builtins_case("builtins_1d_partial_subgroup", {12, 1, 1}, {3, 1, 1}, true)};
        }},
       {"Atomics",
        [] {

@@ -29,11 +29,21 @@ struct TargetFeatures {
   /// GLSL.std.450 Fma rounds once. Vulkan only promises "a * b then + c"; GPUs fuse, lavapipe
   /// does not. Without it, f32 and f16 fma are computed exactly through f64 (needs float64).
   bool fused_fma = false;
+  /// Float ops keep the sign of zero, infinities and NaNs (SignedZeroInfNanPreserve for 16-, 32-
+  /// and 64-bit floats); without it the device may fold -0.0 * 1.0 to +0.0.
+  bool signed_zero_inf_nan_preserve = true;
   bool subgroup_arithmetic = true; ///< reductions and scans
   /// Subgroup operations on 8-, 16- and 64-bit types (shaderSubgroupExtendedTypes).
   bool subgroup_extended_types = true;
   bool subgroup_shuffle = true; ///< shuffle, shuffle_xor, shuffle_up/down
   bool subgroup_ballot = true;  ///< ballot, broadcast, elect, all, any
+  /// Subgroup size, when fixed (0: unknown or varying).
+  uint32_t subgroup_size = 8;
+  /// Subgroups are consecutive local_index values for every workgroup shape (GPUs). lavapipe
+  /// forms them along x rows, which agrees with local_index only when workgroup x is a multiple
+  /// of the subgroup size or the workgroup is one row; other shapes are refused for kernels that
+  /// use subgroups (docs/ir.md §4.9).
+  bool linear_subgroups = false;
   uint32_t max_shared_bytes = 32768;
   uint32_t max_param_block_bytes = 128; ///< push constants
   uint32_t max_workgroup_invocations = 1024;
