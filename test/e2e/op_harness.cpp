@@ -174,11 +174,7 @@ bool allowed(Scalar s, const Check &check, size_t i, uint64_t got, uint64_t want
 }
 
 void optimize(ir::Module &module, int level) {
-  passes::PassManager manager;
-  for (std::string_view pass : passes::optimization_pipeline(level))
-    manager.add(*passes::find_pass(pass));
-  std::ostringstream out, err;
-  auto errors = manager.run(module, out, err);
+  auto errors = passes::optimize(module, level);
   ASSERT_TRUE(errors.empty()) << ir::to_string(errors);
 }
 

@@ -45,37 +45,12 @@ uint64_t env_or(const char *name, uint64_t fallback) {
   return v ? std::strtoull(v, nullptr, 10) : fallback;
 }
 
-struct Inputs {
-  ir::HostBuffer ints{ir::Scalar::I32, {}};
-  ir::HostBuffer floats{ir::Scalar::F32, {}};
-  int32_t n = 0;
-};
-
-/// The inputs of passes_differential_test.cpp: small integers with a few large ones, floats on a
-/// 1/64 grid in [-156, 156].
-Inputs random_inputs(uint64_t seed) {
-  std::mt19937_64 rng(seed ^ 0x5eedULL);
-  Inputs in;
-  for (uint32_t i = 0; i < kRandomInputs; ++i) {
-    auto v = static_cast<int32_t>(rng() % 2001) - 1000;
-    if (rng() % 8 == 0)
-      v = static_cast<int32_t>(rng());
-    auto bits = static_cast<uint32_t>(v);
-    in.ints.bytes.insert(in.ints.bytes.end(), reinterpret_cast<uint8_t *>(&bits),
-                         reinterpret_cast<uint8_t *>(&bits) + 4);
-    float f = static_cast<float>(static_cast<int>(rng() % 20001) - 10000) / 64.0f;
-    in.floats.bytes.insert(in.floats.bytes.end(), reinterpret_cast<uint8_t *>(&f),
-                           reinterpret_cast<uint8_t *>(&f) + 4);
-  }
-  in.n = static_cast<int32_t>(rng() % 100) - 20;
-  return in;
-}
-
 constexpr uint32_t kWorkgroups = 2;
 
-std::vector<uint8_t> launch(const ir::Kernel &kernel, const Inputs &in, runtime::Device *device,
-                            uint32_t subgroup_size, std::string &problems) {
-  Inputs copy = in;
+std::vector<uint8_t> launch(const ir::Kernel &kernel, const RandomInputs &in,
+                            runtime::Device *device, uint32_t subgroup_size,
+                            std::string &problems) {
+  RandomInputs copy = in;
   ir::HostBuffer out{ir::Scalar::U32,
                      std::vector<uint8_t>(kWorkgroups * kRandomWorkgroup * kRandomSlots * 4, 0)};
   ir::Argument args[] = {
@@ -167,11 +142,7 @@ std::string specified_copy(const std::string &text) {
 }
 
 void optimize(ir::Module &module, int level) {
-  passes::PassManager manager;
-  for (std::string_view pass : passes::optimization_pipeline(level))
-    manager.add(*passes::find_pass(pass));
-  std::ostringstream out, err;
-  auto errors = manager.run(module, out, err);
+  auto errors = passes::optimize(module, level);
   ASSERT_TRUE(errors.empty()) << ir::to_string(errors);
 }
 
@@ -230,7 +201,7 @@ TEST_P(RandomKernels, VulkanMatchesTheReferenceInterpreter) {
     auto module = build(text, level, error);
     ASSERT_TRUE(module) << "seed " << seed << ": " << error << "\n" << text;
     const ir::Kernel &kernel = *module->kernels()[0];
-    Inputs in = random_inputs(seed);
+    RandomInputs in = random_inputs(seed);
     std::string reference_problems, device_problems;
     auto want = launch(kernel, in, nullptr, subgroup_size, reference_problems);
     ASSERT_TRUE(reference_problems.empty()) << "seed " << seed << ": " << reference_problems;

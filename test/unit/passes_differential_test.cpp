@@ -19,6 +19,8 @@
 
 using namespace cubecc;
 using namespace cubecc::ir;
+using test::random_inputs;
+using test::RandomInputs;
 
 namespace {
 
@@ -27,33 +29,9 @@ uint64_t env_or(const char *name, uint64_t fallback) {
   return v ? std::strtoull(v, nullptr, 10) : fallback;
 }
 
-struct Inputs {
-  HostBuffer ints{Scalar::I32, {}};
-  HostBuffer floats{Scalar::F32, {}};
-  int32_t n = 0;
-};
-
-Inputs random_inputs(uint64_t seed) {
-  std::mt19937_64 rng(seed ^ 0x5eedULL);
-  Inputs in;
-  for (uint32_t i = 0; i < test::kRandomInputs; ++i) {
-    auto v = static_cast<int32_t>(rng() % 2001) - 1000;
-    if (rng() % 8 == 0)
-      v = static_cast<int32_t>(rng()); // now and then a large one
-    auto bits = static_cast<uint32_t>(v);
-    in.ints.bytes.insert(in.ints.bytes.end(), reinterpret_cast<uint8_t *>(&bits),
-                         reinterpret_cast<uint8_t *>(&bits) + 4);
-    float f = static_cast<float>(static_cast<int>(rng() % 20001) - 10000) / 64.0f;
-    in.floats.bytes.insert(in.floats.bytes.end(), reinterpret_cast<uint8_t *>(&f),
-                           reinterpret_cast<uint8_t *>(&f) + 4);
-  }
-  in.n = static_cast<int32_t>(rng() % 100) - 20;
-  return in;
-}
-
 /// Runs `kernel` on `in`; returns the output words, or the interpreter's complaint.
-std::string run(const Kernel &kernel, const Inputs &in, std::vector<uint8_t> &out_bytes) {
-  Inputs copy = in;
+std::string run(const Kernel &kernel, const RandomInputs &in, std::vector<uint8_t> &out_bytes) {
+  RandomInputs copy = in;
   const uint32_t workgroups = 2;
   HostBuffer out{Scalar::U32, std::vector<uint8_t>(
                                   workgroups * test::kRandomWorkgroup * test::kRandomSlots * 4, 0)};
@@ -97,7 +75,7 @@ TEST(PassesDifferential, random_kernels_compute_the_same_before_and_after_every_
     ASSERT_TRUE(original.module) << "seed " << seed << ":\n" << to_string(original.errors) << text;
     auto problems = verify(*original.module, &original.source_map);
     ASSERT_TRUE(problems.empty()) << "seed " << seed << ":\n" << to_string(problems) << text;
-    Inputs in = random_inputs(seed);
+    RandomInputs in = random_inputs(seed);
     std::vector<uint8_t> expected;
     std::string expected_errors = run(*original.module->kernels()[0], in, expected);
     ASSERT_EQ(expected_errors, "") << "seed " << seed << ":\n" << text;

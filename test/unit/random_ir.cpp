@@ -481,4 +481,22 @@ std::string random_kernel(uint64_t seed) {
   return Generator(seed).kernel();
 }
 
+RandomInputs random_inputs(uint64_t seed) {
+  std::mt19937_64 rng(seed ^ 0x5eedULL);
+  RandomInputs in;
+  for (uint32_t i = 0; i < kRandomInputs; ++i) {
+    auto v = static_cast<int32_t>(rng() % 2001) - 1000;
+    if (rng() % 8 == 0)
+      v = static_cast<int32_t>(rng()); // now and then a large one
+    auto bits = static_cast<uint32_t>(v);
+    in.ints.bytes.insert(in.ints.bytes.end(), reinterpret_cast<uint8_t *>(&bits),
+                         reinterpret_cast<uint8_t *>(&bits) + 4);
+    float f = static_cast<float>(static_cast<int>(rng() % 20001) - 10000) / 64.0f;
+    in.floats.bytes.insert(in.floats.bytes.end(), reinterpret_cast<uint8_t *>(&f),
+                           reinterpret_cast<uint8_t *>(&f) + 4);
+  }
+  in.n = static_cast<int32_t>(rng() % 100) - 20;
+  return in;
+}
+
 } // namespace cubecc::test

@@ -1,6 +1,8 @@
 //===- random_ir.h - Random, well-typed kernels for differential testing ---------------------===//
 #pragma once
 
+#include "cubecc/ir/interpreter.h"
+
 #include <cstdint>
 #include <string>
 
@@ -19,5 +21,14 @@ inline constexpr uint32_t kRandomSlots = 4;
 /// loads, ifs with results, for and while loops with carried values, break and continue, shared
 /// memory with barriers, subgroup operations and stores under branches. Deterministic per seed.
 std::string random_kernel(uint64_t seed);
+
+/// Inputs for a random kernel: %in_i and %in_f (kRandomInputs elements: small integers with a
+/// few large ones, floats on a 1/64 grid in [-156, 156]) and %n. Deterministic per seed.
+struct RandomInputs {
+  ir::HostBuffer ints{ir::Scalar::I32, {}};
+  ir::HostBuffer floats{ir::Scalar::F32, {}};
+  int32_t n = 0;
+};
+RandomInputs random_inputs(uint64_t seed);
 
 } // namespace cubecc::test
