@@ -18,6 +18,8 @@ packages=(
   spirv-headers spirv-tools spirv-cross libspirv-cross-c-shared-dev
   libvulkan-dev libvulkan-volk-dev mesa-vulkan-drivers vulkan-tools
   vulkan-validationlayers glslang-tools  # validation layers for the tests, glslang for the GLSL baseline benchmark
+  # HIP backend: hipRTC (inside libamdhip64) and comgr compile for AMD GPUs without one here
+  libamdhip64-dev libhiprtc-builtins5 libamd-comgr-dev rocm-device-libs
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   llvm-19-tools           # FileCheck, not, count and lit for the lit tests
