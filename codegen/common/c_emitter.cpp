@@ -1,17 +1,1004 @@
-// Placeholder while the C-family emitter is being written.
+//===- c_emitter.cpp - IR kernels to CUDA C++ and HIP C++ -------------------------------------===//
+//
+// One emitter, two dialects (CUDA, HIP) that differ only in the prelude (c_prelude.h), the
+// warp width and a few names. The IR's structure maps onto C++ directly:
+//   - every value is a `const` local named after the DSL's name (or v<N>); a vector is a
+//     cubecc_vec<T, N> written lane by lane;
+//   - `if` results are variables declared before the `if` and assigned by each `yield`;
+//   - `for` is a C `for` whose carried values are variables assigned by `yield`/`continue`, whose
+//     increment cannot wrap around (docs/ir.md §5.3), and whose results are those variables;
+//     `while` is `for (;;)` with the before region, a `break` when the condition fails, then the
+//     do region; IR `break`/`continue` assign and then `break;`/`continue;`.
+//   - The IR's semantics are pinned where C++ leaves them open: integer arithmetic wraps (done in
+//     unsigned), division never traps, shift amounts are reduced modulo the width, float-to-int
+//     casts saturate, f16 and bf16 compute in f32 and round once per op (through the vendor's
+//     conversion intrinsics), no contraction (NVRTC --fmad=false, hipRTC -ffp-contract=off).
+//   - Each statement is preceded, when the source line changes, by a `// file:line` comment.
+//
+//===-----------------------------------------------------------------------------------------===//
+#include "c_prelude.h"
 #include "cubecc/codegen/hip.h"
 
 #include "cubecc/ir/ir.h"
+#include "cubecc/ir/semantics.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <set>
+#include <sstream>
+#include <unordered_map>
 
 namespace cubecc::codegen {
-std::optional<CSource> emit_cuda(const ir::Kernel &kernel, const TargetFeatures &,
+namespace {
+
+using ir::Opcode;
+using ir::Scalar;
+using ir::Type;
+
+/// The register type of a scalar (f16/bf16 live in f32).
+std::string reg(Scalar s) {
+  switch (s) {
+  case Scalar::Bool:
+    return "bool";
+  case Scalar::F16:
+  case Scalar::BF16:
+    return "f32";
+  default:
+    return std::string(ir::scalar_name(s));
+  }
+}
+/// The memory type of an element.
+std::string storage(Scalar s) {
+  if (s == Scalar::F16)
+    return "cubecc_f16_storage";
+  if (s == Scalar::BF16)
+    return "cubecc_bf16_storage";
+  return reg(s);
+}
+std::string unsigned_of(Scalar s) {
+  switch (ir::scalar_bits(s)) {
+  case 8:
+    return "u8";
+  case 16:
+    return "u16";
+  case 64:
+    return "u64";
+  default:
+    return "u32";
+  }
+}
+/// The type integer arithmetic is done in (wide enough not to overflow int promotion).
+std::string wide_of(Scalar s) {
+  return ir::scalar_bits(s) == 64 ? "u64" : "u32";
+}
+bool half_like(Scalar s) {
+  return s == Scalar::F16 || s == Scalar::BF16;
+}
+
+class CEmitter {
+public:
+  CEmitter(const ir::Kernel &kernel, const TargetFeatures &features, bool hip,
+           std::vector<ir::Diagnostic> &errors)
+      : kernel_(kernel), features_(features), hip_(hip), errors_(errors) {}
+
+  std::optional<CSource> run();
+
+private:
+  const ir::Kernel &kernel_;
+  const TargetFeatures &features_;
+  bool hip_;
+  std::vector<ir::Diagnostic> &errors_;
+  std::ostringstream body_;
+  int indent_ = 1;
+  std::unordered_map<const ir::Value *, std::string> names_;
+  std::set<std::string> used_;
+  unsigned next_ = 0;
+  uint32_t last_line_ = 0, last_file_ = 0;
+  std::vector<std::vector<std::string>> loop_results_; ///< per enclosing loop: its variables
+  std::vector<std::vector<std::string>> loop_carried_;
+  std::vector<std::vector<std::string>> if_results_;
+
+  //===--- Diagnostics, names, lines --------------------------------------------------===//
+
+  bool refuse(const ir::Operation &op, const std::string &what) {
+    ir::Diagnostic d;
+    if (op.location().known()) {
+      d.file = std::string(kernel_.module()->file_name(op.location().file));
+      d.line = op.location().line;
+      d.col = op.location().col;
+    }
+    d.message = fmt::format("kernel '{}': op '{}' needs {}, which target '{}' does not support",
+                            kernel_.name(), op.name(), what, features_.target);
+    errors_.push_back(std::move(d));
+    return false;
+  }
+  bool check(const ir::Operation &op);
+
+  std::string fresh(std::string base) {
+    std::string clean;
+    for (char c : base)
+      clean += std::isalnum(static_cast<unsigned char>(c)) || c == '_' ? c : '_';
+    if (clean.empty() || std::isdigit(static_cast<unsigned char>(clean[0])))
+      clean = "v" + clean;
+    static const std::set<std::string> reserved = {
+        "int", "float", "double", "char", "short", "long", "unsigned", "bool", "if", "else", "for",
+        "while", "do", "break", "continue", "return", "const", "auto", "new", "delete", "this",
+        "true", "false", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f32", "f64",
+        "signed", "void", "static", "struct", "class",
+        // C++'s alternative tokens, and names CUDA/HIP headers declare with C linkage
+        "and", "or", "xor", "not", "and_eq", "or_eq", "xor_eq", "not_eq", "bitand", "bitor",
+        "compl", "main", "select", "sin", "cos", "tan", "exp", "exp2", "log", "log2", "pow", "sqrt",
+        "rsqrt", "fma", "floor", "ceil", "round", "erf", "tanh", "min", "max", "abs", "fabs",
+        "fmin", "fmax", "fmod", "signbit", "isnan", "isinf", "clamp", "printf", "malloc", "free",
+        "memcpy", "memset", "assert", "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize"};
+    std::string name = clean;
+    for (unsigned k = 1; reserved.count(name) || used_.count(name) || name.rfind("cubecc", 0) == 0;
+         ++k)
+      name = fmt::format("{}_{}", clean, k);
+    used_.insert(name);
+    return name;
+  }
+  std::string name_of(const ir::Value *v) {
+    auto it = names_.find(v);
+    if (it != names_.end())
+      return it->second;
+    std::string n = fresh(v->name().empty() ? fmt::format("v{}", next_++) : v->name());
+    names_[v] = n;
+    return n;
+  }
+  /// Lane k of a value (its name for a scalar).
+  std::string lane(const ir::Value *v, unsigned k) {
+    return v->type().is_vector() ? fmt::format("{}.v[{}]", name_of(v), k) : name_of(v);
+  }
+  std::string type_of(Type t) {
+    return t.is_vector() ? fmt::format("cubecc_vec<{}, {}>", reg(t.element()), t.lanes())
+                         : reg(t.element());
+  }
+
+  void line(const std::string &text) {
+    for (int i = 0; i < indent_; ++i)
+      body_ << "  ";
+    body_ << text << "\n";
+  }
+  /// Text safe inside a // comment: control characters shown as '?'.
+  static std::string printable(std::string_view s) {
+    std::string out;
+    for (char c : s)
+      out += static_cast<unsigned char>(c) < 0x20 || c == 0x7f ? '?' : c;
+    return out;
+  }
+  void locate(const ir::Operation &op) {
+    ir::Location loc = op.location();
+    if (!loc.known() || (loc.line == last_line_ && loc.file == last_file_))
+      return;
+    last_line_ = loc.line;
+    last_file_ = loc.file;
+    line(fmt::format("// {}:{}", printable(kernel_.module()->file_name(loc.file)), loc.line));
+  }
+
+  /// Defines a result: `const T name = e;` for scalars, lane by lane for vectors.
+  template <class F> void define(const ir::Value *v, F &&lane_expr) {
+    Type t = v->type();
+    if (!t.is_vector()) {
+      line(fmt::format("const {} {} = {};", type_of(t), name_of(v), lane_expr(0u)));
+      return;
+    }
+    line(fmt::format("{} {};", type_of(t), name_of(v)));
+    for (unsigned k = 0; k < t.lanes(); ++k)
+      line(fmt::format("{}.v[{}] = {};", name_of(v), k, lane_expr(k)));
+  }
+
+  //===--- Scalar semantics -----------------------------------------------------------===//
+
+  std::string constant(Scalar s, uint64_t bits);
+  std::string round(Scalar s, const std::string &e) {
+    if (s == Scalar::F16)
+      return "cubecc_round_f16(" + e + ")";
+    if (s == Scalar::BF16)
+      return "cubecc_round_bf16(" + e + ")";
+    return e;
+  }
+  std::string wrap(Scalar s, const std::string &a, const char *op, const std::string &b) {
+    // Integer arithmetic wraps: done in unsigned types (wide enough that promotion to int cannot
+    // overflow), converted back.
+    unsigned bits = ir::scalar_bits(s);
+    if (bits >= 32 && !ir::is_signed(s))
+      return fmt::format("({} {} {})", a, op, b);
+    if (bits >= 32)
+      return fmt::format("({})(({}){} {} ({}){})", reg(s), unsigned_of(s), a, op, unsigned_of(s),
+                         b);
+    return fmt::format("({})((u32)({}){} {} (u32)({}){})", reg(s), unsigned_of(s), a, op,
+                       unsigned_of(s), b);
+  }
+  /// local_index as an expression over threadIdx (terms for dimensions of size 1 dropped).
+  std::string local_index() {
+    auto wg = kernel_.workgroup_size();
+    std::string e = "threadIdx.x";
+    if (wg[1] > 1)
+      e += fmt::format(" + threadIdx.y * {}u", wg[0]);
+    if (wg[2] > 1)
+      e += fmt::format(" + threadIdx.z * {}u", wg[0] * wg[1]);
+    return "(u32)(" + e + ")";
+  }
+  std::string math_fn(const char *name, Scalar s) {
+    return s == Scalar::F64 ? name : std::string(name) + "f";
+  }
+  std::string binary(Opcode op, Scalar s, const std::string &a, const std::string &b);
+  std::string unary(Opcode op, Scalar s, const std::string &a);
+  std::string compare(Opcode op, const std::string &a, const std::string &b);
+  std::string cast(Scalar from, Scalar to, const std::string &x);
+  std::string load_element(const ir::Value *memory, const std::string &index);
+  std::string element_ref(const ir::Value *memory, const std::string &index) {
+    return fmt::format("{}[{}]", name_of(memory), index);
+  }
+  std::string store_value(Scalar s, const std::string &v) {
+    if (s == Scalar::F16)
+      return "cubecc_f32_to_f16(" + v + ")";
+    if (s == Scalar::BF16)
+      return "cubecc_f32_to_bf16(" + v + ")";
+    return v;
+  }
+  std::string identity(Opcode op, Scalar s);
+  std::string combiner(Opcode op, Scalar s);
+
+  //===--- Emission -------------------------------------------------------------------===//
+
+  void emit_region(const ir::Region &region);
+  void emit_op(const ir::Operation &op);
+  void assign_all(const std::vector<std::string> &targets, std::span<ir::Value *const> values);
+};
+
+//===--- Feature checks -----------------------------------------------------------------===//
+
+bool CEmitter::check(const ir::Operation &op) {
+  const ir::OpInfo &info = op.info();
+  if (info.signature == ir::Signature::AtomicRmw ||
+      info.signature == ir::Signature::AtomicCmpXchg) {
+    Scalar e = op.result()->type().element();
+    bool add = op.opcode() == Opcode::AtomicAdd;
+    if (ir::scalar_bits(e) < 32)
+      return refuse(op,
+                    fmt::format("atomics on {} (32- and 64-bit atomics only)", ir::scalar_name(e)));
+    if (e == Scalar::F32 && add && !features_.float32_atomic_add)
+      return refuse(op, "atomic add on f32");
+    if (e == Scalar::F64 && !(add && features_.float64_atomic_add))
+      return refuse(op, fmt::format("atomic {} on f64", add ? "add" : "exchange"));
+    if (ir::scalar_bits(e) == 64 && !ir::is_float(e) && !features_.int64_atomics)
+      return refuse(op, "64-bit atomics");
+  }
+  if (op.opcode() == Opcode::AtomicXchg && op.result()->type().element() == Scalar::F32 &&
+      !features_.float32_atomics)
+    return refuse(op, "atomic exchange on f32");
+  for (unsigned i = 0; i < op.num_results(); ++i) {
+    Scalar s = op.result(i)->type().element();
+    if ((s == Scalar::F64 && !features_.float64) || (s == Scalar::F16 && !features_.float16) ||
+        (s == Scalar::BF16 && !features_.bfloat16))
+      return refuse(op, std::string(ir::scalar_name(s)));
+  }
+  return true;
+}
+
+//===--- Scalar semantics ---------------------------------------------------------------===//
+
+std::string CEmitter::constant(Scalar s, uint64_t bits) {
+  switch (s) {
+  case Scalar::Bool:
+    return bits ? "true" : "false";
+  case Scalar::F32:
+  case Scalar::F16:
+  case Scalar::BF16: {
+    double v = ir::to_double(s, bits);
+    if (std::isnan(v) || std::isinf(v) || s != Scalar::F32) {
+      uint32_t f = s == Scalar::F32 ? static_cast<uint32_t>(bits)
+                                    : std::bit_cast<uint32_t>(static_cast<float>(v));
+      if (std::isnan(v) && s != Scalar::F32)
+        f = 0x7fc00000u;
+      return fmt::format("cubecc_bitcast<f32>(0x{:08x}u)", f);
+    }
+    return fmt::format("{:a}f", static_cast<float>(v));
+  }
+  case Scalar::F64: {
+    double v = std::bit_cast<double>(bits);
+    if (std::isnan(v) || std::isinf(v))
+      return fmt::format("cubecc_bitcast<f64>(0x{:016x}ull)", bits);
+    return fmt::format("{:a}", v);
+  }
+  default:
+    if (ir::is_signed(s)) {
+      int64_t v = ir::sign_extend(bits, ir::scalar_bits(s));
+      if (ir::scalar_bits(s) == 64 && v == INT64_MIN)
+        return "(i64)(-9223372036854775807LL - 1)";
+      return fmt::format("({}){}{}", reg(s), v, ir::scalar_bits(s) == 64 ? "LL" : "");
+    }
+    return fmt::format("({}){}u{}", reg(s), bits & ir::width_mask(ir::scalar_bits(s)),
+                       ir::scalar_bits(s) == 64 ? "LL" : "");
+  }
+}
+
+std::string CEmitter::binary(Opcode op, Scalar s, const std::string &a, const std::string &b) {
+  bool f = ir::is_float(s);
+  unsigned bits = ir::scalar_bits(s);
+  switch (op) {
+  case Opcode::Add:
+    return f ? round(s, fmt::format("({} + {})", a, b)) : wrap(s, a, "+", b);
+  case Opcode::Sub:
+    return f ? round(s, fmt::format("({} - {})", a, b)) : wrap(s, a, "-", b);
+  case Opcode::Mul:
+    return f ? round(s, fmt::format("({} * {})", a, b)) : wrap(s, a, "*", b);
+  case Opcode::Div:
+    return f ? round(s, fmt::format("({} / {})", a, b))
+             : fmt::format("cubecc_div<{}>({}, {})", reg(s), a, b);
+  case Opcode::Rem:
+    return f ? round(s, fmt::format("{}({}, {})", math_fn("fmod", s), a, b))
+             : fmt::format("cubecc_rem<{}>({}, {})", reg(s), a, b);
+  case Opcode::Min:
+    return f ? fmt::format("{}({}, {})", math_fn("fmin", s), a, b)
+             : fmt::format("({0} < {1} ? {0} : {1})", a, b);
+  case Opcode::Max:
+    return f ? fmt::format("{}({}, {})", math_fn("fmax", s), a, b)
+             : fmt::format("({0} > {1} ? {0} : {1})", a, b);
+  case Opcode::And:
+    return s == Scalar::Bool ? fmt::format("({} && {})", a, b)
+                             : fmt::format("({})({} & {})", reg(s), a, b);
+  case Opcode::Or:
+    return s == Scalar::Bool ? fmt::format("({} || {})", a, b)
+                             : fmt::format("({})({} | {})", reg(s), a, b);
+  case Opcode::Xor:
+    return s == Scalar::Bool ? fmt::format("({} != {})", a, b)
+                             : fmt::format("({})({} ^ {})", reg(s), a, b);
+  case Opcode::Shl:
+    return fmt::format("({})(({})(({}){} << ({} & {}u)))", reg(s), unsigned_of(s), wide_of(s), a, b,
+                       bits - 1);
+  case Opcode::Shr:
+    return fmt::format("({})({} >> ({} & {}u))", reg(s), a, b, bits - 1);
+  case Opcode::Pow:
+    return round(s, fmt::format("{}({}, {})", math_fn("pow", s), a, b));
+  default:
+    throw std::logic_error("binary: not a binary op");
+  }
+}
+
+std::string CEmitter::unary(Opcode op, Scalar s, const std::string &a) {
+  bool f = ir::is_float(s);
+  auto call = [&](const char *fn) { return round(s, fmt::format("{}({})", math_fn(fn, s), a)); };
+  switch (op) {
+  case Opcode::Neg:
+    return f ? fmt::format("(-{})", a) : wrap(s, "0", "-", a);
+  case Opcode::Abs:
+    return f ? fmt::format("{}({})", math_fn("fabs", s), a)
+             : fmt::format("({} < 0 ? {} : {})", a, wrap(s, "0", "-", a), a);
+  case Opcode::Not:
+    return s == Scalar::Bool ? fmt::format("(!{})", a) : fmt::format("({})(~{})", reg(s), a);
+  case Opcode::Sqrt:
+    return call("sqrt");
+  case Opcode::Rsqrt:
+    return call("rsqrt");
+  case Opcode::Exp:
+    return call("exp");
+  case Opcode::Exp2:
+    return call("exp2");
+  case Opcode::Log:
+    return call("log");
+  case Opcode::Log2:
+    return call("log2");
+  case Opcode::Sin:
+    return call("sin");
+  case Opcode::Cos:
+    return call("cos");
+  case Opcode::Tanh:
+    return call("tanh");
+  case Opcode::Erf:
+    return call("erf");
+  case Opcode::Floor:
+    return call("floor");
+  case Opcode::Ceil:
+    return call("ceil");
+  case Opcode::Round:
+    return call("round");
+  default:
+    throw std::logic_error("unary: not a unary op");
+  }
+}
+
+std::string CEmitter::compare(Opcode op, const std::string &a, const std::string &b) {
+  const char *c = op == Opcode::Eq   ? "=="
+                  : op == Opcode::Ne ? "!="
+                  : op == Opcode::Lt ? "<"
+                  : op == Opcode::Le ? "<="
+                  : op == Opcode::Gt ? ">"
+                                     : ">=";
+  return fmt::format("({} {} {})", a, c, b);
+}
+
+std::string CEmitter::cast(Scalar from, Scalar to, const std::string &x) {
+  if (from == to)
+    return x;
+  std::string t = reg(to);
+  if (to == Scalar::Bool)
+    return ir::is_float(from) ? fmt::format("({} != 0)", x) : fmt::format("({} != 0)", x);
+  if (from == Scalar::Bool)
+    return ir::is_float(to) ? fmt::format("({} ? 1.0f : 0.0f)", x)
+                            : fmt::format("({})({} ? 1 : 0)", t, x);
+  if (ir::is_integer(from) && ir::is_integer(to))
+    return fmt::format("({})({})", t, x);
+  if (ir::is_integer(from)) {
+    if (to == Scalar::F64 || to == Scalar::F32)
+      return fmt::format("({})({})", t, x);
+    // f16/bf16: exact in f32 up to 16 bits; wider through f64 rounded to odd (one rounding;
+    // 64-bit values are rounded to f64 first).
+    if (ir::scalar_bits(from) <= 16)
+      return round(to, fmt::format("(f32)({})", x));
+    return round(to, fmt::format("cubecc_f64_to_f32_odd((f64)({}))", x));
+  }
+  if (ir::is_float(to)) {
+    // Float to float: widening is exact; narrowing rounds once.
+    if (to == Scalar::F64)
+      return fmt::format("(f64)({})", x);
+    if (to == Scalar::F32)
+      return fmt::format("(f32)({})", x);
+    if (from == Scalar::F64)
+      return round(to, fmt::format("cubecc_f64_to_f32_odd({})", x));
+    return round(to, x); // from f32/f16/bf16 registers
+  }
+  // Float to integer: toward zero, saturating, NaN to 0 (docs/ir.md §4.6).
+  unsigned tb = ir::scalar_bits(to);
+  bool sg = ir::is_signed(to);
+  std::string fx = from == Scalar::F64 ? "f64" : "f32";
+  double hi = std::ldexp(1.0, static_cast<int>(sg ? tb - 1 : tb));
+  std::string max = constant(to, sg ? ir::width_mask(tb) >> 1 : ir::width_mask(tb));
+  std::string min = constant(to, sg ? (ir::width_mask(tb) >> 1) + 1 : 0);
+  if (sg)
+    return fmt::format("({0} != {0} ? ({1})0 : {0} >= ({2}){3:a} ? {4} : {0} < -({2}){3:a} ? {5} "
+                       ": ({1}){0})",
+                       x, t, fx, hi, max, min);
+  return fmt::format("(!({0} >= ({2})1) ? ({1})0 : {0} >= ({2}){3:a} ? {4} : ({1}){0})", x, t, fx,
+                     hi, max);
+}
+
+std::string CEmitter::load_element(const ir::Value *memory, const std::string &index) {
+  Scalar e = memory->type().element();
+  std::string ref = element_ref(memory, index);
+  if (e == Scalar::F16)
+    return "cubecc_f16_to_f32(" + ref + ")";
+  if (e == Scalar::BF16)
+    return "cubecc_bf16_to_f32(" + ref + ")";
+  return ref;
+}
+
+std::string CEmitter::identity(Opcode op, Scalar s) {
+  bool f = ir::is_float(s);
+  unsigned bits = ir::scalar_bits(s);
+  switch (op) {
+  case Opcode::SubgroupMin:
+  case Opcode::SubgroupInclusiveMin:
+  case Opcode::SubgroupExclusiveMin:
+    if (f)
+      return constant(s == Scalar::F64 ? Scalar::F64 : Scalar::F32,
+                      s == Scalar::F64 ? 0x7ff0000000000000ull : 0x7f800000u);
+    return constant(s, ir::is_signed(s) ? ir::width_mask(bits) >> 1 : ir::width_mask(bits));
+  case Opcode::SubgroupMax:
+  case Opcode::SubgroupInclusiveMax:
+  case Opcode::SubgroupExclusiveMax:
+    if (f)
+      return constant(s == Scalar::F64 ? Scalar::F64 : Scalar::F32,
+                      s == Scalar::F64 ? 0xfff0000000000000ull : 0xff800000u);
+    return constant(s, ir::is_signed(s) ? (ir::width_mask(bits) >> 1) + 1 : 0);
+  case Opcode::SubgroupAnd:
+    return s == Scalar::Bool ? "true" : constant(s, ir::width_mask(bits));
+  default:
+    return s == Scalar::Bool ? "false" : f ? (s == Scalar::F64 ? "0.0" : "0.0f") : constant(s, 0);
+  }
+}
+
+std::string CEmitter::combiner(Opcode op, Scalar s) {
+  Opcode base;
+  switch (op) {
+  case Opcode::SubgroupSum:
+  case Opcode::SubgroupInclusiveSum:
+  case Opcode::SubgroupExclusiveSum:
+    base = Opcode::Add;
+    break;
+  case Opcode::SubgroupMin:
+  case Opcode::SubgroupInclusiveMin:
+  case Opcode::SubgroupExclusiveMin:
+    base = Opcode::Min;
+    break;
+  case Opcode::SubgroupMax:
+  case Opcode::SubgroupInclusiveMax:
+  case Opcode::SubgroupExclusiveMax:
+    base = Opcode::Max;
+    break;
+  case Opcode::SubgroupAnd:
+    base = Opcode::And;
+    break;
+  case Opcode::SubgroupOr:
+    base = Opcode::Or;
+    break;
+  default:
+    base = Opcode::Xor;
+    break;
+  }
+  // Float sums combine in f32 for f16/bf16 (rounded once at the end, like any order).
+  Scalar c = half_like(s) ? Scalar::F32 : s;
+  return fmt::format("[](const {0} &x, const {0} &y) -> {0} {{ return {1}; }}", reg(c),
+                     binary(base, c, "x", "y"));
+}
+
+//===--- Emission -----------------------------------------------------------------------===//
+
+void CEmitter::assign_all(const std::vector<std::string> &targets,
+                          std::span<ir::Value *const> values) {
+  // Parallel assignment: new values may read the old ones.
+  if (values.size() == 1) {
+    line(fmt::format("{} = {};", targets[0], name_of(values[0])));
+    return;
+  }
+  std::vector<std::string> temps;
+  for (size_t i = 0; i < values.size(); ++i) {
+    temps.push_back(fresh("next"));
+    line(fmt::format("const {} {} = {};", type_of(values[i]->type()), temps.back(),
+                     name_of(values[i])));
+  }
+  for (size_t i = 0; i < values.size(); ++i)
+    line(fmt::format("{} = {};", targets[i], temps[i]));
+}
+
+void CEmitter::emit_region(const ir::Region &region) {
+  for (const ir::Operation *op : region) {
+    locate(*op);
+    emit_op(*op);
+  }
+}
+
+void CEmitter::emit_op(const ir::Operation &op) {
+  const Opcode opc = op.opcode();
+  const ir::OpInfo &info = op.info();
+  const ir::Value *r = op.num_results() ? op.result() : nullptr;
+  Scalar rs = r ? r->type().element() : Scalar::U32;
+  auto operand = [&](unsigned i, unsigned k) {
+    const ir::Value *v = op.operand(i);
+    return lane(v, v->type().is_vector() ? k : 0);
+  };
+  auto wg = kernel_.workgroup_size();
+  const char *xyz[] = {"x", "y", "z"};
+
+  switch (info.signature) {
+  case ir::Signature::Constant:
+    line(fmt::format("const {} {} = {};", reg(rs), name_of(r),
+                     constant(rs, static_cast<uint64_t>(*op.attributes().get_int("value")))));
+    return;
+  case ir::Signature::Binary:
+    return define(r, [&](unsigned k) { return binary(opc, rs, operand(0, k), operand(1, k)); });
+  case ir::Signature::Unary:
+    return define(r, [&](unsigned k) { return unary(opc, rs, operand(0, k)); });
+  case ir::Signature::Ternary:
+    if (opc == Opcode::Fma)
+      return define(r, [&](unsigned k) {
+        if (half_like(rs)) // exact in f64 (a * b has at most 22 bits), one rounding to odd
+          return round(rs, fmt::format("cubecc_f64_to_f32_odd(fma((f64){}, (f64){}, (f64){}))",
+                                       operand(0, k), operand(1, k), operand(2, k)));
+        return fmt::format("{}({}, {}, {})", math_fn("fma", rs), operand(0, k), operand(1, k),
+                           operand(2, k));
+      });
+    return define(r, [&](unsigned k) {
+      return binary(Opcode::Min, rs, binary(Opcode::Max, rs, operand(0, k), operand(1, k)),
+                    operand(2, k));
+    });
+  case ir::Signature::Compare:
+    return define(r, [&](unsigned k) { return compare(opc, operand(0, k), operand(1, k)); });
+  case ir::Signature::Select:
+    return define(r, [&](unsigned k) {
+      return fmt::format("({} ? {} : {})", operand(0, k), operand(1, k), operand(2, k));
+    });
+  case ir::Signature::Cast: {
+    Scalar from = op.operand(0)->type().element();
+    return define(r, [&](unsigned k) { return cast(from, rs, operand(0, k)); });
+  }
+  case ir::Signature::Bitcast: {
+    // Through memory: lane 0 in the lowest bytes, as the IR says.
+    const ir::Value *x = op.operand(0);
+    Type from = x->type(), to = r->type();
+    std::string src = fresh("bits_in"), dst = fresh("bits_out");
+    auto to_storage = [&](Scalar s, const std::string &v) { return store_value(s, v); };
+    std::string lanes;
+    for (unsigned k = 0; k < from.lanes(); ++k)
+      lanes += (k ? ", " : "") + to_storage(from.element(), lane(x, k));
+    line(fmt::format("const {} {}[{}] = {{{}}};", storage(from.element()), src, from.lanes(),
+                     lanes));
+    line(fmt::format("{} {}[{}];", storage(to.element()), dst, to.lanes()));
+    line(fmt::format("__builtin_memcpy({}, {}, sizeof {});", dst, src, dst));
+    return define(r, [&](unsigned k) {
+      std::string e = fmt::format("{}[{}]", dst, k);
+      if (to.element() == Scalar::F16)
+        return "cubecc_f16_to_f32(" + e + ")";
+      if (to.element() == Scalar::BF16)
+        return "cubecc_bf16_to_f32(" + e + ")";
+      return e;
+    });
+  }
+  case ir::Signature::Splat:
+    return define(r, [&](unsigned) { return lane(op.operand(0), 0); });
+  case ir::Signature::VecBuild:
+    return define(r, [&](unsigned k) { return lane(op.operand(k), 0); });
+  case ir::Signature::VecExtract:
+    return define(r, [&](unsigned) {
+      return lane(op.operand(0), static_cast<unsigned>(*op.attributes().get_int("lane")));
+    });
+  case ir::Signature::VecInsert: {
+    unsigned which = static_cast<unsigned>(*op.attributes().get_int("lane"));
+    return define(r, [&](unsigned k) {
+      return k == which ? lane(op.operand(1), 0) : lane(op.operand(0), k);
+    });
+  }
+  case ir::Signature::Load: {
+    const ir::Value *memory = op.operand(0);
+    std::string index = name_of(op.operand(1));
+    return define(r, [&](unsigned k) {
+      return load_element(memory, k ? fmt::format("{} + {}", index, k) : index);
+    });
+  }
+  case ir::Signature::Store: {
+    const ir::Value *memory = op.operand(0), *value = op.operand(2);
+    std::string index = name_of(op.operand(1));
+    for (unsigned k = 0; k < value->type().lanes(); ++k)
+      line(fmt::format("{} = {};",
+                       element_ref(memory, k ? fmt::format("{} + {}", index, k) : index),
+                       store_value(memory->type().element(), lane(value, k))));
+    return;
+  }
+  case ir::Signature::BufferSize:
+    line(fmt::format("const {} {} = ({}){}_count;", reg(rs), name_of(r), reg(rs),
+                     name_of(op.operand(0))));
+    return;
+  case ir::Signature::SharedAlloc:
+    line(fmt::format("__shared__ {} {}[{}];", storage(rs), name_of(r), r->type().count()));
+    return;
+  case ir::Signature::LocalAlloc:
+    line(fmt::format("{} {}[{}];", storage(rs), name_of(r), r->type().count()));
+    return;
+  case ir::Signature::Builtin3:
+    return define(r, [&](unsigned k) -> std::string {
+      switch (opc) {
+      case Opcode::GlobalId:
+        return fmt::format("(u32)(blockIdx.{0} * blockDim.{0} + threadIdx.{0})", xyz[k]);
+      case Opcode::LocalId:
+        return fmt::format("(u32)threadIdx.{}", xyz[k]);
+      case Opcode::WorkgroupId:
+        return fmt::format("(u32)blockIdx.{}", xyz[k]);
+      case Opcode::WorkgroupSize:
+        return fmt::format("{}u", wg[k]);
+      default:
+        return fmt::format("(u32)gridDim.{}", xyz[k]);
+      }
+    });
+  case ir::Signature::Builtin1: {
+    std::string index = local_index();
+    std::string e;
+    switch (opc) {
+    case Opcode::LocalIndex:
+      e = index;
+      break;
+    case Opcode::SubgroupSize:
+      e = "CUBECC_WARP";
+      break;
+    case Opcode::SubgroupId:
+      e = index + " / CUBECC_WARP";
+      break;
+    case Opcode::SubgroupLane:
+      e = index + " % CUBECC_WARP";
+      break;
+    default:
+      e = fmt::format("({}u + CUBECC_WARP - 1) / CUBECC_WARP", wg[0] * wg[1] * wg[2]);
+      break;
+    }
+    line(fmt::format("const u32 {} = {};", name_of(r), e));
+    return;
+  }
+  case ir::Signature::Sync:
+    line(opc == Opcode::Barrier          ? "__syncthreads();"
+         : opc == Opcode::FenceWorkgroup ? "__threadfence_block();"
+                                         : "__threadfence();");
+    return;
+  case ir::Signature::AtomicRmw:
+  case ir::Signature::AtomicCmpXchg: {
+    std::string ref = "&" + element_ref(op.operand(0), name_of(op.operand(1)));
+    std::string v = name_of(op.operand(2));
+    // The vendor functions take int, unsigned int, unsigned long long, float and double;
+    // 64-bit signed values go through unsigned long long (two's complement).
+    bool wide = ir::scalar_bits(rs) == 64 && !ir::is_float(rs);
+    std::string at = wide ? "unsigned long long" : reg(rs);
+    std::string p = wide ? fmt::format("(unsigned long long *){}", ref) : ref;
+    std::string val = wide ? fmt::format("(unsigned long long){}", v) : v;
+    std::string call;
+    switch (opc) {
+    case Opcode::AtomicAdd:
+      call = fmt::format("atomicAdd({}, {})", p, val);
+      break;
+    case Opcode::AtomicSub:
+      call = wide ? fmt::format("atomicAdd({}, 0ull - {})", p, val)
+                  : fmt::format("atomicSub({}, {})", p, val);
+      break;
+    case Opcode::AtomicMin:
+    case Opcode::AtomicMax: {
+      const char *fn = opc == Opcode::AtomicMin ? "atomicMin" : "atomicMax";
+      if (wide && ir::is_signed(rs))
+        call = fmt::format("(unsigned long long){}((long long *){}, (long long){})", fn, ref, v);
+      else
+        call = fmt::format("{}({}, {})", fn, p, val);
+      break;
+    }
+    case Opcode::AtomicAnd:
+      call = fmt::format("atomicAnd({}, {})", p, val);
+      break;
+    case Opcode::AtomicOr:
+      call = fmt::format("atomicOr({}, {})", p, val);
+      break;
+    case Opcode::AtomicXor:
+      call = fmt::format("atomicXor({}, {})", p, val);
+      break;
+    case Opcode::AtomicXchg:
+      call = fmt::format("atomicExch({}, {})", p, val);
+      break;
+    default: {
+      std::string desired = name_of(op.operand(3));
+      call = fmt::format("atomicCAS({}, {}, {})", p, val,
+                         wide ? fmt::format("(unsigned long long){}", desired) : desired);
+      break;
+    }
+    }
+    (void)at;
+    line(fmt::format("const {} {} = ({}){};", reg(rs), name_of(r), reg(rs), call));
+    return;
+  }
+  case ir::Signature::SubgroupUnary: {
+    std::string lane_index = "(" + local_index() + " % CUBECC_WARP)";
+    bool scan = opc == Opcode::SubgroupInclusiveSum || opc == Opcode::SubgroupExclusiveSum ||
+                opc == Opcode::SubgroupInclusiveMin || opc == Opcode::SubgroupExclusiveMin ||
+                opc == Opcode::SubgroupInclusiveMax || opc == Opcode::SubgroupExclusiveMax;
+    bool inclusive = opc == Opcode::SubgroupInclusiveSum || opc == Opcode::SubgroupInclusiveMin ||
+                     opc == Opcode::SubgroupInclusiveMax;
+    Scalar c = half_like(rs) ? Scalar::F32 : rs;
+    return define(r, [&](unsigned k) {
+      std::string e = scan ? fmt::format("cubecc_scan<{}>({}, {}, {}, {}, {})", reg(c),
+                                         operand(0, k), identity(opc, rs), combiner(opc, rs),
+                                         lane_index, inclusive ? "true" : "false")
+                           : fmt::format("cubecc_reduce<{}>({}, {}, {}, {})", reg(c), operand(0, k),
+                                         identity(opc, rs), combiner(opc, rs), lane_index);
+      return round(rs, e);
+    });
+  }
+  case ir::Signature::SubgroupShuffle: {
+    std::string own = "(" + local_index() + " % CUBECC_WARP)";
+    std::string src = name_of(op.operand(1));
+    std::string from = opc == Opcode::SubgroupShuffleXor    ? own + " ^ " + src
+                       : opc == Opcode::SubgroupShuffleUp   ? own + " - " + src
+                       : opc == Opcode::SubgroupShuffleDown ? own + " + " + src
+                                                            : src;
+    return define(r, [&](unsigned k) {
+      return fmt::format("cubecc_shfl<{}>(cubecc_active(), {}, {})", reg(rs), operand(0, k), from);
+    });
+  }
+  case ir::Signature::SubgroupBallot: {
+    std::string m = fresh("ballot");
+    line(fmt::format("const cubecc_mask {} = cubecc_ballot({});", m, name_of(op.operand(0))));
+    return define(r, [&](unsigned k) -> std::string {
+      if (k == 0)
+        return fmt::format("(u32){}", m);
+      if (k == 1)
+        return fmt::format("(u32)((u64){} >> 32)", m);
+      return "0u";
+    });
+  }
+  case ir::Signature::SubgroupVote:
+    line(fmt::format("const bool {} = {}({});", name_of(r),
+                     opc == Opcode::SubgroupAll ? "cubecc_all" : "cubecc_any",
+                     name_of(op.operand(0))));
+    return;
+  case ir::Signature::SubgroupElect:
+    line(fmt::format("const bool {} = ({} % CUBECC_WARP) == cubecc_first_active();", name_of(r),
+                     local_index()));
+    return;
+  case ir::Signature::If: {
+    std::vector<std::string> results;
+    for (unsigned i = 0; i < op.num_results(); ++i) {
+      results.push_back(name_of(op.result(i)));
+      line(fmt::format("{} {};", type_of(op.result(i)->type()), results.back()));
+    }
+    if_results_.push_back(results);
+    line(fmt::format("if ({}) {{", name_of(op.operand(0))));
+    ++indent_;
+    emit_region(op.region(0));
+    --indent_;
+    const ir::Region &else_region = op.region(1);
+    bool empty_else = else_region.size() == 1 && else_region.front()->num_operands() == 0 &&
+                      else_region.front()->opcode() == Opcode::Yield;
+    if (!empty_else) {
+      line("} else {");
+      ++indent_;
+      emit_region(else_region);
+      --indent_;
+    }
+    line("}");
+    if_results_.pop_back();
+    return;
+  }
+  case ir::Signature::For: {
+    const ir::Region &body = op.region(0);
+    std::string it = type_of(op.operand(0)->type());
+    std::vector<std::string> carried;
+    for (unsigned i = 0; i < op.num_results(); ++i) {
+      carried.push_back(name_of(op.result(i)));
+      line(fmt::format("{} {} = {};", type_of(op.result(i)->type()), carried.back(),
+                       name_of(op.operand(3 + i))));
+      names_[body.argument(1 + i)] = carried.back(); // the body reads the carried variables
+    }
+    std::string iv = name_of(body.argument(0)), hi = name_of(op.operand(1)),
+                step = name_of(op.operand(2));
+    // The increment never wraps around: a wrapped value ends the loop (docs/ir.md §5.3).
+    Scalar is = op.operand(0)->type().element();
+    std::string next = wrap(is, iv, "+", step);
+    line(fmt::format("for ({0} {1} = {2}; {1} < {3}; {1} = {4} < {1} ? {3} : {4}) {{", it, iv,
+                     name_of(op.operand(0)), hi, next));
+    loop_results_.push_back(carried);
+    loop_carried_.push_back(carried);
+    ++indent_;
+    emit_region(body);
+    --indent_;
+    loop_results_.pop_back();
+    loop_carried_.pop_back();
+    line("}");
+    return;
+  }
+  case ir::Signature::While: {
+    const ir::Region &before = op.region(0), &after = op.region(1);
+    std::vector<std::string> carried, results;
+    for (unsigned i = 0; i < before.num_arguments(); ++i) {
+      carried.push_back(
+          fresh(before.argument(i)->name().empty() ? "state" : before.argument(i)->name()));
+      line(fmt::format("{} {} = {};", type_of(before.argument(i)->type()), carried.back(),
+                       name_of(op.operand(i))));
+      names_[before.argument(i)] = carried.back();
+    }
+    for (unsigned i = 0; i < op.num_results(); ++i) {
+      results.push_back(name_of(op.result(i)));
+      line(fmt::format("{} {};", type_of(op.result(i)->type()), results.back()));
+    }
+    line("for (;;) {");
+    ++indent_;
+    loop_results_.push_back(results);
+    loop_carried_.push_back(carried);
+    emit_region(before); // ends with `condition`: leaves with the results or falls through
+    emit_region(after);
+    loop_results_.pop_back();
+    loop_carried_.pop_back();
+    --indent_;
+    line("}");
+    return;
+  }
+  case ir::Signature::Yield: {
+    const ir::Operation *parent = op.parent_op();
+    if (parent->opcode() == Opcode::If) {
+      for (unsigned i = 0; i < op.num_operands(); ++i)
+        line(fmt::format("{} = {};", if_results_.back()[i], name_of(op.operand(i))));
+      return;
+    }
+    if (op.num_operands())
+      assign_all(loop_carried_.back(), op.operands());
+    return; // a loop body's end: the next iteration
+  }
+  case ir::Signature::Condition: {
+    line(fmt::format("if (!{}) {{", name_of(op.operand(0))));
+    ++indent_;
+    for (unsigned i = 1; i < op.num_operands(); ++i)
+      line(fmt::format("{} = {};", loop_results_.back()[i - 1], name_of(op.operand(i))));
+    line("break;");
+    --indent_;
+    line("}");
+    // The do region's arguments are the forwarded values.
+    const ir::Region &after = op.parent_op()->region(1);
+    for (unsigned i = 0; i < after.num_arguments(); ++i)
+      names_[after.argument(i)] = name_of(op.operand(1 + i));
+    return;
+  }
+  case ir::Signature::Break:
+    if (op.num_operands())
+      assign_all(loop_results_.back(), op.operands());
+    line("break;");
+    return;
+  case ir::Signature::Continue:
+    if (op.num_operands())
+      assign_all(loop_carried_.back(), op.operands());
+    line("continue;");
+    return;
+  case ir::Signature::Return:
+    return;
+  }
+}
+
+std::optional<CSource> CEmitter::run() {
+  bool ok = true;
+  const_cast<ir::Kernel &>(kernel_).walk([&](ir::Operation *op) { ok &= check(*op); });
+  if (!ok)
+    return std::nullopt;
+
+  CSource out;
+  out.abi = KernelAbi::of(kernel_);
+  out.entry = fresh(kernel_.name());
+  // Parameters in the launch ABI of cuda.h.
+  std::vector<std::string> params, prologue;
+  for (unsigned i = 0; i < kernel_.num_parameters(); ++i) {
+    const ir::Value *p = kernel_.parameter(i);
+    Type t = p->type();
+    std::string name = name_of(p);
+    if (t.kind() == ir::TypeKind::Buffer) {
+      params.push_back(fmt::format("{}{} *__restrict__ {}",
+                                   t.access() == ir::Access::Read ? "const " : "",
+                                   storage(t.element()), name));
+      params.push_back(fmt::format("unsigned long long {}_count", name));
+      used_.insert(name + "_count");
+      continue;
+    }
+    unsigned lane_bits = ir::scalar_bits(t.element()) == 64 ? 64 : 32;
+    std::string slot = lane_bits == 64 ? "u64" : "u32";
+    std::vector<std::string> lanes;
+    for (unsigned k = 0; k < t.lanes(); ++k) {
+      std::string raw = fresh(name + "_bits" + (t.is_vector() ? std::to_string(k) : ""));
+      params.push_back(slot + " " + raw);
+      Scalar s = t.element();
+      std::string v;
+      if (s == Scalar::Bool)
+        v = raw + " != 0u";
+      else if (s == Scalar::F16)
+        v = fmt::format("cubecc_f16_to_f32(cubecc_bitcast<cubecc_f16_storage>((u16){}))", raw);
+      else if (s == Scalar::BF16)
+        v = fmt::format("cubecc_bf16_to_f32(cubecc_bitcast<cubecc_bf16_storage>((u16){}))", raw);
+      else if (ir::scalar_bits(s) < 32)
+        v = fmt::format("({})({}){}", reg(s), unsigned_of(s), raw);
+      else
+        v = fmt::format("cubecc_bitcast<{}>({})", reg(s), raw);
+      lanes.push_back(v);
+    }
+    if (!t.is_vector()) {
+      prologue.push_back(fmt::format("const {} {} = {};", reg(t.element()), name, lanes[0]));
+    } else {
+      prologue.push_back(fmt::format("{} {};", type_of(t), name));
+      for (unsigned k = 0; k < t.lanes(); ++k)
+        prologue.push_back(fmt::format("{}.v[{}] = {};", name, k, lanes[k]));
+    }
+  }
+  for (const std::string &l : prologue)
+    line(l);
+  emit_region(kernel_.body());
+
+  std::ostringstream text;
+  text << fmt::format("// {} C++ for kernel '{}', written by cubecc.\n", hip_ ? "HIP" : "CUDA",
+                      printable(kernel_.name()));
+  if (hip_)
+    text << "#include <hip/hip_fp16.h>\n#include <hip/hip_bfloat16.h>\n";
+  else
+    text << "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n";
+  text << (hip_ ? kCPreludeHip : kCPreludeCuda) << kCPreludeCommon << "\n";
+  auto wg = kernel_.workgroup_size();
+  text << fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(",
+                      wg[0] * wg[1] * wg[2], out.entry);
+  for (size_t i = 0; i < params.size(); ++i)
+    text << (i ? ",\n    " : "") << params[i];
+  text << ") {\n" << body_.str() << "}\n";
+  out.text = text.str();
+  return out;
+}
+
+} // namespace
+
+std::optional<CSource> emit_cuda(const ir::Kernel &kernel, const TargetFeatures &features,
                                  std::vector<ir::Diagnostic> &errors) {
-  errors.push_back({"", 0, 0, "kernel '" + kernel.name() + "': the CUDA emitter is not built yet", {}});
-  return std::nullopt;
+  return CEmitter(kernel, features, /*hip=*/false, errors).run();
 }
-std::optional<CSource> emit_hip(const ir::Kernel &kernel, const TargetFeatures &,
+
+std::optional<CSource> emit_hip(const ir::Kernel &kernel, const TargetFeatures &features,
                                 std::vector<ir::Diagnostic> &errors) {
-  errors.push_back({"", 0, 0, "kernel '" + kernel.name() + "': the HIP emitter is not built yet", {}});
-  return std::nullopt;
+  return CEmitter(kernel, features, /*hip=*/true, errors).run();
 }
+
 } // namespace cubecc::codegen

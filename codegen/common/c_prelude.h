@@ -1,0 +1,160 @@
+//===- c_prelude.h - The support code every CUDA/HIP kernel cubecc writes starts with ---------===//
+//
+// Types named like the IR's (i32, f32, ...), bit casts, f16/bf16 conversions through the vendor
+// headers (registers hold f16/bf16 values as f32, exactly; see c_emitter.cpp), and the warp
+// collectives over the active lanes. Kept as C++ text: it becomes part of each kernel's source.
+//
+//===-----------------------------------------------------------------------------------------===//
+#pragma once
+
+namespace cubecc::codegen {
+
+/// The part shared by both dialects; `CUBECC_WARP`, `cubecc_mask`, `cubecc_active()`,
+/// `cubecc_shfl_raw32/64`, `cubecc_ballot`, `cubecc_all`, `cubecc_any` and the f16/bf16 storage
+/// types come from the dialect's part, which precedes it.
+inline constexpr const char *kCPreludeCommon = R"CUBECC(
+typedef signed char i8;
+typedef short i16;
+typedef int i32;
+typedef long long i64;
+typedef unsigned char u8;
+typedef unsigned short u16;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+typedef float f32;
+typedef double f64;
+
+template <class T, int N> struct cubecc_vec { T v[N]; };
+
+template <class To, class From> __device__ inline To cubecc_bitcast(From x) {
+  static_assert(sizeof(To) == sizeof(From), "bitcast between types of one size");
+  To r;
+  __builtin_memcpy(&r, &x, sizeof r);
+  return r;
+}
+
+// f16 and bf16 live in f32 registers; these round an f32 once to their precision.
+__device__ inline f32 cubecc_round_f16(f32 x) { return cubecc_f16_to_f32(cubecc_f32_to_f16(x)); }
+__device__ inline f32 cubecc_round_bf16(f32 x) { return cubecc_bf16_to_f32(cubecc_f32_to_bf16(x)); }
+// An f64 rounded to f32 toward zero with the last bit set when inexact (round to odd): rounding
+// that to f16 or bf16 is the single rounding of the f64 value.
+__device__ inline f32 cubecc_f64_to_f32_odd(f64 x) {
+  f32 r = (f32)x;
+  if (r != r || (f64)r == x || r - r != 0.0f)
+    return r;
+  u32 bits = cubecc_bitcast<u32>(r);
+  if (((f64)r < 0 ? -(f64)r : (f64)r) > (x < 0 ? -x : x))
+    bits -= 1;
+  return cubecc_bitcast<f32>(bits | 1u);
+}
+
+// Integer division that never traps: a divisor of 0 (or -1 with the minimum) becomes 1; the IR
+// leaves those results unspecified.
+template <class T> __device__ inline constexpr T cubecc_min_signed() {
+  if constexpr (sizeof(T) == 1)
+    return T(-128);
+  else if constexpr (sizeof(T) == 2)
+    return T(-32768);
+  else if constexpr (sizeof(T) == 4)
+    return T(-2147483647 - 1);
+  else
+    return T(-9223372036854775807LL - 1);
+}
+template <class T> __device__ inline T cubecc_div(T a, T b) {
+  if (b == T(0) || (T(-1) < T(0) && b == T(-1) && a == cubecc_min_signed<T>()))
+    b = T(1);
+  return T(a / b);
+}
+template <class T> __device__ inline T cubecc_rem(T a, T b) {
+  if (b == T(0) || (T(-1) < T(0) && b == T(-1)))
+    return T(0);
+  return T(a % b);
+}
+
+// Warp collectives over the lanes active here (the IR's active set).
+template <class T> __device__ inline T cubecc_shfl(cubecc_mask m, T v, u32 lane) {
+  if constexpr (sizeof(T) == 8) {
+    return cubecc_bitcast<T>(cubecc_shfl_raw64(m, cubecc_bitcast<u64>(v), lane));
+  } else {
+    u32 b = 0;
+    __builtin_memcpy(&b, &v, sizeof(T));
+    b = cubecc_shfl_raw32(m, b, lane);
+    T r;
+    __builtin_memcpy(&r, &b, sizeof(T));
+    return r;
+  }
+}
+__device__ inline bool cubecc_lane_active(cubecc_mask m, u32 lane) {
+  return lane < CUBECC_WARP && ((m >> lane) & 1) != 0;
+}
+// Butterfly over the warp: a partner outside the active set contributes the identity, so every
+// active lane ends with the combination over the active lanes.
+template <class T, class F> __device__ inline T cubecc_reduce(T v, T identity, F f, u32 lane) {
+  cubecc_mask m = cubecc_active();
+  for (u32 k = 1; k < CUBECC_WARP; k <<= 1) {
+    T other = cubecc_shfl(m, v, lane ^ k);
+    v = f(v, cubecc_lane_active(m, lane ^ k) ? other : identity);
+  }
+  return v;
+}
+// Scans over the active lanes at or below (inclusive) or below (exclusive) this lane.
+template <class T, class F>
+__device__ inline T cubecc_scan(T v, T identity, F f, u32 lane, bool inclusive) {
+  cubecc_mask m = cubecc_active();
+  T acc = identity;
+  for (u32 j = 0; j < CUBECC_WARP; ++j) {
+    T other = cubecc_shfl(m, v, j);
+    if (cubecc_lane_active(m, j) && (j < lane || (inclusive && j == lane)))
+      acc = f(acc, other);
+  }
+  return acc;
+}
+)CUBECC";
+
+inline constexpr const char *kCPreludeCuda = R"CUBECC(
+#define CUBECC_WARP 32u
+typedef unsigned int cubecc_mask;
+__device__ inline cubecc_mask cubecc_active() { return __activemask(); }
+__device__ inline unsigned int cubecc_shfl_raw32(cubecc_mask m, unsigned int v, unsigned int l) {
+  return __shfl_sync(m, v, l);
+}
+__device__ inline unsigned long long cubecc_shfl_raw64(cubecc_mask m, unsigned long long v,
+                                                       unsigned int l) {
+  return __shfl_sync(m, v, l);
+}
+__device__ inline cubecc_mask cubecc_ballot(bool p) { return __ballot_sync(__activemask(), p); }
+__device__ inline bool cubecc_all(bool p) { return __all_sync(__activemask(), p); }
+__device__ inline bool cubecc_any(bool p) { return __any_sync(__activemask(), p); }
+__device__ inline unsigned int cubecc_first_active() { return __ffs(__activemask()) - 1; }
+__device__ inline float cubecc_f16_to_f32(__half h) { return __half2float(h); }
+__device__ inline __half cubecc_f32_to_f16(float x) { return __float2half_rn(x); }
+__device__ inline float cubecc_bf16_to_f32(__nv_bfloat16 h) { return __bfloat162float(h); }
+__device__ inline __nv_bfloat16 cubecc_f32_to_bf16(float x) { return __float2bfloat16_rn(x); }
+typedef __half cubecc_f16_storage;
+typedef __nv_bfloat16 cubecc_bf16_storage;
+)CUBECC";
+
+inline constexpr const char *kCPreludeHip = R"CUBECC(
+#define CUBECC_WARP ((unsigned int)warpSize)
+typedef unsigned long long cubecc_mask;
+__device__ inline cubecc_mask cubecc_active() { return __ballot(1); }
+__device__ inline unsigned int cubecc_shfl_raw32(cubecc_mask, unsigned int v, unsigned int l) {
+  return __shfl(v, (int)l);
+}
+__device__ inline unsigned long long cubecc_shfl_raw64(cubecc_mask, unsigned long long v,
+                                                       unsigned int l) {
+  return __shfl(v, (int)l);
+}
+__device__ inline cubecc_mask cubecc_ballot(bool p) { return __ballot(p); }
+__device__ inline bool cubecc_all(bool p) { return __all(p); }
+__device__ inline bool cubecc_any(bool p) { return __any(p); }
+__device__ inline unsigned int cubecc_first_active() { return __ffsll((long long)__ballot(1)) - 1; }
+__device__ inline float cubecc_f16_to_f32(__half h) { return __half2float(h); }
+__device__ inline __half cubecc_f32_to_f16(float x) { return __float2half_rn(x); }
+__device__ inline float cubecc_bf16_to_f32(hip_bfloat16 h) { return (float)h; }
+__device__ inline hip_bfloat16 cubecc_f32_to_bf16(float x) { return hip_bfloat16(x); }
+typedef __half cubecc_f16_storage;
+typedef hip_bfloat16 cubecc_bf16_storage;
+)CUBECC";
+
+} // namespace cubecc::codegen
