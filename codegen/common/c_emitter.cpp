@@ -975,7 +975,7 @@ std::optional<CSource> CEmitter::run() {
   text << fmt::format("// {} C++ for kernel '{}', written by cubecc.\n", hip_ ? "HIP" : "CUDA",
                       printable(kernel_.name()));
   if (hip_)
-    text << "#include <hip/hip_fp16.h>\n#include <hip/hip_bfloat16.h>\n";
+    text << "// hipRTC provides the HIP runtime and __half (hip_fp16.h) itself.\n";
   else
     text << "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n";
   text << (hip_ ? kCPreludeHip : kCPreludeCuda) << kCPreludeCommon << "\n";

@@ -151,10 +151,21 @@ __device__ inline bool cubecc_any(bool p) { return __any(p); }
 __device__ inline unsigned int cubecc_first_active() { return __ffsll((long long)__ballot(1)) - 1; }
 __device__ inline float cubecc_f16_to_f32(__half h) { return __half2float(h); }
 __device__ inline __half cubecc_f32_to_f16(float x) { return __float2half_rn(x); }
-__device__ inline float cubecc_bf16_to_f32(hip_bfloat16 h) { return (float)h; }
-__device__ inline hip_bfloat16 cubecc_f32_to_bf16(float x) { return hip_bfloat16(x); }
+// hipRTC cannot include hip_bfloat16.h (it needs the C library): bf16 is its 16 bits here,
+// converted with round to nearest even (NaN kept quiet).
+struct cubecc_bf16_storage {
+  unsigned short bits;
+};
+__device__ inline float cubecc_bf16_to_f32(cubecc_bf16_storage h) {
+  return __uint_as_float((unsigned int)h.bits << 16);
+}
+__device__ inline cubecc_bf16_storage cubecc_f32_to_bf16(float x) {
+  unsigned int u = __float_as_uint(x);
+  if (x != x)
+    return {(unsigned short)((u >> 16) | 0x40u)};
+  return {(unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16)};
+}
 typedef __half cubecc_f16_storage;
-typedef hip_bfloat16 cubecc_bf16_storage;
 )CUBECC";
 
 } // namespace cubecc::codegen
