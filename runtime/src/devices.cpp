@@ -1,6 +1,8 @@
 //===- devices.cpp - The backends built in, and opening one by name ---------------------------===//
 #include "cubecc/runtime/device.h"
 
+#include "cubecc/runtime/cuda_device.h"
+#include "cubecc/runtime/hip_device.h"
 #include "interp/interp_device.h"
 #ifdef CUBECC_HAVE_VULKAN
 #include "cubecc/runtime/vulkan_device.h"
@@ -21,15 +23,16 @@ struct Backend {
   const char *why_not;
 };
 
+// In the order Runtime::open() tries them: a real GPU first, the interpreter last.
 const Backend kBackends[] = {
+    {"cuda", [] { return std::unique_ptr<Device>(CudaDevice::open()); }, nullptr},
+    {"hip", [] { return std::unique_ptr<Device>(HipDevice::open()); }, nullptr},
 #ifdef CUBECC_HAVE_VULKAN
     {"vulkan", [] { return std::unique_ptr<Device>(VulkanDevice::open()); }, nullptr},
 #else
     {"vulkan", nullptr, "built without volk (install libvulkan-volk-dev and reconfigure)"},
 #endif
     {"interp", [] { return open_interp_device(); }, nullptr},
-    {"cuda", nullptr, "the CUDA device is not implemented yet"},
-    {"hip", nullptr, "the HIP device is not implemented yet"},
 };
 
 std::unique_ptr<Device> open_backend(const Backend &backend) {

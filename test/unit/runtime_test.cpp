@@ -8,12 +8,15 @@
 //
 //===-----------------------------------------------------------------------------------------===//
 #include "cubecc/dsl/registry.h"
+#include "cubecc/runtime/cuda_device.h"
+#include "cubecc/runtime/hip_device.h"
 #include "cubecc/runtime/runtime.h"
 #ifdef CUBECC_HAVE_VULKAN
 #include "cubecc/runtime/vulkan_device.h"
 #endif
 #include "test_support.h"
 
+#include <dlfcn.h>
 #include <gmock/gmock.h>
 
 #include <bit>
@@ -151,7 +154,7 @@ module @m {
 
 //===- Devices and opening -------------------------------------------------------------------===//
 
-TEST(Runtime, lists_interp_as_available_and_cuda_as_not_built) {
+TEST(Runtime, lists_every_backend_with_interp_available) {
   auto devices = list_devices();
   auto find = [&](std::string_view name) {
     for (const DeviceEntry &e : devices)
@@ -161,8 +164,8 @@ TEST(Runtime, lists_interp_as_available_and_cuda_as_not_built) {
   };
   EXPECT_TRUE(find("interp").available);
   EXPECT_TRUE(find("interp").info.has_value());
-  EXPECT_FALSE(find("cuda").built);
-  EXPECT_THAT(find("cuda").detail, HasSubstr("not implemented yet"));
+  EXPECT_TRUE(find("cuda").built); // whether a device opens: test/unit/gpu_device_test.cpp
+  EXPECT_TRUE(find("hip").built);
   EXPECT_FALSE(find("vulkan").backend.empty());
 }
 
@@ -172,10 +175,9 @@ TEST(Runtime, opens_the_device_named_by_cubecc_device) {
   EXPECT_EQ(rt.info().backend, "interp");
 }
 
-TEST(Runtime, refuses_unknown_and_unbuilt_devices_by_name) {
+TEST(Runtime, refuses_unknown_devices_by_name) {
   EXPECT_EQ(error_of([] { Runtime::open("nope"); }),
-            "no device: unknown device 'nope' (known: vulkan, interp, cuda, hip)");
-  EXPECT_THAT(error_of([] { Runtime::open("cuda"); }), HasSubstr("backend cuda not built"));
+            "no device: unknown device 'nope' (known: cuda, hip, vulkan, interp)");
 }
 
 TEST(Runtime, interp_subgroup_size_comes_from_the_environment) {
@@ -186,6 +188,126 @@ TEST(Runtime, interp_subgroup_size_comes_from_the_environment) {
   ScopedEnv env("CUBECC_INTERP_SUBGROUP_SIZE", "3");
   EXPECT_THAT(error_of([] { Runtime::open("interp"); }),
               HasSubstr("CUBECC_INTERP_SUBGROUP_SIZE=3 is not a power of two"));
+}
+
+//===- CUDA and HIP devices without their GPUs ------------------------------------------------===//
+//
+// These machines have no NVIDIA driver (libcuda.so.1 does not load; the CUDA toolkit's stub
+// library answers cuInit with CUDA_ERROR_STUB_LIBRARY) and no AMD GPU (the HIP runtime is
+// installed: hipGetDeviceCount says hipErrorNoDevice). Opening either must say so precisely and
+// never crash; a machine with the GPU skips these (scripts/gpu-check.sh runs the e2e suite there).
+
+namespace {
+
+bool library_loads(const char *name) {
+  void *library = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+  if (library)
+    dlclose(library);
+  return library != nullptr;
+}
+
+DeviceEntry entry_of(std::string_view backend) {
+  for (DeviceEntry &e : list_devices())
+    if (e.backend == backend)
+      return e;
+  return DeviceEntry{};
+}
+
+constexpr const char *kCudaStub = "/usr/local/cuda/lib64/stubs/libcuda.so";
+
+} // namespace
+
+TEST(CudaDevice, without_a_driver_there_is_no_device) {
+  ScopedEnv library("CUBECC_CUDA_LIBRARY", nullptr);
+  if (library_loads("libcuda.so.1"))
+    GTEST_SKIP() << "this machine has an NVIDIA driver (libcuda.so.1)";
+  const std::string message = "no device: cuda: libcuda.so.1 not found (no NVIDIA driver)";
+  EXPECT_EQ(error_of([] { Runtime::open("cuda"); }), message);
+  EXPECT_EQ(error_of([] { CudaDevice::open(); }), message);
+  EXPECT_EQ(error_of([] { Runtime::open("cuda"); }), message); // the failed load is remembered
+  ScopedEnv device("CUBECC_DEVICE", "cuda");
+  EXPECT_EQ(error_of([] { Runtime::open(); }), message);
+}
+
+TEST(CudaDevice, the_toolkit_stub_library_is_no_driver) {
+  if (!library_loads(kCudaStub))
+    GTEST_SKIP() << "no CUDA toolkit stub library at " << kCudaStub;
+  ScopedEnv library("CUBECC_CUDA_LIBRARY", kCudaStub);
+  EXPECT_EQ(error_of([] { Runtime::open("cuda"); }),
+            std::string("no device: cuda: CUDA_ERROR_STUB_LIBRARY from cuInit: ") + kCudaStub +
+                " is the CUDA toolkit's stub library, not an NVIDIA driver");
+  DeviceEntry cuda = entry_of("cuda");
+  EXPECT_TRUE(cuda.built);
+  EXPECT_FALSE(cuda.available);
+  EXPECT_FALSE(cuda.info.has_value());
+  EXPECT_THAT(cuda.detail, HasSubstr("CUDA_ERROR_STUB_LIBRARY"));
+}
+
+TEST(CudaDevice, a_library_that_does_not_load_is_named) {
+  ScopedEnv library("CUBECC_CUDA_LIBRARY", "/nonexistent/libcuda.so.1");
+  std::string message = error_of([] { Runtime::open("cuda"); });
+  EXPECT_THAT(message, testing::StartsWith("no device: cuda: cannot load "
+                                           "CUBECC_CUDA_LIBRARY=/nonexistent/libcuda.so.1: "));
+  EXPECT_THAT(message, HasSubstr("No such file"));
+}
+
+TEST(HipDevice, without_an_amd_gpu_there_is_no_device) {
+  ScopedEnv library("CUBECC_HIP_LIBRARY", nullptr);
+  std::string message = error_of([] { Runtime::open("hip"); });
+  if (message == "<no error>")
+    GTEST_SKIP() << "this machine has an AMD GPU";
+  if (library_loads("libamdhip64.so.5") || library_loads("libamdhip64.so.6") ||
+      library_loads("libamdhip64.so"))
+    EXPECT_THAT(message, // ROCm 5 describes the error by its name; later ones add a text
+                testing::StartsWith("no device: hip: no AMD GPU (hipGetDeviceCount: "
+                                    "hipErrorNoDevice"));
+  else
+    EXPECT_EQ(message, "no device: hip: libamdhip64.so not found (no ROCm HIP runtime)");
+  EXPECT_EQ(error_of([] { HipDevice::open(); }), message);
+  ScopedEnv other("CUBECC_HIP_LIBRARY", "/nonexistent/libamdhip64.so");
+  EXPECT_THAT(error_of([] { Runtime::open("hip"); }),
+              testing::StartsWith("no device: hip: cannot load "
+                                  "CUBECC_HIP_LIBRARY=/nonexistent/libamdhip64.so: "));
+}
+
+TEST(Runtime, lists_cuda_and_hip_first_and_unavailable_with_the_reason) {
+  ScopedEnv cuda_library("CUBECC_CUDA_LIBRARY", nullptr);
+  ScopedEnv hip_library("CUBECC_HIP_LIBRARY", nullptr);
+  std::vector<DeviceEntry> devices = list_devices();
+  ASSERT_EQ(devices.size(), 4u);
+  EXPECT_EQ(devices[0].backend, "cuda");
+  EXPECT_EQ(devices[1].backend, "hip");
+  EXPECT_EQ(devices[2].backend, "vulkan");
+  EXPECT_EQ(devices[3].backend, "interp");
+  for (size_t i = 0; i < 2; ++i) {
+    const DeviceEntry &e = devices[i];
+    EXPECT_TRUE(e.built) << e.backend;
+    if (e.available)
+      continue; // a machine with the GPU
+    EXPECT_FALSE(e.info.has_value()) << e.backend;
+    EXPECT_EQ(e.detail, error_of([&] { Runtime::open(e.backend); }));
+    EXPECT_THAT(e.detail, testing::StartsWith("no device: " + e.backend + ": "));
+  }
+}
+
+TEST(Runtime, opens_the_first_backend_that_opens_when_none_is_named) {
+  ScopedEnv device("CUBECC_DEVICE", nullptr);
+  ScopedEnv cuda_library("CUBECC_CUDA_LIBRARY", nullptr);
+  ScopedEnv hip_library("CUBECC_HIP_LIBRARY", nullptr);
+  std::string expected;
+  for (const DeviceEntry &e : list_devices())
+    if (e.available) {
+      expected = e.backend;
+      break;
+    }
+  Runtime rt = Runtime::open();
+  EXPECT_EQ(rt.info().backend, expected);
+#ifdef CUBECC_HAVE_VULKAN
+  // Here: no NVIDIA or AMD GPU, so Vulkan (lavapipe) when it opens.
+  if (!entry_of("cuda").available && !entry_of("hip").available && entry_of("vulkan").available) {
+    EXPECT_EQ(rt.info().backend, "vulkan");
+  }
+#endif
 }
 
 //===- Memory pool ---------------------------------------------------------------------------===//

@@ -102,7 +102,8 @@ struct DeviceEntry {
 std::vector<DeviceEntry> list_devices();
 
 /// Opens a device: `name` is "vulkan", "interp", "cuda", "hip", or empty for CUBECC_DEVICE or,
-/// if unset, the best available (vulkan, then interp). Throws Error naming why none opened.
+/// if unset, the best available (cuda, hip, vulkan, then interp). Throws Error naming why none
+/// opened.
 std::unique_ptr<Device> open_device(const std::string &name = {});
 
 } // namespace cubecc::runtime

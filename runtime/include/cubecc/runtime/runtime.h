@@ -200,7 +200,7 @@ private:
 class Runtime {
 public:
   /// Opens `name` ("vulkan", "interp", ...), or when empty the CUBECC_DEVICE environment
-  /// variable, or the best device present (vulkan, then interp). Throws Error.
+  /// variable, or the best device present (cuda, hip, vulkan, then interp). Throws Error.
   static Runtime open(const std::string &name = {});
   /// A runtime over a device the caller opened.
   explicit Runtime(std::unique_ptr<Device> device);

@@ -1,0 +1,54 @@
+//===- cuda_device.h - NVIDIA GPUs through the CUDA driver API, loaded at run time ------------===//
+//
+// The CUDA device opens the driver (libcuda.so.1) with dlopen and looks up each entry point it
+// uses, so cubecc neither links against the driver nor needs CUDA headers: a machine without an
+// NVIDIA driver gets "no device: cuda: ..." instead of a load failure. Kernels are compiled with
+// codegen::compile_cuda (NVRTC) for the device's sm_XY; the driver loads the CUBIN, or JIT-compiles
+// the PTX when there is no CUBIN for the device. Environment:
+//   CUBECC_CUDA_DEVICE=<index>     use this device (cuDeviceGet order; default 0)
+//   CUBECC_CUDA_LIBRARY=<path>     load the driver from this file instead of libcuda.so.1
+//
+//===-----------------------------------------------------------------------------------------===//
+#pragma once
+
+#include "cubecc/codegen/cuda.h"
+#include "cubecc/runtime/device.h"
+
+#include <memory>
+#include <string>
+
+namespace cubecc::runtime {
+
+class CudaDevice final : public Device {
+public:
+  /// Throws Error "no device: cuda: <reason>" when there is no driver, a stub driver, no device,
+  /// or the device cannot be set up.
+  static std::unique_ptr<CudaDevice> open();
+  ~CudaDevice() override;
+
+  const DeviceInfo &info() const override;
+  /// The device's architecture, e.g. "sm_90".
+  const std::string &arch() const;
+  DeviceMemory allocate(uint64_t bytes) override;
+  void free(DeviceMemory memory) override;
+  void upload(const DeviceMemory &dst, uint64_t offset, const void *src, uint64_t bytes) override;
+  void download(const DeviceMemory &src, uint64_t offset, void *dst, uint64_t bytes) override;
+  /// compile_cuda for this device's arch, then compile_binary.
+  std::unique_ptr<CompiledKernel> compile(const ir::Kernel &kernel) override;
+  /// Loads a binary compiled elsewhere (e.g. from an environment bundle): the CUBIN for this
+  /// device's arch if there is one, else its PTX (compiled by the driver). Refuses a kernel whose
+  /// workgroup or shared memory exceed the device's limits, naming the kernel.
+  std::unique_ptr<CompiledKernel> compile_binary(const codegen::CudaBinary &binary);
+  void launch(const CompiledKernel &kernel, std::array<uint32_t, 3> num_workgroups,
+              std::span<const LaunchArg> args) override;
+  void synchronize() override;
+  std::vector<double> last_launch_times_ns() const override;
+
+  struct Impl;
+
+private:
+  explicit CudaDevice(std::shared_ptr<Impl> impl);
+  std::shared_ptr<Impl> impl_;
+};
+
+} // namespace cubecc::runtime

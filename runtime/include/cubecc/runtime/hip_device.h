@@ -1,0 +1,54 @@
+//===- hip_device.h - AMD GPUs through the HIP runtime, loaded at run time
+//---------------------===//
+//
+// The HIP device opens the HIP runtime (libamdhip64.so.6, .so.5 or .so) with dlopen and looks up
+// each entry point it uses, so cubecc neither links against ROCm nor needs HIP headers: a machine
+// without an AMD GPU gets "no device: hip: ..." instead of a load failure. Kernels are compiled
+// with codegen::compile_hip (hipRTC) for the device's gfx architecture and loaded as code
+// objects. Environment:
+//   CUBECC_HIP_DEVICE=<index>      use this device (HIP device order; default 0)
+//   CUBECC_HIP_LIBRARY=<path>      load the HIP runtime from this file
+//
+//===-----------------------------------------------------------------------------------------===//
+#pragma once
+
+#include "cubecc/codegen/hip.h"
+#include "cubecc/runtime/device.h"
+
+#include <memory>
+#include <string>
+
+namespace cubecc::runtime {
+
+class HipDevice final : public Device {
+public:
+  /// Throws Error "no device: hip: <reason>" when there is no HIP runtime, no AMD GPU, or the
+  /// device cannot be set up.
+  static std::unique_ptr<HipDevice> open();
+  ~HipDevice() override;
+
+  const DeviceInfo &info() const override;
+  /// The device's architecture without target features, e.g. "gfx90a".
+  const std::string &arch() const;
+  DeviceMemory allocate(uint64_t bytes) override;
+  void free(DeviceMemory memory) override;
+  void upload(const DeviceMemory &dst, uint64_t offset, const void *src, uint64_t bytes) override;
+  void download(const DeviceMemory &src, uint64_t offset, void *dst, uint64_t bytes) override;
+  /// compile_hip for this device's arch, then compile_binary.
+  std::unique_ptr<CompiledKernel> compile(const ir::Kernel &kernel) override;
+  /// Loads the code object for this device's arch from a binary compiled elsewhere. Refuses a
+  /// kernel whose workgroup or shared memory exceed the device's limits, naming the kernel.
+  std::unique_ptr<CompiledKernel> compile_binary(const codegen::HipBinary &binary);
+  void launch(const CompiledKernel &kernel, std::array<uint32_t, 3> num_workgroups,
+              std::span<const LaunchArg> args) override;
+  void synchronize() override;
+  std::vector<double> last_launch_times_ns() const override;
+
+  struct Impl;
+
+private:
+  explicit HipDevice(std::shared_ptr<Impl> impl);
+  std::shared_ptr<Impl> impl_;
+};
+
+} // namespace cubecc::runtime
