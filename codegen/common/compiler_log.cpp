@@ -65,8 +65,8 @@ std::optional<CompilerMessage> source_comment_location(std::string_view source, 
     std::smatch m;
     if (std::regex_search(text, m, comment))
       return CompilerMessage{m[1], to_u32(m[2]), m[3].matched ? to_u32(m[3]) : 0, "", ""};
-    if (text == "}" || text.starts_with("extern \"C\""))
-      break; // not past the start of the kernel or of a helper function
+    if (!text.empty() && text[0] != ' ' && text[0] != '\t' && !text.starts_with("//"))
+      break; // not past a top-level line: the kernel's or a helper function's start or end
   }
   return std::nullopt;
 }
