@@ -41,7 +41,10 @@ run_both(const std::string &text, const std::string &device, size_t slots,
   return {run(true), run(false)};
 }
 
-class Abi : public testing::TestWithParam<std::string> {};
+class Abi : public testing::TestWithParam<std::string> {
+protected:
+  void SetUp() override { CUBECC_SKIP_IF_DEVICE_ABSENT(GetParam()); }
+};
 
 TEST_P(Abi, values_of_every_width_reach_the_kernel) {
   const char *text = R"(module @abi {
@@ -123,7 +126,7 @@ TEST_P(Abi, a_parameter_block_over_the_push_constant_limit_still_arrives) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, Abi, testing::Values("interp", "vulkan"),
+INSTANTIATE_TEST_SUITE_P(Devices, Abi, testing::Values("interp", "vulkan", "cuda", "hip"),
                          [](const testing::TestParamInfo<std::string> &info) {
                            return info.param;
                          });

@@ -4,7 +4,8 @@
 // rounding once to bf16 after every rounding op. For +, -, *, /, sqrt that single rounding is the
 // correctly rounded bf16 result, so those must match the interpreter (which computes bf16
 // exactly) bit for bit, as must loads, stores, parameters, casts from f32/f64/integers (through
-// f64 and round-to-odd) and bitcasts. Inputs avoid subnormals (lavapipe flushes them).
+// f64 and round-to-odd) and bitcasts. Inputs avoid subnormals (lavapipe flushes them). The same
+// kernel runs on cuda and hip where they open (the C-family emitter's bf16), skipped elsewhere.
 //
 //===-----------------------------------------------------------------------------------------===//
 #include "device_launcher.h"
@@ -77,7 +78,7 @@ uint16_t bf16(float f) {
   return ir::float_to_bf16_bits(f);
 }
 
-TEST(Bf16, emulated_on_vulkan_matches_the_interpreter_bit_for_bit) {
+void check_matches_the_interpreter(std::initializer_list<const char *> devices) {
   auto module = test::parse_valid(kKernel);
   ASSERT_TRUE(module);
   std::mt19937 rng(7);
@@ -120,7 +121,7 @@ TEST(Bf16, emulated_on_vulkan_matches_the_interpreter_bit_for_bit) {
     return std::make_pair(buffers[4].bytes, buffers[5].bytes);
   };
   auto want = run("reference");
-  for (const char *device : {"interp", "vulkan"}) {
+  for (const char *device : devices) {
     auto got = run(device);
     size_t mismatches = 0;
     const char *what[] = {"add",      "mul",      "div",       "sqrt",
@@ -137,6 +138,21 @@ TEST(Bf16, emulated_on_vulkan_matches_the_interpreter_bit_for_bit) {
     EXPECT_EQ(mismatches, 0u) << device;
     EXPECT_EQ(got.second, want.second) << device << ": bitcast bf16 -> u16";
   }
+}
+
+TEST(Bf16, emulated_on_vulkan_matches_the_interpreter_bit_for_bit) {
+  check_matches_the_interpreter({"interp", "vulkan"});
+}
+
+// CUDA and HIP have bf16 types of their own; the C-family emitter rounds once per op as well.
+TEST(Bf16, on_cuda_matches_the_interpreter_bit_for_bit) {
+  CUBECC_SKIP_IF_DEVICE_ABSENT("cuda");
+  check_matches_the_interpreter({"cuda"});
+}
+
+TEST(Bf16, on_hip_matches_the_interpreter_bit_for_bit) {
+  CUBECC_SKIP_IF_DEVICE_ABSENT("hip");
+  check_matches_the_interpreter({"hip"});
 }
 
 } // namespace

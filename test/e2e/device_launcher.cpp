@@ -10,10 +10,32 @@ namespace cubecc::test {
 
 runtime::Device &shared_device(const std::string &name) {
   static std::map<std::string, std::unique_ptr<runtime::Device>> devices;
+  static std::map<std::string, std::string> failures; // a device that did not open is not retried
+  if (auto failed = failures.find(name); failed != failures.end())
+    throw runtime::Error(failed->second);
   auto &slot = devices[name];
-  if (!slot)
-    slot = runtime::open_device(name);
+  if (!slot) {
+    try {
+      slot = runtime::open_device(name);
+    } catch (const runtime::Error &e) {
+      failures[name] = e.what();
+      throw;
+    }
+  }
   return *slot;
+}
+
+std::string why_device_absent(const std::string &name) {
+  try {
+    shared_device(name);
+    return {};
+  } catch (const runtime::Error &e) {
+    return e.what();
+  }
+}
+
+bool device_is_optional(const std::string &name) {
+  return name == "cuda" || name == "hip";
 }
 
 std::vector<ir::Diagnostic> run_on_device(runtime::Device &device, const ir::Kernel &kernel,

@@ -15,9 +15,28 @@
 
 namespace cubecc::test {
 
-/// The device named `name` ("interp", "vulkan"), opened once per process and kept open; throws
-/// runtime::Error when it cannot be opened.
+/// The device named `name` ("interp", "vulkan", "cuda", "hip"), opened once per process and kept
+/// open; throws runtime::Error when it cannot be opened (the same error again on every call).
 runtime::Device &shared_device(const std::string &name);
+
+/// Why shared_device(name) cannot be opened, or "" when it can.
+std::string why_device_absent(const std::string &name);
+
+/// Devices that may be missing on a machine (GPUs: "cuda", "hip"): their tests are skipped there.
+/// "interp" and "vulkan" are not optional: a test fails when they do not open.
+bool device_is_optional(const std::string &name);
+
+/// In a test body or SetUp(): skips the test when `name` is an optional device that does not
+/// open, fails it when a required one does not.
+#define CUBECC_SKIP_IF_DEVICE_ABSENT(name)                                                         \
+  do {                                                                                             \
+    std::string why_absent_ = ::cubecc::test::why_device_absent(name);                             \
+    if (!why_absent_.empty()) {                                                                    \
+      if (::cubecc::test::device_is_optional(name))                                                \
+        GTEST_SKIP() << why_absent_;                                                               \
+      FAIL() << "cannot open the " << (name) << " device: " << why_absent_;                        \
+    }                                                                                              \
+  } while (false)
 
 /// Runs `kernel` on `device` for `config.num_workgroups` (the device's own subgroup size applies).
 std::vector<ir::Diagnostic> run_on_device(runtime::Device &device, const ir::Kernel &kernel,

@@ -1,8 +1,9 @@
 //===- examples_on_devices_test.cpp - Every example kernel on every device --------------------===//
 //
 // The cases of example_cases.cpp (inputs, launches, comparison with a host reference) run on the
-// `interp` and `vulkan` devices: each registered example kernel is traced, optimized at -O2 as
-// the runtime does, compiled by the device (the SPIR-V writer for vulkan) and launched there.
+// `interp` and `vulkan` devices, and on `cuda` and `hip` where they open (skipped elsewhere): each
+// registered example kernel is traced, optimized at -O2 as the runtime does, compiled by the
+// device (the SPIR-V writer for vulkan, NVRTC for cuda, hipRTC for hip) and launched there.
 // The Vulkan device runs under the Khronos validation layers (CUBECC_VULKAN_VALIDATION=1 from
 // ctest), where any validation message fails the launch.
 //
@@ -40,12 +41,8 @@ TEST_P(ExamplesOnDevices, match_the_host_reference) {
   const Runner *runner = find_case(p.kernel);
   ASSERT_TRUE(runner) << "no case for " << p.kernel << " in test/e2e/example_cases.cpp";
 
-  runtime::Device *device = nullptr;
-  try {
-    device = &test::shared_device(p.device);
-  } catch (const std::exception &e) {
-    FAIL() << "cannot open the " << p.device << " device: " << e.what();
-  }
+  CUBECC_SKIP_IF_DEVICE_ABSENT(p.device);
+  runtime::Device *device = &test::shared_device(p.device);
 
   ir::Module module;
   std::vector<ir::Diagnostic> errors;
@@ -65,7 +62,7 @@ TEST_P(ExamplesOnDevices, match_the_host_reference) {
 
 std::vector<Param> params() {
   std::vector<Param> out;
-  for (const char *device : {"interp", "vulkan"})
+  for (const char *device : {"interp", "vulkan", "cuda", "hip"})
     for (const std::string &name : registered_names())
       out.push_back({device, name});
   return out;

@@ -1,7 +1,8 @@
 //===- ops_test.cpp - Every op family, every element type, on every device ------------------===//
 //
 // Kernels built from templates (op_harness.h) cover each op family of ops.def with each element
-// type its TypeClass admits, run on the devices "interp" and "vulkan" (lavapipe), and are
+// type its TypeClass admits, run on the devices "interp" and "vulkan" (lavapipe), and on "cuda"
+// and "hip" where they open (skipped elsewhere), and are
 // compared with the reference interpreter (ir::interpret, the oracle for docs/ir.md's
 // semantics): integers exactly, floats bit-exactly where the IR requires a correctly rounded or
 // exact result and within a stated bound elsewhere. One test per (family, device); inside it one
@@ -22,6 +23,7 @@
 // the largest float errors per op are printed at exit.
 //
 //===-----------------------------------------------------------------------------------------===//
+#include "device_launcher.h"
 #include "op_harness.h"
 
 #include "cubecc/ir/types.h"
@@ -1793,7 +1795,10 @@ const std::vector<std::pair<std::string, Family>> &families() {
   return list;
 }
 
-class OpCoverage : public testing::TestWithParam<std::tuple<std::string, std::string>> {};
+class OpCoverage : public testing::TestWithParam<std::tuple<std::string, std::string>> {
+protected:
+  void SetUp() override { CUBECC_SKIP_IF_DEVICE_ABSENT(std::get<1>(GetParam())); }
+};
 
 TEST_P(OpCoverage, MatchesTheReferenceInterpreter) {
   const auto &[family, device] = GetParam();
@@ -1812,7 +1817,7 @@ std::vector<std::string> family_names() {
 
 INSTANTIATE_TEST_SUITE_P(Ops, OpCoverage,
                          testing::Combine(testing::ValuesIn(family_names()),
-                                          testing::Values("interp", "vulkan")),
+                                          testing::Values("interp", "vulkan", "cuda", "hip")),
                          [](const auto &info) {
                            return std::get<0>(info.param) + "_on_" + std::get<1>(info.param);
                          });
