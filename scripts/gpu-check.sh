@@ -1,34 +1,124 @@
 #!/usr/bin/env bash
-# The GPU check, run on a lent GPU machine from the repository root with the bundle of
-# scripts/gpu-bundle.sh carried along: what the machine offers (driver, Vulkan ICDs), then, when a
-# Vulkan driver for the GPU is present, the e2e suite and the GLSL comparison on it. Results go
-# under $OUT (machine.txt, devices.json, e2e.txt, bench.txt). Takes a few minutes at most.
+# The GPU check, run on a lent GPU machine (an NVIDIA H200 with its driver and a CUDA toolkit) from
+# the repository root with the bundle of scripts/gpu-bundle.sh carried along:
+#   1. what the machine offers (driver, CUDA toolkits, Vulkan ICDs) -> machine.txt
+#   2. `cubecc devices` (text and JSON)                             -> devices.txt, devices.json
+#   3. the e2e suite on the cuda device: examples, ABI, bf16        -> e2e-cuda.txt (+ .json)
+#      then every op family on cuda                                  -> e2e-cuda-ops.txt (+ .json)
+#   4. the benchmarks present in the bundle: compile_bench (NVRTC and the driver's module load),
+#      and, where a Vulkan driver for the GPU exists, vulkan_vs_glsl -> bench-*.txt / .json
+#   5. when time is left and Vulkan has the GPU: the e2e suite on vulkan -> e2e-vulkan.txt
+# Results go under $OUT; summary.txt has one line per step. Every step has a timeout so the whole
+# check ends within about 7.5 minutes (CUBECC_GPU_CHECK_SECONDS, default 450).
+#
+# NVRTC (libnvrtc.so.13, ~105 MB) is too large for the bundle; it is taken from the machine's CUDA
+# toolkit (/usr/local/cuda-13.0 on the lent machines), found below and put on LD_LIBRARY_PATH.
 set -uo pipefail
 out=${OUT:-/tmp/cubecc-gpu}
 mkdir -p "$out"
 bundle=$PWD/gpu-bundle
-export LD_LIBRARY_PATH=$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+budget=${CUBECC_GPU_CHECK_SECONDS:-450}
+SECONDS=0
+summary=$out/summary.txt
+counts() { grep -E '^\[  (PASSED|FAILED|SKIPPED) +\] [0-9]+ tests?[,.]' "$1" | tr '\n' ' '; }
+: > "$summary"
+note() { echo "$*" | tee -a "$summary"; }
+# The seconds a step may take: its own limit, or what is left of the budget if that is less.
+limit() {
+  local left=$((budget - SECONDS))
+  if ((left < $1)); then echo $((left > 0 ? left : 1)); else echo "$1"; fi
+}
+
+# NVRTC from the machine's CUDA toolkit, the newest 13.x first (cubecc was built against 13.0).
+nvrtc_dir=
+for dir in /usr/local/cuda-13.0/lib64 /usr/local/cuda-13*/lib64 /usr/local/cuda/lib64 \
+           /usr/local/cuda-13*/targets/x86_64-linux/lib /usr/local/cuda/targets/x86_64-linux/lib; do
+  if [ -e "$dir/libnvrtc.so.13" ]; then nvrtc_dir=$dir; break; fi
+done
+if [ -z "$nvrtc_dir" ]; then
+  found=$(ldconfig -p 2>/dev/null | awk '/libnvrtc\.so\.13 / {print $NF; exit}')
+  [ -n "$found" ] && nvrtc_dir=$(dirname "$found")
+fi
+export LD_LIBRARY_PATH=$bundle/lib${nvrtc_dir:+:$nvrtc_dir}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export PATH=$bundle/bin:$PATH
 export CUBECC_BENCH_GLSL_DIR=$PWD/bench/glsl
+export MESA_SHADER_CACHE_DISABLE=true
+
 {
   echo "== nvidia-smi"; nvidia-smi 2>&1 | head -20
   echo "== os"; head -3 /etc/os-release
+  echo "== CUDA toolkits"; ls -d /usr/local/cuda* 2>&1; ls /usr/local/cuda*/bin 2>&1 | head -5
+  echo "== NVRTC used: ${nvrtc_dir:-none found}"; ls -la "$nvrtc_dir"/libnvrtc* 2>&1
+  echo "== driver libraries"; ldconfig -p | grep -E 'libcuda|libnvidia|GLX_nvidia|libvulkan' | head -20
   echo "== Vulkan ICDs"; ls -la /usr/share/vulkan/icd.d /etc/vulkan/icd.d 2>&1
   cat /usr/share/vulkan/icd.d/*.json /etc/vulkan/icd.d/*.json 2>/dev/null | head -20
-  echo "== driver libraries"; ldconfig -p | grep -E 'libcuda|libnvidia|GLX_nvidia|libvulkan' | head -20
-  echo "== CUDA"; ls /usr/local/cuda*/bin 2>&1 | head -5
+  echo "== libraries the bundle's binaries miss"
+  for bin in "$bundle"/bin/*; do ldd "$bin" 2>&1 | grep 'not found' | sed "s|^|$(basename "$bin"): |"; done
 } > "$out/machine.txt" 2>&1
 cat "$out/machine.txt"
-timeout 60 cubecc devices --json > "$out/devices.json" 2> "$out/devices.err"
-echo "devices: rc=$?"; cat "$out/devices.json" "$out/devices.err"
+[ -n "$nvrtc_dir" ] || note "NVRTC: libnvrtc.so.13 not found on this machine: cuda kernels cannot be compiled"
+
+timeout "$(limit 60)" cubecc devices > "$out/devices.txt" 2>&1
+rc=$?
+note "devices: rc=$rc"
+cat "$out/devices.txt"
+timeout "$(limit 60)" cubecc devices --json > "$out/devices.json" 2> "$out/devices.err"
+cuda_line=$(grep '"backend": "cuda"' "$out/devices.json" || true)
 vulkan_line=$(grep '"backend": "vulkan"' "$out/devices.json" || true)
-if echo "$vulkan_line" | grep -q '"available": true' && ! echo "$vulkan_line" | grep -q llvmpipe; then
-  CUBECC_DEVICE=vulkan timeout 240 cubecc_e2e_tests --gtest_filter='*vulkan*:*Vulkan*' > "$out/e2e.txt" 2>&1
-  echo "e2e: rc=$?"; tail -5 "$out/e2e.txt"
-  (cd "$out" && timeout 120 vulkan_vs_glsl --rounds 21 > "$out/bench.txt" 2>&1)
-  echo "bench: rc=$?"; cat "$out/bench.txt"
+
+# The e2e suite on cuda: a test whose device does not open is skipped (it says why), so check the
+# device first and say so plainly.
+if echo "$cuda_line" | grep -q '"available": true'; then
+  CUBECC_DEVICE=cuda timeout "$(limit 150)" cubecc_e2e_tests --gtest_filter='*cuda*:-Ops/*' \
+    --gtest_output="json:$out/e2e-cuda.json" > "$out/e2e-cuda.txt" 2>&1
+  rc=$?
+  note "e2e cuda (examples, abi, bf16): rc=$rc ($(counts "$out/e2e-cuda.txt"))"
+  tail -30 "$out/e2e-cuda.txt"
+  CUBECC_DEVICE=cuda timeout "$(limit 210)" cubecc_e2e_tests --gtest_filter='Ops/*cuda*' \
+    --gtest_output="json:$out/e2e-cuda-ops.json" > "$out/e2e-cuda-ops.txt" 2>&1
+  rc=$?
+  note "e2e cuda (ops): rc=$rc ($(counts "$out/e2e-cuda-ops.txt"))"
+  grep -E '^\[  FAILED  \]|^\[ops\]' "$out/e2e-cuda-ops.txt" | head -40
 else
-  echo "no Vulkan driver for the GPU here: nothing to run for the Vulkan backend" | tee "$out/e2e.txt"
-  # Why, in the loader's words (a missing /dev/nvidia-modeset makes NVIDIA's ICD refuse).
-  VK_LOADER_DEBUG=error,driver timeout 30 cubecc devices 2>&1 | tail -8 | tee -a "$out/e2e.txt"
+  note "e2e cuda: not run, the cuda device does not open: $cuda_line"
 fi
+
+# Benchmarks: whichever the bundle has.
+if [ -x "$bundle/bin/compile_bench" ]; then
+  (cd "$out" && timeout "$(limit 60)" compile_bench --benchmark_format=json \
+     --benchmark_out="$out/bench-compile.json" > "$out/bench-compile.txt" 2>&1)
+  rc=$?
+  note "compile_bench: rc=$rc"
+  tail -20 "$out/bench-compile.txt"
+else
+  note "compile_bench: not in the bundle"
+fi
+gpu_vulkan=false
+if echo "$vulkan_line" | grep -q '"available": true' && ! echo "$vulkan_line" | grep -q llvmpipe; then
+  gpu_vulkan=true
+fi
+if $gpu_vulkan && [ -x "$bundle/bin/vulkan_vs_glsl" ]; then
+  (cd "$out" && CUBECC_DEVICE=vulkan timeout "$(limit 90)" vulkan_vs_glsl --rounds 21 \
+     > "$out/bench-vulkan-vs-glsl.txt" 2>&1)
+  rc=$?
+  note "vulkan_vs_glsl: rc=$rc"
+  cat "$out/bench-vulkan-vs-glsl.txt"
+fi
+
+# The Vulkan backend on the GPU, with what time is left (no validation layer in the bundle).
+if $gpu_vulkan; then
+  if ((budget - SECONDS > 30)); then
+    CUBECC_VULKAN_VALIDATION=0 CUBECC_DEVICE=vulkan timeout "$(limit 240)" cubecc_e2e_tests \
+      --gtest_filter='*vulkan*:*Vulkan*' > "$out/e2e-vulkan.txt" 2>&1
+    rc=$?
+    note "e2e vulkan: rc=$rc ($(counts "$out/e2e-vulkan.txt"))"
+  else
+    note "e2e vulkan: no time left"
+  fi
+else
+  note "vulkan: no Vulkan driver for the GPU here"
+  # Why, in the loader's words (a missing /dev/nvidia-modeset makes NVIDIA's ICD refuse).
+  VK_LOADER_DEBUG=error,driver timeout "$(limit 30)" cubecc devices 2>&1 | tail -8 > "$out/vulkan-why.txt"
+  cat "$out/vulkan-why.txt"
+fi
+note "total: ${SECONDS}s"
