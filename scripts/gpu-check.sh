@@ -40,6 +40,15 @@ if [ -z "$nvrtc_dir" ]; then
   [ -n "$found" ] && nvrtc_dir=$(dirname "$found")
 fi
 export LD_LIBRARY_PATH=$bundle/lib${nvrtc_dir:+:$nvrtc_dir}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# The kernels NVRTC compiles include cuda_fp16.h / cuda_bf16.h: codegen looks in $CUDA_HOME/include.
+if [ -z "${CUDA_HOME:-}" ]; then
+  for root in "${nvrtc_dir:+$nvrtc_dir/..}" "${nvrtc_dir:+$nvrtc_dir/../../..}" /usr/local/cuda-13.0 \
+              /usr/local/cuda; do
+    if [ -n "$root" ] && [ -e "$root/include/cuda_fp16.h" ]; then
+      CUDA_HOME=$(cd "$root" && pwd); export CUDA_HOME; break
+    fi
+  done
+fi
 export PATH=$bundle/bin:$PATH
 export CUBECC_BENCH_GLSL_DIR=$PWD/bench/glsl
 export MESA_SHADER_CACHE_DISABLE=true
@@ -49,6 +58,7 @@ export MESA_SHADER_CACHE_DISABLE=true
   echo "== os"; head -3 /etc/os-release
   echo "== CUDA toolkits"; ls -d /usr/local/cuda* 2>&1; ls /usr/local/cuda*/bin 2>&1 | head -5
   echo "== NVRTC used: ${nvrtc_dir:-none found}"; ls -la "$nvrtc_dir"/libnvrtc* 2>&1
+  echo "== CUDA headers for NVRTC: CUDA_HOME=${CUDA_HOME:-none found}"
   echo "== driver libraries"; ldconfig -p | grep -E 'libcuda|libnvidia|GLX_nvidia|libvulkan' | head -20
   echo "== Vulkan ICDs"; ls -la /usr/share/vulkan/icd.d /etc/vulkan/icd.d 2>&1
   cat /usr/share/vulkan/icd.d/*.json /etc/vulkan/icd.d/*.json 2>/dev/null | head -20
@@ -57,6 +67,7 @@ export MESA_SHADER_CACHE_DISABLE=true
 } > "$out/machine.txt" 2>&1
 cat "$out/machine.txt"
 [ -n "$nvrtc_dir" ] || note "NVRTC: libnvrtc.so.13 not found on this machine: cuda kernels cannot be compiled"
+[ -n "${CUDA_HOME:-}" ] || note "CUDA headers: no cuda_fp16.h found: cuda kernels cannot be compiled"
 
 timeout "$(limit 60)" cubecc devices > "$out/devices.txt" 2>&1
 rc=$?
