@@ -1,5 +1,4 @@
-//===- cuda_device.cpp - NVIDIA GPUs through the CUDA driver API, opened with dlopen
-//-----------===//
+//===- cuda_device.cpp - NVIDIA GPUs through the CUDA driver API, opened with dlopen ----------===//
 //
 // The driver is opened once per process (per library path) and never closed: unloading a driver
 // that still holds contexts is a crash waiting to happen, and reopening a device stays cheap.
@@ -321,8 +320,7 @@ struct CudaDevice::Impl {
   EventPair take_events();
 };
 
-//===- Opening
-//---------------------------------------------------------------------------------===//
+//===- Opening --------------------------------------------------------------------------------===//
 
 void CudaDevice::Impl::open() {
   driver = &runtime::driver();
@@ -529,8 +527,7 @@ CUdeviceptr pointer_of(const DeviceMemory &memory) {
 
 } // namespace
 
-//===- CudaDevice
-//------------------------------------------------------------------------------===//
+//===- CudaDevice -----------------------------------------------------------------------------===//
 
 CudaDevice::CudaDevice(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
 

@@ -1,5 +1,4 @@
-//===- hip_device.cpp - AMD GPUs through the HIP runtime, opened with dlopen
-//-------------------===//
+//===- hip_device.cpp - AMD GPUs through the HIP runtime, opened with dlopen ------------------===//
 //
 // The HIP runtime is opened once per process (per library path) and never closed. Only the few
 // types and constants used here are declared (from the HIP runtime API reference), so building
@@ -270,8 +269,7 @@ struct HipDevice::Impl {
   EventPair take_events();
 };
 
-//===- Opening
-//---------------------------------------------------------------------------------===//
+//===- Opening --------------------------------------------------------------------------------===//
 
 void HipDevice::Impl::open() {
   rt = &hip_runtime();
@@ -470,8 +468,7 @@ void append_argument(std::vector<uint8_t> &buffer, const void *value, size_t byt
 
 } // namespace
 
-//===- HipDevice
-//-------------------------------------------------------------------------------===//
+//===- HipDevice ------------------------------------------------------------------------------===//
 
 HipDevice::HipDevice(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
