@@ -33,3 +33,27 @@ config.substitutions.append(("%cubecc", os.path.join(tools_dir, "cubecc")))
 config.substitutions.append(("%examples_lib", os.path.join(os.path.dirname(tools_dir), "examples", "libcubecc_examples.so")))
 config.substitutions.append(("%expect-exit", os.path.join(config.test_source_root, "utils", "expect-exit")))
 config.substitutions.append(("%repo", repo_root))
+
+# The CUDA and HIP backends: features from what this cubecc found (`cubecc --version`), so that
+# their tests run wherever the toolkits are and say UNSUPPORTED elsewhere.
+import shutil
+import subprocess
+
+try:
+    _version = subprocess.run([os.path.join(tools_dir, "cubecc"), "--version"], capture_output=True,
+                              text=True, timeout=60).stdout
+except (OSError, subprocess.SubprocessError):
+    _version = ""
+if "\nNVRTC " in _version and "NVRTC not available" not in _version:
+    config.available_features.add("nvrtc")
+if "\nhipRTC " in _version and "hipRTC not available" not in _version:
+    config.available_features.add("hiprtc")
+    # comgr of ROCm 5.0 to 5.2 knows no gfx94x (TOOLCHAIN.md): cubecc must refuse it.
+    if any("hipRTC HIP 5.%d." % minor in _version for minor in (0, 1, 2)):
+        config.available_features.add("comgr-without-gfx942")
+_ptxas = shutil.which("ptxas") or next(
+    (p for p in (os.path.join(os.environ.get("CUDA_PATH", "/usr/local/cuda"), "bin", "ptxas"),
+                 "/usr/local/cuda/bin/ptxas") if os.path.exists(p)), None)
+if _ptxas:
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", _ptxas))

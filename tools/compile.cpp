@@ -9,6 +9,7 @@
 //===-----------------------------------------------------------------------------------------===//
 #include "compile.h"
 
+#include "cubecc/codegen/hip.h"
 #include "cubecc/codegen/spirv.h"
 #include "cubecc/dsl/kernel_library_loader.h"
 #include "cubecc/ir/parser.h"
@@ -26,6 +27,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <regex>
 #include <spawn.h>
 #include <sstream>
 #include <sys/wait.h>
@@ -223,16 +226,113 @@ Target parse_target(const std::string &name) {
     return {name, {"ir", "spirv", "spirv-asm", "glsl", "msl"}, {}};
   if (name == "interp")
     return {name, {"ir"}, {}};
-  if (name.starts_with("cuda:") || name.starts_with("hip:"))
-    return {name,
-            {},
-            fmt::format("backend {} not built: its emitter is not implemented in this cubecc yet",
-                        name.substr(0, name.find(':')))};
+  // CUDA and HIP: the source needs no toolkit; PTX, CUBIN and code objects need NVRTC or
+  // hipRTC, whose absence compile_cuda / compile_hip report.
+  static const std::regex sm(R"(cuda:sm_(\d{2,4})[af]?)");
+  static const std::regex gfx(R"(hip:gfx[0-9a-f]{3,4}(:[a-z]+[+-])*)");
+  std::smatch m;
+  if (std::regex_match(name, m, sm)) {
+    if (std::stoi(m[1]) < 80)
+      return {name, {}, fmt::format("target '{}': cubecc compiles for sm_80 and newer", name)};
+    return {name, {"ir", "cuda", "ptx", "cubin"}, {}};
+  }
+  if (std::regex_match(name, gfx))
+    return {name, {"ir", "hip", "hsaco"}, {}};
   return {name,
           {},
           fmt::format("unknown target '{}' (targets: vulkan, interp, cuda:sm_80, cuda:sm_90, "
                       "cuda:sm_90a, cuda:sm_100, hip:gfx90a, hip:gfx942)",
                       name)};
+}
+
+/// Writes one output per kernel: to standard output (sources and PTX, concatenated with a
+/// comment naming each kernel; a binary only for one kernel), or, when there are several kernels
+/// of a binary or PTX kind or -o names a directory, to <dir>/<kernel><extension>.
+int write_per_kernel(const CompileOptions &options, const std::string &extension, bool binary,
+                     const std::vector<std::pair<std::string, std::string>> &outputs) {
+  bool to_directory =
+      options.output != "-" && (options.output.ends_with('/') || fs::is_directory(options.output));
+  if (to_directory || (binary && outputs.size() > 1)) {
+    if (options.output == "-") {
+      std::cerr << fmt::format("cubecc: error: --emit {} writes one file per kernel and there are "
+                               "{}: give -o <directory> or --kernel <name>\n",
+                               options.emit, outputs.size());
+      return kUsageError;
+    }
+    std::error_code ec;
+    fs::create_directories(options.output, ec);
+    for (const auto &[name, bytes] : outputs)
+      if (int rc = write_output(
+              "cubecc", (fs::path(options.output) / (file_stem(name) + extension)).string(), bytes))
+        return rc;
+    return kSuccess;
+  }
+  std::string all;
+  for (const auto &[name, text] : outputs) {
+    if (outputs.size() > 1)
+      all += "// kernel " + name + "\n";
+    all += text;
+  }
+  return write_output("cubecc", options.output, all);
+}
+
+/// A compiler error on source cubecc wrote is cubecc's bug (exit 3); a refusal (a feature the
+/// target lacks, an unknown architecture, a backend not built) is the user's (exit 1).
+int report_c_family(const std::vector<ir::Diagnostic> &errors) {
+  for (const ir::Diagnostic &e : errors)
+    if (e.message.find("NVRTC failed") != std::string::npos ||
+        e.message.find("hipRTC failed") != std::string::npos) {
+      std::cerr << ir::to_string(errors)
+                << "cubecc: internal error: the generated source does not compile. This is a bug "
+                   "in cubecc; please report it with the input that caused it.\n";
+      return kInternalError;
+    }
+  return report(errors);
+}
+
+/// --target cuda:sm_XX (--emit cuda, ptx, cubin) and hip:gfxNNN (--emit hip, hsaco).
+template <class Dump>
+int emit_c_family(const ir::Module &module, const std::string &target,
+                  const CompileOptions &options, Dump &dump) {
+  const bool cuda = target.starts_with("cuda:");
+  const std::string arch = target.substr(target.find(':') + 1);
+  std::vector<ir::Diagnostic> errors;
+  std::vector<std::pair<std::string, std::string>> outputs; // (kernel, text or bytes)
+  for (const auto &kernel : module.kernels()) {
+    std::string out;
+    if (options.emit == "cuda" || options.emit == "hip") {
+      auto source = cuda ? codegen::emit_cuda(*kernel, codegen::cuda_features(arch), errors)
+                         : codegen::emit_hip(*kernel, codegen::hip_features(arch), errors);
+      if (!source)
+        return report(errors);
+      out = std::move(source->text);
+    } else if (cuda) {
+      auto binary = codegen::compile_cuda(*kernel, {arch}, errors);
+      if (!binary)
+        return report_c_family(errors);
+      if (int rc = dump(kernel->name(), ".cu", binary->source.text))
+        return rc;
+      if (int rc = dump(kernel->name(), ".ptx", binary->ptx))
+        return rc;
+      out = options.emit == "ptx" ? std::move(binary->ptx) : std::move(binary->cubins[0].bytes);
+    } else {
+      auto binary = codegen::compile_hip(*kernel, {arch}, errors);
+      if (!binary)
+        return report_c_family(errors);
+      if (int rc = dump(kernel->name(), ".hip", binary->source.text))
+        return rc;
+      out = std::move(binary->code_objects[0].bytes);
+    }
+    outputs.emplace_back(kernel->name(), std::move(out));
+  }
+  static const std::map<std::string, std::pair<std::string, bool>> kFiles = {
+      {"cuda", {".cu", false}},
+      {"hip", {".hip", false}},
+      {"ptx", {".ptx", true}}, // one module per kernel: several do not concatenate
+      {"cubin", {".cubin", true}},
+      {"hsaco", {".hsaco", true}}};
+  const auto &[extension, binary] = kFiles.at(options.emit);
+  return write_per_kernel(options, extension, binary, outputs);
 }
 
 } // namespace
@@ -321,6 +421,9 @@ int compile_command(const CompileOptions &options) {
         return rc;
   if (options.emit == "ir")
     return write_output("cubecc", options.output, ir::to_string(module));
+  const std::string &target = targets.front().name;
+  if (target.starts_with("cuda:") || target.starts_with("hip:"))
+    return emit_c_family(module, target, options, dump);
 
   // SPIR-V and what is derived from it, one module per kernel.
   codegen::TargetFeatures features = options.emit == "msl"

@@ -1,14 +1,16 @@
 //===- cubecc.cpp - The cubecc command-line compiler ------------------------------------------===//
 //
 // Subcommands follow the command-line contract of docs/cli.md. What exists today:
-//   cubecc compile <input>... --emit ir [-O<n>] [--kernel <name>] [-o <out>]
+//   cubecc compile <input>... --target <t> --emit <kind> [-O<n>] [--kernel <name>] [-o <out>]
 //   cubecc kernels <library.so>           (list a kernel library's registered kernels)
 //   cubecc devices [--json]               (backends built in, devices present, their features)
 //   cubecc --version
-// Inputs are .cir files or kernel libraries (.so). Code generation for targets arrives with the
-// backends; asking for it now is a clear error, never a silent fallback.
+// Inputs are .cir files, kernel libraries (.so) or DSL sources (.cpp); targets vulkan, interp,
+// cuda:sm_XX (NVRTC) and hip:gfxNNN (hipRTC). A backend that is not built is a clear error, never
+// a silent fallback.
 //
 //===-----------------------------------------------------------------------------------------===//
+#include "cubecc/codegen/hip.h"
 #include "cubecc/dsl/kernel_library_loader.h"
 #include "cubecc/ir/parser.h"
 #include "cubecc/ir/printer.h"
@@ -37,7 +39,8 @@ int run(int argc, char **argv) {
   CLI::App app{"cubecc: compile kernels written with the cubecc DSL or in cubecc IR"};
   app.require_subcommand(0, 1);
   bool version = false;
-  app.add_flag("--version", version, "print the versions of cubecc and its IR format");
+  app.add_flag("--version", version,
+               "print the versions of cubecc, its IR format, and the NVRTC and hipRTC found");
 
   CLI::App *compile = app.add_subcommand("compile", "compile kernels for a target");
   CompileOptions compile_options;
@@ -45,10 +48,13 @@ int run(int argc, char **argv) {
       ->add_option("inputs", compile_options.inputs,
                    ".cir files, kernel libraries (.so) or DSL sources (.cpp)")
       ->required();
-  compile->add_option("--target", compile_options.targets, "vulkan | interp (default: vulkan)")
+  compile
+      ->add_option("--target", compile_options.targets,
+                   "vulkan | interp | cuda:sm_XX | hip:gfxNNN (default: vulkan)")
       ->delimiter(',');
   compile->add_option("--emit", compile_options.emit,
-                      "ir | spirv | spirv-asm | glsl | msl (default: ir)");
+                      "ir | spirv | spirv-asm | glsl | msl (vulkan); cuda | ptx | cubin (cuda); "
+                      "hip | hsaco (hip) (default: ir)");
   compile
       ->add_option("-O", compile_options.opt_level,
                    "optimization level 0..3 (default: 0 for ir, 2 for code)")
@@ -56,7 +62,7 @@ int run(int argc, char **argv) {
   compile->add_option("--kernel", compile_options.kernel, "keep only this kernel");
   compile->add_option("--dump-dir", compile_options.dump_dir,
                       "write every stage per kernel here: <kernel>.input.cir, <kernel>.opt.cir, "
-                      "<kernel>.spvasm");
+                      "<kernel>.spvasm (vulkan), .cu and .ptx (cuda), .hip (hip)");
   compile->add_flag("--print-after-all", compile_options.print_after_all,
                     "print the IR after every pass (to standard error)");
   compile->add_flag("--time-passes", compile_options.time_passes,
@@ -64,11 +70,15 @@ int run(int argc, char **argv) {
   compile->add_option("-o", compile_options.output,
                       "output file (default: standard output); for --emit spirv with several "
                       "kernels, or a path ending in '/' or naming a directory: a directory of "
-                      "<kernel>.spv files");
+                      "<kernel>.spv files (likewise .ptx, .cubin, .hsaco; .cu and .hip for a "
+                      "directory)");
   compile->footer(
       "Examples:\n  cubecc compile build/examples/libcubecc_examples.so --emit ir\n"
       "  cubecc compile axpy.cir --emit ir -O2 -o axpy.opt.cir\n"
       "  cubecc compile examples/kernels/axpy.cpp --target vulkan --emit spirv -o out/\n"
+      "  cubecc compile axpy.cir --target cuda:sm_90 --emit ptx\n"
+      "  cubecc compile build/examples/libcubecc_examples.so --target hip:gfx90a --emit hsaco "
+      "-o out/\n"
       "  cubecc compile k.cir --target vulkan --emit glsl");
 
   CLI::App *kernels = app.add_subcommand("kernels", "list the kernels a kernel library registers");
@@ -91,6 +101,13 @@ int run(int argc, char **argv) {
   if (version) {
     fmt::print("cubecc {}\nIR text format 1, structural hash version {}\n", CUBECC_VERSION,
                cubecc::ir::kStructuralHashVersion);
+    // The compilers the CUDA and HIP backends drive, as found at run time.
+    std::string why;
+    std::string nvrtc = cubecc::codegen::nvrtc_version(&why);
+    fmt::print("NVRTC {}\n", nvrtc.empty() ? "not available: " + why : nvrtc);
+    why.clear();
+    std::string hiprtc = cubecc::codegen::hiprtc_version(&why);
+    fmt::print("hipRTC {}\n", hiprtc.empty() ? "not available: " + why : hiprtc);
     return kSuccess;
   }
   if (compile->parsed())
