@@ -96,8 +96,7 @@ fi
 
 # Benchmarks: whichever the bundle has.
 if [ -x "$bundle/bin/compile_bench" ]; then
-  (cd "$out" && timeout "$(limit 60)" compile_bench --benchmark_format=json \
-     --benchmark_out="$out/bench-compile.json" > "$out/bench-compile.txt" 2>&1)
+  (cd "$out" && timeout "$(limit 60)" compile_bench --reps 3 > "$out/bench-compile.txt" 2>&1)
   rc=$?
   note "compile_bench: rc=$rc"
   tail -20 "$out/bench-compile.txt"

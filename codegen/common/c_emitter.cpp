@@ -240,6 +240,35 @@ private:
     return v;
   }
   std::string identity(Opcode op, Scalar s);
+  /// The bits of a register value as an unsigned integer of its width, and back.
+  std::string bits_of(Scalar s, const std::string &x) {
+    switch (s) {
+    case Scalar::F16:
+      return "(u32)cubecc_f16_bits(cubecc_f32_to_f16(" + x + "))";
+    case Scalar::BF16:
+      return "(u32)cubecc_bf16_bits(cubecc_f32_to_bf16(" + x + "))";
+    case Scalar::F32:
+      return "__float_as_uint(" + x + ")";
+    case Scalar::F64:
+      return "(u64)__double_as_longlong(" + x + ")";
+    default:
+      return "(" + unsigned_of(s) + ")(" + x + ")";
+    }
+  }
+  std::string from_bits(Scalar s, const std::string &b) {
+    switch (s) {
+    case Scalar::F16:
+      return "cubecc_f16_to_f32(cubecc_f16_from_bits((u16)(" + b + ")))";
+    case Scalar::BF16:
+      return "cubecc_bf16_to_f32(cubecc_bf16_from_bits((u16)(" + b + ")))";
+    case Scalar::F32:
+      return "__uint_as_float((u32)(" + b + "))";
+    case Scalar::F64:
+      return "__longlong_as_double((i64)(" + b + "))";
+    default:
+      return "(" + reg(s) + ")(" + unsigned_of(s) + ")(" + b + ")";
+    }
+  }
   std::string combiner(Opcode op, Scalar s);
 
   //===--- Emission -------------------------------------------------------------------===//
@@ -294,14 +323,14 @@ std::string CEmitter::constant(Scalar s, uint64_t bits) {
                                     : std::bit_cast<uint32_t>(static_cast<float>(v));
       if (std::isnan(v) && s != Scalar::F32)
         f = 0x7fc00000u;
-      return fmt::format("cubecc_bitcast<f32>(0x{:08x}u)", f);
+      return fmt::format("__uint_as_float(0x{:08x}u)", f);
     }
     return fmt::format("{:a}f", static_cast<float>(v));
   }
   case Scalar::F64: {
     double v = std::bit_cast<double>(bits);
     if (std::isnan(v) || std::isinf(v))
-      return fmt::format("cubecc_bitcast<f64>(0x{:016x}ull)", bits);
+      return fmt::format("__longlong_as_double((i64)0x{:016x}ull)", bits);
     return fmt::format("{:a}", v);
   }
   default:
@@ -596,25 +625,28 @@ void CEmitter::emit_op(const ir::Operation &op) {
     return define(r, [&](unsigned k) { return cast(from, rs, operand(0, k)); });
   }
   case ir::Signature::Bitcast: {
-    // Through memory: lane 0 in the lowest bytes, as the IR says.
+    // On the bits, lane 0 in the least significant ones (as the IR says): lanes are joined
+    // or split with shifts in unsigned integers.
     const ir::Value *x = op.operand(0);
     Type from = x->type(), to = r->type();
-    std::string src = fresh("bits_in"), dst = fresh("bits_out");
-    auto to_storage = [&](Scalar s, const std::string &v) { return store_value(s, v); };
-    std::string lanes;
-    for (unsigned k = 0; k < from.lanes(); ++k)
-      lanes += (k ? ", " : "") + to_storage(from.element(), lane(x, k));
-    line(fmt::format("const {} {}[{}] = {{{}}};", storage(from.element()), src, from.lanes(),
-                     lanes));
-    line(fmt::format("{} {}[{}];", storage(to.element()), dst, to.lanes()));
-    line(fmt::format("__builtin_memcpy({}, {}, sizeof {});", dst, src, dst));
+    unsigned sb = ir::scalar_bits(from.element()), tb = ir::scalar_bits(to.element());
+    std::string tu = tb == 64 ? "u64" : "u32";
     return define(r, [&](unsigned k) {
-      std::string e = fmt::format("{}[{}]", dst, k);
-      if (to.element() == Scalar::F16)
-        return "cubecc_f16_to_f32(" + e + ")";
-      if (to.element() == Scalar::BF16)
-        return "cubecc_bf16_to_f32(" + e + ")";
-      return e;
+      std::string b;
+      if (sb == tb) {
+        b = bits_of(from.element(), lane(x, k));
+      } else if (sb < tb) {
+        unsigned ratio = tb / sb;
+        for (unsigned i = 0; i < ratio; ++i)
+          b += fmt::format("{}(({}){} << {}u)", i ? " | " : "", tu,
+                           bits_of(from.element(), lane(x, k * ratio + i)), i * sb);
+        b = "(" + b + ")";
+      } else {
+        unsigned ratio = sb / tb;
+        b = fmt::format("({} >> {}u)", bits_of(from.element(), lane(x, k / ratio)),
+                        (k % ratio) * tb);
+      }
+      return from_bits(to.element(), b);
     });
   }
   case ir::Signature::Splat:
@@ -949,14 +981,8 @@ std::optional<CSource> CEmitter::run() {
       std::string v;
       if (s == Scalar::Bool)
         v = raw + " != 0u";
-      else if (s == Scalar::F16)
-        v = fmt::format("cubecc_f16_to_f32(cubecc_bitcast<cubecc_f16_storage>((u16){}))", raw);
-      else if (s == Scalar::BF16)
-        v = fmt::format("cubecc_bf16_to_f32(cubecc_bitcast<cubecc_bf16_storage>((u16){}))", raw);
-      else if (ir::scalar_bits(s) < 32)
-        v = fmt::format("({})({}){}", reg(s), unsigned_of(s), raw);
       else
-        v = fmt::format("cubecc_bitcast<{}>({})", reg(s), raw);
+        v = from_bits(s, raw);
       lanes.push_back(v);
     }
     if (!t.is_vector()) {

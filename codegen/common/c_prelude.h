@@ -26,13 +26,41 @@ typedef double f64;
 
 template <class T, int N> struct cubecc_vec { T v[N]; };
 
-template <class To, class From> __device__ inline To cubecc_bitcast(From x) {
-  static_assert(sizeof(To) == sizeof(From), "bitcast between types of one size");
-  To r;
-  __builtin_memcpy(&r, &x, sizeof r);
-  return r;
-}
 
+template <class A, class B> struct cubecc_same {
+  static constexpr bool value = false;
+};
+template <class A> struct cubecc_same<A, A> {
+  static constexpr bool value = true;
+};
+
+// f16 and bf16 live in f32 registers. Conversions keep a NaN's sign and payload bits (loads,
+// stores and bit casts must not change them); other values convert exactly or round to
+// nearest even.
+__device__ inline f32 cubecc_f16_to_f32(cubecc_f16_storage h) {
+  u32 b = cubecc_f16_bits(h);
+  if ((b & 0x7c00u) == 0x7c00u && (b & 0x3ffu) != 0u)
+    return __uint_as_float(((b & 0x8000u) << 16) | 0x7f800000u | ((b & 0x3ffu) << 13));
+  return cubecc_f16_to_f32_rounded(h);
+}
+__device__ inline cubecc_f16_storage cubecc_f32_to_f16(f32 x) {
+  if (x != x) {
+    u32 b = __float_as_uint(x), payload = (b >> 13) & 0x3ffu;
+    return cubecc_f16_from_bits(
+        (u16)(((b >> 16) & 0x8000u) | 0x7c00u | (payload != 0u ? payload : 0x200u)));
+  }
+  return cubecc_f32_to_f16_rounded(x);
+}
+__device__ inline f32 cubecc_bf16_to_f32(cubecc_bf16_storage h) {
+  return __uint_as_float((u32)cubecc_bf16_bits(h) << 16);
+}
+__device__ inline cubecc_bf16_storage cubecc_f32_to_bf16(f32 x) {
+  if (x != x) {
+    u32 b = __float_as_uint(x);
+    return cubecc_bf16_from_bits((u16)((b >> 16) | ((b & 0x007f0000u) != 0u ? 0u : 0x40u)));
+  }
+  return cubecc_f32_to_bf16_rounded(x);
+}
 // f16 and bf16 live in f32 registers; these round an f32 once to their precision.
 __device__ inline f32 cubecc_round_f16(f32 x) { return cubecc_f16_to_f32(cubecc_f32_to_f16(x)); }
 __device__ inline f32 cubecc_round_bf16(f32 x) { return cubecc_bf16_to_f32(cubecc_f32_to_bf16(x)); }
@@ -42,10 +70,10 @@ __device__ inline f32 cubecc_f64_to_f32_odd(f64 x) {
   f32 r = (f32)x;
   if (r != r || (f64)r == x || r - r != 0.0f)
     return r;
-  u32 bits = cubecc_bitcast<u32>(r);
+  u32 bits = __float_as_uint(r);
   if (((f64)r < 0 ? -(f64)r : (f64)r) > (x < 0 ? -x : x))
     bits -= 1;
-  return cubecc_bitcast<f32>(bits | 1u);
+  return __uint_as_float(bits | 1u);
 }
 
 // Integer division that never traps: a divisor of 0 (or -1 with the minimum) becomes 1; the IR
@@ -74,14 +102,29 @@ template <class T> __device__ inline T cubecc_rem(T a, T b) {
 // Warp collectives over the lanes active here (the IR's active set).
 template <class T> __device__ inline T cubecc_shfl(cubecc_mask m, T v, u32 lane) {
   if constexpr (sizeof(T) == 8) {
-    return cubecc_bitcast<T>(cubecc_shfl_raw64(m, cubecc_bitcast<u64>(v), lane));
+    u64 b;
+    if constexpr (cubecc_same<T, f64>::value)
+      b = (u64)__double_as_longlong(v);
+    else
+      b = (u64)v;
+    b = cubecc_shfl_raw64(m, b, lane);
+    if constexpr (cubecc_same<T, f64>::value)
+      return __longlong_as_double((i64)b);
+    else
+      return (T)b;
   } else {
-    u32 b = 0;
-    __builtin_memcpy(&b, &v, sizeof(T));
+    u32 b;
+    if constexpr (cubecc_same<T, f32>::value)
+      b = __float_as_uint(v);
+    else
+      b = (u32)v;
     b = cubecc_shfl_raw32(m, b, lane);
-    T r;
-    __builtin_memcpy(&r, &b, sizeof(T));
-    return r;
+    if constexpr (cubecc_same<T, f32>::value)
+      return __uint_as_float(b);
+    else if constexpr (cubecc_same<T, bool>::value)
+      return b != 0u;
+    else
+      return (T)b;
   }
 }
 __device__ inline bool cubecc_lane_active(cubecc_mask m, u32 lane) {
@@ -126,12 +169,22 @@ __device__ inline cubecc_mask cubecc_ballot(bool p) { return __ballot_sync(__act
 __device__ inline bool cubecc_all(bool p) { return __all_sync(__activemask(), p); }
 __device__ inline bool cubecc_any(bool p) { return __any_sync(__activemask(), p); }
 __device__ inline unsigned int cubecc_first_active() { return __ffs(__activemask()) - 1; }
-__device__ inline float cubecc_f16_to_f32(__half h) { return __half2float(h); }
-__device__ inline __half cubecc_f32_to_f16(float x) { return __float2half_rn(x); }
-__device__ inline float cubecc_bf16_to_f32(__nv_bfloat16 h) { return __bfloat162float(h); }
-__device__ inline __nv_bfloat16 cubecc_f32_to_bf16(float x) { return __float2bfloat16_rn(x); }
 typedef __half cubecc_f16_storage;
 typedef __nv_bfloat16 cubecc_bf16_storage;
+__device__ inline unsigned short cubecc_f16_bits(__half h) { return __half_as_ushort(h); }
+__device__ inline __half cubecc_f16_from_bits(unsigned short b) { return __ushort_as_half(b); }
+__device__ inline unsigned short cubecc_bf16_bits(__nv_bfloat16 h) {
+  return __bfloat16_as_ushort(h);
+}
+__device__ inline __nv_bfloat16 cubecc_bf16_from_bits(unsigned short b) {
+  return __ushort_as_bfloat16(b);
+}
+__device__ inline float cubecc_f16_to_f32_rounded(__half h) { return __half2float(h); }
+__device__ inline __half cubecc_f32_to_f16_rounded(float x) { return __float2half_rn(x); }
+__device__ inline float cubecc_bf16_to_f32_rounded(__nv_bfloat16 h) { return __bfloat162float(h); }
+__device__ inline __nv_bfloat16 cubecc_f32_to_bf16_rounded(float x) {
+  return __float2bfloat16_rn(x);
+}
 )CUBECC";
 
 inline constexpr const char *kCPreludeHip = R"CUBECC(
@@ -149,23 +202,25 @@ __device__ inline cubecc_mask cubecc_ballot(bool p) { return __ballot(p); }
 __device__ inline bool cubecc_all(bool p) { return __all(p); }
 __device__ inline bool cubecc_any(bool p) { return __any(p); }
 __device__ inline unsigned int cubecc_first_active() { return __ffsll((long long)__ballot(1)) - 1; }
-__device__ inline float cubecc_f16_to_f32(__half h) { return __half2float(h); }
-__device__ inline __half cubecc_f32_to_f16(float x) { return __float2half_rn(x); }
 // hipRTC cannot include hip_bfloat16.h (it needs the C library): bf16 is its 16 bits here,
-// converted with round to nearest even (NaN kept quiet).
+// converted with round to nearest even.
 struct cubecc_bf16_storage {
   unsigned short bits;
 };
-__device__ inline float cubecc_bf16_to_f32(cubecc_bf16_storage h) {
+typedef __half cubecc_f16_storage;
+__device__ inline unsigned short cubecc_f16_bits(__half h) { return __half_as_ushort(h); }
+__device__ inline __half cubecc_f16_from_bits(unsigned short b) { return __ushort_as_half(b); }
+__device__ inline unsigned short cubecc_bf16_bits(cubecc_bf16_storage h) { return h.bits; }
+__device__ inline cubecc_bf16_storage cubecc_bf16_from_bits(unsigned short b) { return {b}; }
+__device__ inline float cubecc_f16_to_f32_rounded(__half h) { return __half2float(h); }
+__device__ inline __half cubecc_f32_to_f16_rounded(float x) { return __float2half_rn(x); }
+__device__ inline float cubecc_bf16_to_f32_rounded(cubecc_bf16_storage h) {
   return __uint_as_float((unsigned int)h.bits << 16);
 }
-__device__ inline cubecc_bf16_storage cubecc_f32_to_bf16(float x) {
+__device__ inline cubecc_bf16_storage cubecc_f32_to_bf16_rounded(float x) {
   unsigned int u = __float_as_uint(x);
-  if (x != x)
-    return {(unsigned short)((u >> 16) | 0x40u)};
   return {(unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16)};
 }
-typedef __half cubecc_f16_storage;
 )CUBECC";
 
 } // namespace cubecc::codegen

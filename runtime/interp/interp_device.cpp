@@ -61,6 +61,7 @@ public:
     f.int64_atomics = f.float32_atomic_add = f.float32_atomics = f.float64_atomic_add = true;
     f.subgroup_arithmetic = f.subgroup_shuffle = f.subgroup_ballot = true;
     f.subgroup_extended_types = true;
+    f.narrow_atomics = true;
     // The interpreter implements docs/ir.md exactly: fma rounds once, subgroups are consecutive
     // local_index values, signed zeros are kept.
     f.fused_fma = true;

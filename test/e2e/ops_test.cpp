@@ -1450,7 +1450,14 @@ std::vector<OpCase> refused_atomics_cases() {
     std::string params;
     bind_buffers(c, params);
     c.text = module_text(c.name, params, body.text(), {16, 1, 1});
-    c.vulkan_refusal = {r.message};
+    // Refused by every GPU target (no 8/16-bit or f16 atomics in Vulkan, CUDA or HIP; f64 add
+    // where the device lacks it); the interpreter runs them.
+    Scalar s = r.s;
+    std::string message = r.message;
+    c.refusal_for = [s, message](const codegen::TargetFeatures &f) {
+      bool refused = s == Scalar::F64 ? !f.float64_atomic_add : !f.narrow_atomics;
+      return refused ? std::vector<std::string>{message} : std::vector<std::string>{};
+    };
     cases.push_back(std::move(c));
   }
   return cases;

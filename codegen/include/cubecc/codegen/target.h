@@ -26,6 +26,8 @@ struct TargetFeatures {
   bool float32_atomic_add = false; ///< atomic.add on f32 (VK_EXT_shader_atomic_float)
   bool float32_atomics = false;    ///< atomic.xchg on f32 (VK_EXT_shader_atomic_float)
   bool float64_atomic_add = false;
+  /// Atomics on 8- and 16-bit types (and f16/bf16): no GPU API offers them; the interpreter does.
+  bool narrow_atomics = false;
   /// GLSL.std.450 Fma rounds once. Vulkan only promises "a * b then + c"; GPUs fuse, lavapipe
   /// does not. Without it, f32 and f16 fma are computed exactly through f64 (needs float64).
   bool fused_fma = false;
