@@ -36,6 +36,7 @@
 #include <random>
 #include <regex>
 #include <sstream>
+#include <tuple>
 
 namespace cubecc::test {
 namespace {
@@ -178,19 +179,26 @@ std::string first_differences(const std::vector<uint8_t> &got, const std::vector
   return text;
 }
 
-class RandomKernels : public testing::TestWithParam<int> {};
+/// (device, optimization level); cuda is skipped where it cannot open, vulkan is required.
+class RandomKernels : public testing::TestWithParam<std::tuple<std::string, int>> {};
 
-TEST_P(RandomKernels, VulkanMatchesTheReferenceInterpreter) {
-  int level = GetParam();
+TEST_P(RandomKernels, MatchTheReferenceInterpreter) {
+  const std::string &device_name = std::get<0>(GetParam());
+  int level = std::get<1>(GetParam());
   runtime::Device *device = nullptr;
-  try {
-    device = &shared_device("vulkan");
-  } catch (const runtime::Error &e) {
+  if (device_name != "vulkan") {
+    CUBECC_SKIP_IF_DEVICE_ABSENT(device_name);
+    device = &shared_device(device_name);
+  } else {
+    try {
+      device = &shared_device("vulkan");
+    } catch (const runtime::Error &e) {
 #ifdef CUBECC_HAVE_VULKAN
-    FAIL() << "cannot open the vulkan device: " << e.what();
+      FAIL() << "cannot open the vulkan device: " << e.what();
 #else
-    GTEST_SKIP() << "built without the Vulkan backend: " << e.what();
+      GTEST_SKIP() << "built without the Vulkan backend: " << e.what();
 #endif
+    }
   }
   uint32_t subgroup_size = device->info().subgroup_size;
   uint64_t count = env_or("CUBECC_E2E_RANDOM_KERNELS", 150);
@@ -233,18 +241,22 @@ TEST_P(RandomKernels, VulkanMatchesTheReferenceInterpreter) {
     got = spec_got;
     want = spec_want;
     ++failures;
-    ADD_FAILURE() << "seed " << seed << " -O" << level
-                  << ": vulkan differs from the reference interpreter (subgroup size "
-                  << subgroup_size << ")" << first_differences(got, want) << "\n"
+    ADD_FAILURE() << "seed " << seed << " -O" << level << ": " << device_name
+                  << " differs from the reference interpreter (subgroup size " << subgroup_size
+                  << ")" << first_differences(got, want) << "\n"
                   << ir::to_string(*module);
   }
-  std::printf("[random] -O%d: %llu kernels, %zu differed only in results docs/ir.md leaves "
+  std::printf("[random] %s -O%d: %llu kernels, %zu differed only in results docs/ir.md leaves "
               "open\n",
-              level, static_cast<unsigned long long>(count), unspecified);
+              device_name.c_str(), level, static_cast<unsigned long long>(count), unspecified);
 }
 
-INSTANTIATE_TEST_SUITE_P(Levels, RandomKernels, testing::Values(0, 2),
-                         [](const auto &info) { return "O" + std::to_string(info.param); });
+INSTANTIATE_TEST_SUITE_P(Levels, RandomKernels,
+                         testing::Combine(testing::Values("vulkan", "cuda"), testing::Values(0, 2)),
+                         [](const auto &info) {
+                           return std::get<0>(info.param) + "_O" +
+                                  std::to_string(std::get<1>(info.param));
+                         });
 
 } // namespace
 } // namespace cubecc::test
