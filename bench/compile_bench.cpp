@@ -67,7 +67,7 @@ double time_ms(int reps, const std::function<bool()> &setup_and_check,
 }
 
 std::string cell(double ms) {
-  return std::isnan(ms) ? "fail" : fmt::format("{:.2f}", ms);
+  return std::isnan(ms) ? "fail" : fmt::format("{:.3f}", ms);
 }
 std::string json_number(double ms) {
   return std::isnan(ms) ? "null" : fmt::format("{:.3f}", ms);
@@ -97,7 +97,7 @@ int main(int argc, char **argv) {
   std::printf("NVRTC %s; hipRTC %s; median of %d runs after one warm-up, milliseconds\n\n",
               nvrtc.empty() ? ("not available: " + why_cuda).c_str() : nvrtc.c_str(),
               hiprtc.empty() ? ("not available: " + why_hip).c_str() : hiprtc.c_str(), reps);
-  std::printf("%-18s %7s %7s %7s %9s %9s %8s %7s %8s %7s\n", "kernel", "trace", "-O2", "emit",
+  std::printf("%-16s %7s %7s %7s %9s %10s %8s %7s %8s %7s\n", "kernel", "trace", "-O2", "emit",
               "NVRTC ptx", "NVRTC sm90", "hipRTC", "SPIR-V", "CUDA all", "cubecc%");
   std::vector<std::string> json;
   for (const auto &k : dsl::registered_kernels()) {
@@ -181,7 +181,7 @@ int main(int argc, char **argv) {
         failure);
     double own = trace + passes + emit, all = own + ptx + cubin;
     std::string name = k.name;
-    std::printf("%-18s %7s %7s %7s %9s %10s %8s %7s %8s %6.1f%%\n", name.c_str(),
+    std::printf("%-16s %7s %7s %7s %9s %10s %8s %7s %8s %6.2f%%\n", name.c_str(),
                 cell(trace).c_str(), cell(passes).c_str(), cell(emit).c_str(), cell(ptx).c_str(),
                 cell(cubin).c_str(), cell(hip).c_str(), cell(spirv).c_str(), cell(all).c_str(),
                 100 * own / all);
