@@ -956,7 +956,9 @@ std::optional<CSource> CEmitter::run() {
 
   CSource out;
   out.abi = KernelAbi::of(kernel_);
-  out.entry = fresh(kernel_.name());
+  // The entry has C linkage, so it must not meet a C function of the vendor headers (sin, nan,
+  // select, ...): the kernel's name with a `_kernel` suffix, which none of them has.
+  out.entry = fresh(kernel_.name() + "_kernel");
   // Parameters in the launch ABI of cuda.h.
   std::vector<std::string> params, prologue;
   for (unsigned i = 0; i < kernel_.num_parameters(); ++i) {

@@ -121,20 +121,24 @@ std::string specified_copy(const std::string &text) {
             << indent << k << "pf = bitcast " << k << "pick : f32\n";
         expr = "select " + k + "same, " + k + "pf, " + k + "mm";
       }
+      // On the bits, in integers: a compiler may treat any NaN as any other (LLVM does), so a
+      // float select between NaNs could be folded away.
       out << indent << raw << " = " << expr << " : f32\n"
-          << indent << k << "isnan = ne " << raw << ", " << raw << " : bool\n"
-          << indent << k << "qnan = const 0x7fc00000 : f32\n"
-          << indent << k << "a = abs " << raw << " : f32\n"
-          << indent << k << "min = const 1.17549435e-38 : f32\n"
-          << indent << k << "tiny = lt " << k << "a, " << k << "min : bool\n"
           << indent << k << "bits = bitcast " << raw << " : u32\n"
+          << indent << k << "absmask = const 2147483647 : u32\n"
+          << indent << k << "abs = and " << k << "bits, " << k << "absmask : u32\n"
+          << indent << k << "inf = const 2139095040 : u32\n"
+          << indent << k << "isnan = gt " << k << "abs, " << k << "inf : bool\n"
+          << indent << k << "smallest = const 8388608 : u32\n"
+          << indent << k << "tiny = lt " << k << "abs, " << k << "smallest : bool\n"
           << indent << k << "signmask = const 2147483648 : u32\n"
           << indent << k << "sign = and " << k << "bits, " << k << "signmask : u32\n"
-          << indent << k << "zero = bitcast " << k << "sign : f32\n"
-          << indent << k << "flushed = select " << k << "tiny, " << k << "zero, " << raw
-          << " : f32\n"
-          << indent << v << " = select " << k << "isnan, " << k << "qnan, " << k
-          << "flushed : f32\n";
+          << indent << k << "flushed = select " << k << "tiny, " << k << "sign, " << k
+          << "bits : u32\n"
+          << indent << k << "qnan = const 2143289344 : u32\n"
+          << indent << k << "pinned = select " << k << "isnan, " << k << "qnan, " << k
+          << "flushed : u32\n"
+          << indent << v << " = bitcast " << k << "pinned : f32\n";
       continue;
     }
     out << line << "\n";

@@ -45,8 +45,8 @@ std::optional<CSource> emit_cuda(const ir::Kernel &kernel, const TargetFeatures 
 
 struct CudaBinary {
   CSource source;
-  std::string ptx;         ///< for compute_XX of the first arch
-  std::string ptx_arch;    ///< "compute_80"
+  std::string ptx;      ///< for compute_XX of the first arch
+  std::string ptx_arch; ///< "compute_80"
   struct Cubin {
     std::string arch; ///< "sm_90"
     std::string bytes;
