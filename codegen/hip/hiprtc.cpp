@@ -103,7 +103,8 @@ struct HipLibraries {
 void *open_library(const char *soname, const char *built_path, std::string &error) {
   if (void *h = dlopen(soname, RTLD_NOW | RTLD_LOCAL))
     return h;
-  std::string first = dlerror() ? dlerror() : "";
+  const char *why = dlerror(); // reading it clears it: once
+  std::string first = why ? why : "";
   if (void *h = dlopen(built_path, RTLD_NOW | RTLD_LOCAL))
     return h;
   const char *second = dlerror();
