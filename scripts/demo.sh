@@ -8,9 +8,10 @@
 #   3. optimize every traced kernel with -O3 (verified after each pass) and count its ops;
 #   4. compile every example kernel for the vulkan target (SPIR-V, validated in process and again
 #      by the standalone spirv-val) and show one as GLSL through SPIRV-Cross;
-#   5. list the devices, and run example kernels on the default one (CUBECC_DEVICE, or the best
+#   5. compile them for CUDA (PTX, CUBIN for sm_90 through NVRTC) and HIP (gfx90a through hipRTC);
+#   6. list the devices, and run example kernels on the default one (CUBECC_DEVICE, or the best
 #      present: vulkan through lavapipe here) through the runtime, checked against the host.
-# CUDA and HIP code generation and environment bundles join as they land.
+# Environment bundles join as they land.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cubecc=build/tools/cubecc
@@ -75,9 +76,21 @@ echo "== the axpy kernel as GLSL (SPIR-V -> SPIRV-Cross) =="
 "$cubecc" compile "$library" --kernel axpy --target vulkan --emit glsl | sed -n '/^void main/,$p'
 
 echo
+echo "== CUDA and HIP: PTX and CUBIN through NVRTC, code objects through hipRTC (no GPU needed) =="
+printf '%-22s %10s %10s %10s\n' "kernel" "ptx B" "sm_90 B" "gfx90a B"
+"$cubecc" compile "$library" --target cuda:sm_90 --emit ptx -o "$tmp/ptx/"
+"$cubecc" compile "$library" --target cuda:sm_90 --emit cubin -o "$tmp/cubin/"
+"$cubecc" compile "$library" --target hip:gfx90a --emit hsaco -o "$tmp/hsaco/"
+for module in "$tmp"/ptx/*.ptx; do
+  name=$(basename "$module" .ptx)
+  printf '%-22s %10d %10d %10d\n' "$name" "$(stat -c %s "$module")" \
+    "$(stat -c %s "$tmp/cubin/$name.cubin")" "$(stat -c %s "$tmp/hsaco/$name.hsaco")"
+done
+
+echo
 echo "== devices =="
 "$cubecc" devices
 echo
 echo "== example kernels on the default device, through the runtime, checked against the host =="
 "$runner"
-echo "demo: every example kernel traced, verified, round-tripped, compiled to valid SPIR-V, and run"
+echo "demo: every example kernel traced, verified, round-tripped, compiled to SPIR-V, PTX, CUBIN and a HIP code object, and run"
