@@ -13,6 +13,7 @@
 //
 //===-----------------------------------------------------------------------------------------===//
 #include "cubecc/runtime/cuda_device.h"
+#include "src/symbols.h"
 
 #include "cubecc/ir/ir.h"
 
@@ -177,16 +178,6 @@ struct Driver {
   }
 };
 
-template <class F>
-bool find_symbol(void *library, F &slot, std::initializer_list<const char *> names) {
-  for (const char *name : names)
-    if (void *p = dlsym(library, name)) {
-      slot = reinterpret_cast<F>(p);
-      return true;
-    }
-  return false;
-}
-
 Driver load_driver(const std::string &path, bool from_env) {
   Driver d;
   d.path = path;
@@ -199,10 +190,9 @@ Driver load_driver(const std::string &path, bool from_env) {
                        : fmt::format("no device: cuda: {} not found (no NVIDIA driver)", path);
     return d;
   }
-  std::string missing;
+  SymbolLoader symbols(library);
   auto need = [&](auto &slot, std::initializer_list<const char *> names) {
-    if (!find_symbol(library, slot, names))
-      missing += (missing.empty() ? "" : ", ") + std::string(*names.begin());
+    symbols.need(slot, names);
   };
   Api &a = d.api;
   need(a.cuInit, {"cuInit"});
@@ -236,7 +226,7 @@ Driver load_driver(const std::string &path, bool from_env) {
   need(a.cuFuncGetAttribute, {"cuFuncGetAttribute"});
   need(a.cuFuncSetAttribute, {"cuFuncSetAttribute"});
   need(a.cuLaunchKernel, {"cuLaunchKernel"});
-  if (!missing.empty())
+  if (const std::string &missing = symbols.missing(); !missing.empty())
     d.error =
         fmt::format("no device: cuda: {} lacks {} (a driver older than CUDA 11?)", path, missing);
   return d;

@@ -14,6 +14,7 @@
 //
 //===-----------------------------------------------------------------------------------------===//
 #include "cubecc/runtime/hip_device.h"
+#include "src/symbols.h"
 
 #include "cubecc/ir/ir.h"
 
@@ -102,16 +103,6 @@ struct HipLibrary {
   }
 };
 
-template <class F>
-bool find_symbol(void *library, F &slot, std::initializer_list<const char *> names) {
-  for (const char *name : names)
-    if (void *p = dlsym(library, name)) {
-      slot = reinterpret_cast<F>(p);
-      return true;
-    }
-  return false;
-}
-
 HipLibrary load_runtime() {
   HipLibrary rt;
   const char *env = std::getenv("CUBECC_HIP_LIBRARY");
@@ -139,10 +130,9 @@ HipLibrary load_runtime() {
                    : "no device: hip: libamdhip64.so not found (no ROCm HIP runtime)";
     return rt;
   }
-  std::string missing;
+  SymbolLoader symbols(library);
   auto need = [&](auto &slot, std::initializer_list<const char *> names) {
-    if (!find_symbol(library, slot, names))
-      missing += (missing.empty() ? "" : ", ") + std::string(*names.begin());
+    symbols.need(slot, names);
   };
   Api &a = rt.api;
   need(a.hipInit, {"hipInit"});
@@ -171,8 +161,9 @@ HipLibrary load_runtime() {
   need(a.hipModuleUnload, {"hipModuleUnload"});
   need(a.hipModuleGetFunction, {"hipModuleGetFunction"});
   need(a.hipModuleLaunchKernel, {"hipModuleLaunchKernel"});
-  find_symbol(library, a.hipFuncGetAttribute, {"hipFuncGetAttribute"});
-  if (!missing.empty())
+  if (void *p = dlsym(library, "hipFuncGetAttribute")) // optional
+    a.hipFuncGetAttribute = reinterpret_cast<decltype(a.hipFuncGetAttribute)>(p);
+  if (const std::string &missing = symbols.missing(); !missing.empty())
     rt.error = fmt::format("no device: hip: {} lacks {}", rt.path, missing);
   return rt;
 }
