@@ -739,7 +739,6 @@ void CEmitter::emit_op(const ir::Operation &op) {
     // The vendor functions take int, unsigned int, unsigned long long, float and double;
     // 64-bit signed values go through unsigned long long (two's complement).
     bool wide = ir::scalar_bits(rs) == 64 && !ir::is_float(rs);
-    std::string at = wide ? "unsigned long long" : reg(rs);
     std::string p = wide ? fmt::format("(unsigned long long *){}", ref) : ref;
     std::string val = wide ? fmt::format("(unsigned long long){}", v) : v;
     std::string call;
@@ -779,7 +778,6 @@ void CEmitter::emit_op(const ir::Operation &op) {
       break;
     }
     }
-    (void)at;
     line(fmt::format("const {} {} = ({}){};", reg(rs), name_of(r), reg(rs), call));
     return;
   }
@@ -950,7 +948,7 @@ void CEmitter::emit_op(const ir::Operation &op) {
 
 std::optional<CSource> CEmitter::run() {
   bool ok = true;
-  const_cast<ir::Kernel &>(kernel_).walk([&](ir::Operation *op) { ok &= check(*op); });
+  kernel_.walk([&](const ir::Operation *op) { ok &= check(*op); });
   if (!ok)
     return std::nullopt;
 

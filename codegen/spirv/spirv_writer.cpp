@@ -388,7 +388,7 @@ bool Writer::check_features() {
       ok = false;
     }
   }
-  const_cast<ir::Kernel &>(kernel_).walk([&](ir::Operation *op) {
+  kernel_.walk([&](const ir::Operation *op) {
     for (unsigned i = 0; i < op->num_results(); ++i)
       ok &= check_type(*op, op->result(i)->type().element());
     Scalar s = op->num_results() ? op->result()->type().element() : Scalar::U32;
@@ -1833,7 +1833,7 @@ std::optional<SpirvKernel> Writer::run() {
   // (by stores, loads or atomics): written buffers never alias another parameter (docs/ir.md
   // §4.8), so a kernel that reads `in` and writes `out` has nothing to order in buffer memory.
   std::set<const ir::Value *> written, read;
-  const_cast<ir::Kernel &>(kernel_).walk([&](ir::Operation *op) {
+  kernel_.walk([&](const ir::Operation *op) {
     if (op->num_operands() == 0 || op->operand(0)->type().kind() != ir::TypeKind::Buffer)
       return;
     if (op->has_flag(ir::WritesMemory))

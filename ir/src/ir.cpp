@@ -201,10 +201,22 @@ void Operation::walk(const std::function<void(Operation *)> &fn) {
       op->walk(fn);
 }
 
+void Operation::walk(const std::function<void(const Operation *)> &fn) const {
+  fn(this);
+  for (auto &region : regions_)
+    for (const Operation *op : *region)
+      op->walk(fn);
+}
+
 //===- Kernel and Module ---------------------------------------------------------------------===//
 
 void Kernel::walk(const std::function<void(Operation *)> &fn) {
   for (Operation *op : body_)
+    op->walk(fn);
+}
+
+void Kernel::walk(const std::function<void(const Operation *)> &fn) const {
+  for (const Operation *op : body_)
     op->walk(fn);
 }
 

@@ -212,6 +212,7 @@ public:
 
   /// Calls `fn` on this op and every op nested in its regions, parents before children.
   void walk(const std::function<void(Operation *)> &fn);
+  void walk(const std::function<void(const Operation *)> &fn) const;
   /// Removes every operand of this op and of the ops nested in it.
   void drop_all_references();
 
@@ -261,6 +262,7 @@ public:
 
   /// Calls `fn` on every op of the body, parents before children.
   void walk(const std::function<void(Operation *)> &fn);
+  void walk(const std::function<void(const Operation *)> &fn) const;
 
 private:
   friend class Module;
