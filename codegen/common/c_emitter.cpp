@@ -21,6 +21,7 @@
 
 #include "cubecc/ir/ir.h"
 #include "cubecc/ir/semantics.h"
+#include "cubecc/ir/uniformity.h"
 
 #include <fmt/format.h>
 
@@ -98,6 +99,32 @@ private:
   std::vector<std::vector<std::string>> loop_results_; ///< per enclosing loop: its variables
   std::vector<std::vector<std::string>> loop_carried_;
   std::vector<std::vector<std::string>> if_results_;
+  std::unique_ptr<ir::UniformityAnalysis> uniformity_;
+  int divergent_ = 0; ///< > 0 inside control flow that may differ between lanes of a warp
+
+  bool varying(const ir::Value *v) const { return uniformity_->of(v) == ir::Uniformity::Varying; }
+  /// The active set of a warp collective: every existing lane where control flow is uniform.
+  std::string mask() {
+    auto wg = kernel_.workgroup_size();
+    if (divergent_ == 0)
+      return fmt::format("cubecc_full_mask({}u, {})", wg[0] * wg[1] * wg[2], local_index());
+    return "cubecc_active()";
+  }
+  /// Whether a loop's body may run for some lanes of a warp and not others.
+  bool divergent_loop(const ir::Operation &loop) {
+    bool exits = false;
+    for (unsigned i = 0; i < loop.num_regions(); ++i)
+      for (const ir::Operation *op : loop.region(i))
+        op->walk([&](const ir::Operation *inner) {
+          exits |= inner->opcode() == Opcode::Break || inner->opcode() == Opcode::Continue;
+        });
+    if (exits)
+      return true;
+    if (loop.opcode() == Opcode::For)
+      return varying(loop.operand(0)) || varying(loop.operand(1)) || varying(loop.operand(2));
+    const ir::Operation *condition = loop.region(0).terminator();
+    return !condition || varying(condition->operand(0));
+  }
 
   //===--- Diagnostics, names, lines --------------------------------------------------===//
 
@@ -790,11 +817,12 @@ void CEmitter::emit_op(const ir::Operation &op) {
                      opc == Opcode::SubgroupInclusiveMax;
     Scalar c = half_like(rs) ? Scalar::F32 : rs;
     return define(r, [&](unsigned k) {
-      std::string e = scan ? fmt::format("cubecc_scan<{}>({}, {}, {}, {}, {})", reg(c),
-                                         operand(0, k), identity(opc, rs), combiner(opc, rs),
-                                         lane_index, inclusive ? "true" : "false")
-                           : fmt::format("cubecc_reduce<{}>({}, {}, {}, {})", reg(c), operand(0, k),
-                                         identity(opc, rs), combiner(opc, rs), lane_index);
+      std::string e =
+          scan ? fmt::format("cubecc_scan<{}>({}, {}, {}, {}, {}, {})", reg(c), mask(),
+                             operand(0, k), identity(opc, rs), combiner(opc, rs), lane_index,
+                             inclusive ? "true" : "false")
+               : fmt::format("cubecc_reduce<{}>({}, {}, {}, {}, {})", reg(c), mask(), operand(0, k),
+                             identity(opc, rs), combiner(opc, rs), lane_index);
       return round(rs, e);
     });
   }
@@ -806,12 +834,13 @@ void CEmitter::emit_op(const ir::Operation &op) {
                        : opc == Opcode::SubgroupShuffleDown ? own + " + " + src
                                                             : src;
     return define(r, [&](unsigned k) {
-      return fmt::format("cubecc_shfl<{}>(cubecc_active(), {}, {})", reg(rs), operand(0, k), from);
+      return fmt::format("cubecc_shfl<{}>({}, {}, {})", reg(rs), mask(), operand(0, k), from);
     });
   }
   case ir::Signature::SubgroupBallot: {
     std::string m = fresh("ballot");
-    line(fmt::format("const cubecc_mask {} = cubecc_ballot({});", m, name_of(op.operand(0))));
+    line(fmt::format("const cubecc_mask {} = cubecc_ballot({}, {});", m, mask(),
+                     name_of(op.operand(0))));
     return define(r, [&](unsigned k) -> std::string {
       if (k == 0)
         return fmt::format("(u32){}", m);
@@ -821,13 +850,13 @@ void CEmitter::emit_op(const ir::Operation &op) {
     });
   }
   case ir::Signature::SubgroupVote:
-    line(fmt::format("const bool {} = {}({});", name_of(r),
-                     opc == Opcode::SubgroupAll ? "cubecc_all" : "cubecc_any",
+    line(fmt::format("const bool {} = {}({}, {});", name_of(r),
+                     opc == Opcode::SubgroupAll ? "cubecc_all" : "cubecc_any", mask(),
                      name_of(op.operand(0))));
     return;
   case ir::Signature::SubgroupElect:
-    line(fmt::format("const bool {} = ({} % CUBECC_WARP) == cubecc_first_active();", name_of(r),
-                     local_index()));
+    line(fmt::format("const bool {} = ({} % CUBECC_WARP) == cubecc_first_active({});", name_of(r),
+                     local_index(), mask()));
     return;
   case ir::Signature::If: {
     std::vector<std::string> results;
@@ -836,6 +865,8 @@ void CEmitter::emit_op(const ir::Operation &op) {
       line(fmt::format("{} {};", type_of(op.result(i)->type()), results.back()));
     }
     if_results_.push_back(results);
+    bool diverges = varying(op.operand(0));
+    divergent_ += diverges;
     line(fmt::format("if ({}) {{", name_of(op.operand(0))));
     ++indent_;
     emit_region(op.region(0));
@@ -850,6 +881,7 @@ void CEmitter::emit_op(const ir::Operation &op) {
       --indent_;
     }
     line("}");
+    divergent_ -= diverges;
     if_results_.pop_back();
     return;
   }
@@ -872,9 +904,12 @@ void CEmitter::emit_op(const ir::Operation &op) {
                      name_of(op.operand(0)), hi, next));
     loop_results_.push_back(carried);
     loop_carried_.push_back(carried);
+    bool diverges = divergent_loop(op);
+    divergent_ += diverges;
     ++indent_;
     emit_region(body);
     --indent_;
+    divergent_ -= diverges;
     loop_results_.pop_back();
     loop_carried_.pop_back();
     line("}");
@@ -898,8 +933,11 @@ void CEmitter::emit_op(const ir::Operation &op) {
     ++indent_;
     loop_results_.push_back(results);
     loop_carried_.push_back(carried);
+    bool diverges = divergent_loop(op);
+    divergent_ += diverges;
     emit_region(before); // ends with `condition`: leaves with the results or falls through
     emit_region(after);
+    divergent_ -= diverges;
     loop_results_.pop_back();
     loop_carried_.pop_back();
     --indent_;
@@ -951,6 +989,7 @@ std::optional<CSource> CEmitter::run() {
   kernel_.walk([&](const ir::Operation *op) { ok &= check(*op); });
   if (!ok)
     return std::nullopt;
+  uniformity_ = std::make_unique<ir::UniformityAnalysis>(kernel_);
 
   CSource out;
   out.abi = KernelAbi::of(kernel_);

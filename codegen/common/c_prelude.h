@@ -132,8 +132,8 @@ __device__ inline bool cubecc_lane_active(cubecc_mask m, u32 lane) {
 }
 // Butterfly over the warp: a partner outside the active set contributes the identity, so every
 // active lane ends with the combination over the active lanes.
-template <class T, class F> __device__ inline T cubecc_reduce(T v, T identity, F f, u32 lane) {
-  cubecc_mask m = cubecc_active();
+template <class T, class F>
+__device__ inline T cubecc_reduce(cubecc_mask m, T v, T identity, F f, u32 lane) {
   for (u32 k = 1; k < CUBECC_WARP; k <<= 1) {
     T other = cubecc_shfl(m, v, lane ^ k);
     v = f(v, cubecc_lane_active(m, lane ^ k) ? other : identity);
@@ -142,8 +142,7 @@ template <class T, class F> __device__ inline T cubecc_reduce(T v, T identity, F
 }
 // Scans over the active lanes at or below (inclusive) or below (exclusive) this lane.
 template <class T, class F>
-__device__ inline T cubecc_scan(T v, T identity, F f, u32 lane, bool inclusive) {
-  cubecc_mask m = cubecc_active();
+__device__ inline T cubecc_scan(cubecc_mask m, T v, T identity, F f, u32 lane, bool inclusive) {
   T acc = identity;
   for (u32 j = 0; j < CUBECC_WARP; ++j) {
     T other = cubecc_shfl(m, v, j);
@@ -165,10 +164,17 @@ __device__ inline unsigned long long cubecc_shfl_raw64(cubecc_mask m, unsigned l
                                                        unsigned int l) {
   return __shfl_sync(m, v, l);
 }
-__device__ inline cubecc_mask cubecc_ballot(bool p) { return __ballot_sync(__activemask(), p); }
-__device__ inline bool cubecc_all(bool p) { return __all_sync(__activemask(), p); }
-__device__ inline bool cubecc_any(bool p) { return __any_sync(__activemask(), p); }
-__device__ inline unsigned int cubecc_first_active() { return __ffs(__activemask()) - 1; }
+// Every lane of this warp that exists (the last warp of a block may be partial): the active set
+// wherever control flow is uniform across the warp. Elsewhere __activemask(), the lanes converged
+// here, stands for it.
+__device__ inline cubecc_mask cubecc_full_mask(unsigned int block, unsigned int local_index) {
+  unsigned int n = block - (local_index & ~31u);
+  return n >= 32u ? 0xffffffffu : (1u << n) - 1u;
+}
+__device__ inline cubecc_mask cubecc_ballot(cubecc_mask m, bool p) { return __ballot_sync(m, p); }
+__device__ inline bool cubecc_all(cubecc_mask m, bool p) { return __all_sync(m, p); }
+__device__ inline bool cubecc_any(cubecc_mask m, bool p) { return __any_sync(m, p); }
+__device__ inline unsigned int cubecc_first_active(cubecc_mask m) { return __ffs(m) - 1; }
 typedef __half cubecc_f16_storage;
 typedef __nv_bfloat16 cubecc_bf16_storage;
 __device__ inline unsigned short cubecc_f16_bits(__half h) { return __half_as_ushort(h); }
@@ -198,10 +204,14 @@ __device__ inline unsigned long long cubecc_shfl_raw64(cubecc_mask, unsigned lon
                                                        unsigned int l) {
   return __shfl(v, (int)l);
 }
-__device__ inline cubecc_mask cubecc_ballot(bool p) { return __ballot(p); }
-__device__ inline bool cubecc_all(bool p) { return __all(p); }
-__device__ inline bool cubecc_any(bool p) { return __any(p); }
-__device__ inline unsigned int cubecc_first_active() { return __ffsll((long long)__ballot(1)) - 1; }
+// Wavefronts run in lockstep: the exec mask is the active set exactly.
+__device__ inline cubecc_mask cubecc_full_mask(unsigned int, unsigned int) { return __ballot(1); }
+__device__ inline cubecc_mask cubecc_ballot(cubecc_mask, bool p) { return __ballot(p); }
+__device__ inline bool cubecc_all(cubecc_mask, bool p) { return __all(p); }
+__device__ inline bool cubecc_any(cubecc_mask, bool p) { return __any(p); }
+__device__ inline unsigned int cubecc_first_active(cubecc_mask m) {
+  return __ffsll((long long)m) - 1;
+}
 // hipRTC cannot include hip_bfloat16.h (it needs the C library): bf16 is its 16 bits here,
 // converted with round to nearest even.
 struct cubecc_bf16_storage {
