@@ -307,13 +307,17 @@ int emit_c_family(const ir::Module &module, const std::string &target,
         return report(errors);
       out = std::move(source->text);
     } else if (cuda) {
-      auto binary = codegen::compile_cuda(*kernel, {arch}, errors);
+      // One NVRTC run: the output asked for (the dump directory gets PTX with --emit ptx).
+      auto binary = codegen::compile_cuda(*kernel, {arch}, errors,
+                                          options.emit == "ptx" ? codegen::CudaOutputs::Ptx
+                                                                : codegen::CudaOutputs::Cubins);
       if (!binary)
         return report_c_family(errors);
       if (int rc = dump(kernel->name(), ".cu", binary->source.text))
         return rc;
-      if (int rc = dump(kernel->name(), ".ptx", binary->ptx))
-        return rc;
+      if (!binary->ptx.empty())
+        if (int rc = dump(kernel->name(), ".ptx", binary->ptx))
+          return rc;
       out = options.emit == "ptx" ? std::move(binary->ptx) : std::move(binary->cubins[0].bytes);
     } else {
       auto binary = codegen::compile_hip(*kernel, {arch}, errors);

@@ -60,9 +60,10 @@ int run(int argc, char **argv) {
                    "optimization level 0..3 (default: 0 for ir, 2 for code)")
       ->check(CLI::Range(0, 3));
   compile->add_option("--kernel", compile_options.kernel, "keep only this kernel");
-  compile->add_option("--dump-dir", compile_options.dump_dir,
-                      "write every stage per kernel here: <kernel>.input.cir, <kernel>.opt.cir, "
-                      "<kernel>.spvasm (vulkan), .cu and .ptx (cuda), .hip (hip)");
+  compile->add_option(
+      "--dump-dir", compile_options.dump_dir,
+      "write every stage per kernel here: <kernel>.input.cir, <kernel>.opt.cir, "
+      "<kernel>.spvasm (vulkan), .cu (and .ptx with --emit ptx) (cuda), .hip (hip)");
   compile->add_flag("--print-after-all", compile_options.print_after_all,
                     "print the IR after every pass (to standard error)");
   compile->add_flag("--time-passes", compile_options.time_passes,

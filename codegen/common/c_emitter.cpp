@@ -472,7 +472,7 @@ std::string CEmitter::cast(Scalar from, Scalar to, const std::string &x) {
     return x;
   std::string t = reg(to);
   if (to == Scalar::Bool)
-    return ir::is_float(from) ? fmt::format("({} != 0)", x) : fmt::format("({} != 0)", x);
+    return fmt::format("({} != 0)", x); // floats: -0.0 is false, NaN true (unordered !=)
   if (from == Scalar::Bool)
     return ir::is_float(to) ? fmt::format("({} ? 1.0f : 0.0f)", x)
                             : fmt::format("({})({} ? 1 : 0)", t, x);

@@ -267,16 +267,21 @@ std::optional<std::string> nvrtc_compile(const CSource &source, const std::strin
 }
 
 std::optional<CudaBinary> compile_cuda_source(CSource source, const std::vector<std::string> &archs,
-                                              std::vector<ir::Diagnostic> &errors) {
+                                              std::vector<ir::Diagnostic> &errors,
+                                              CudaOutputs outputs) {
   if (!check_cuda_archs(archs, errors))
     return std::nullopt;
   CudaBinary binary;
   binary.ptx_arch = ptx_arch(archs);
-  auto ptx = nvrtc_compile(source, binary.ptx_arch, errors);
-  if (!ptx)
-    return std::nullopt;
-  binary.ptx = std::move(*ptx);
+  if (outputs != CudaOutputs::Cubins) {
+    auto ptx = nvrtc_compile(source, binary.ptx_arch, errors);
+    if (!ptx)
+      return std::nullopt;
+    binary.ptx = std::move(*ptx);
+  }
   for (const std::string &arch : archs) {
+    if (outputs == CudaOutputs::Ptx)
+      break;
     if (std::any_of(binary.cubins.begin(), binary.cubins.end(),
                     [&](const CudaBinary::Cubin &c) { return c.arch == arch; }))
       continue; // listed twice
@@ -301,7 +306,7 @@ std::vector<std::string> default_cuda_archs() {
 
 std::optional<CudaBinary> compile_cuda(const ir::Kernel &kernel,
                                        const std::vector<std::string> &archs,
-                                       std::vector<ir::Diagnostic> &errors) {
+                                       std::vector<ir::Diagnostic> &errors, CudaOutputs outputs) {
   if (!cuda_detail::check_cuda_archs(archs, errors))
     return std::nullopt;
   // The source is written for the lowest architecture: every listed GPU runs it.
@@ -314,7 +319,7 @@ std::optional<CudaBinary> compile_cuda(const ir::Kernel &kernel,
   auto source = emit_cuda(kernel, cuda_features(lowest), errors);
   if (!source)
     return std::nullopt;
-  return cuda_detail::compile_cuda_source(std::move(*source), archs, errors);
+  return cuda_detail::compile_cuda_source(std::move(*source), archs, errors, outputs);
 }
 
 std::string nvrtc_version(std::string *why) {
@@ -347,7 +352,7 @@ std::optional<std::string> nvrtc_compile(const CSource &, const std::string &,
 }
 
 std::optional<CudaBinary> compile_cuda_source(CSource, const std::vector<std::string> &archs,
-                                              std::vector<ir::Diagnostic> &errors) {
+                                              std::vector<ir::Diagnostic> &errors, CudaOutputs) {
   check_cuda_archs(archs, errors);
   return std::nullopt;
 }
@@ -359,7 +364,7 @@ std::vector<std::string> default_cuda_archs() {
 }
 
 std::optional<CudaBinary> compile_cuda(const ir::Kernel &, const std::vector<std::string> &archs,
-                                       std::vector<ir::Diagnostic> &errors) {
+                                       std::vector<ir::Diagnostic> &errors, CudaOutputs) {
   cuda_detail::check_cuda_archs(archs, errors);
   return std::nullopt;
 }

@@ -32,9 +32,11 @@ std::string ptx_arch(const std::vector<std::string> &archs);
 std::optional<std::string> nvrtc_compile(const CSource &source, const std::string &arch,
                                          std::vector<ir::Diagnostic> &errors);
 
-/// NVRTC for an emitted source: PTX for ptx_arch(archs) and CUBIN for every arch.
+/// NVRTC for an emitted source: PTX for ptx_arch(archs) and CUBIN for every arch (as `outputs`
+/// asks).
 std::optional<CudaBinary> compile_cuda_source(CSource source, const std::vector<std::string> &archs,
-                                              std::vector<ir::Diagnostic> &errors);
+                                              std::vector<ir::Diagnostic> &errors,
+                                              CudaOutputs outputs = CudaOutputs::PtxAndCubins);
 
 /// The options every NVRTC compile gets (without the architecture).
 std::vector<std::string> nvrtc_options();

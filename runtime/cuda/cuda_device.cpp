@@ -585,7 +585,10 @@ void CudaDevice::download(const DeviceMemory &src, uint64_t offset, void *dst, u
 
 std::unique_ptr<CompiledKernel> CudaDevice::compile(const ir::Kernel &kernel) {
   std::vector<ir::Diagnostic> errors;
-  std::optional<codegen::CudaBinary> binary = codegen::compile_cuda(kernel, {impl_->arch}, errors);
+  // Only the CUBIN for this device's arch: compile_cuda accepts only archs NVRTC knows, so it
+  // always exists, and the PTX (a second NVRTC run) would never be loaded.
+  std::optional<codegen::CudaBinary> binary =
+      codegen::compile_cuda(kernel, {impl_->arch}, errors, codegen::CudaOutputs::Cubins);
   if (!binary)
     throw Error(fmt::format("{}: cannot compile kernel '{}':\n{}", impl_->info.features.target,
                             kernel.name(), ir::to_string(errors)));

@@ -191,6 +191,26 @@ TEST(CudaBackend, every_example_kernel_compiles_to_ptx_and_cubin_that_ptxas_acce
   std::cout << "[          ] " << counts.compiled << " example kernels through NVRTC and ptxas\n";
 }
 
+TEST(CudaBackend, a_compile_makes_only_the_outputs_asked_for) {
+  SKIP_WITHOUT_NVRTC();
+  auto module = example_kernels();
+  const ir::Kernel &kernel = *module->kernels().front();
+  std::vector<ir::Diagnostic> errors;
+  auto ptx = codegen::compile_cuda(kernel, {"sm_90"}, errors, codegen::CudaOutputs::Ptx);
+  ASSERT_TRUE(ptx) << ir::to_string(errors);
+  EXPECT_NE(ptx->ptx.find(".target sm_90"), std::string::npos);
+  EXPECT_TRUE(ptx->cubins.empty());
+  auto cubin = codegen::compile_cuda(kernel, {"sm_90"}, errors, codegen::CudaOutputs::Cubins);
+  ASSERT_TRUE(cubin) << ir::to_string(errors);
+  EXPECT_TRUE(cubin->ptx.empty());
+  ASSERT_EQ(cubin->cubins.size(), 1u);
+  EXPECT_EQ(cubin->cubins[0].arch, "sm_90");
+  EXPECT_EQ(cubin->cubins[0].bytes.compare(0, 4,
+                                           "\x7f"
+                                           "ELF"),
+            0);
+}
+
 TEST(CudaBackend, every_valid_cir_file_compiles_to_ptx_and_cubin_that_ptxas_accepts) {
   SKIP_WITHOUT_NVRTC();
   Counts counts;

@@ -57,11 +57,16 @@ struct CudaBinary {
 /// The architectures cubecc compiles for by default, as far as the NVRTC found knows them.
 std::vector<std::string> default_cuda_archs();
 
+/// Which NVRTC outputs a compile makes (each is a full NVRTC run): a device that loads the
+/// CUBIN for its own arch needs no PTX, `--emit ptx` needs no CUBIN.
+enum class CudaOutputs { PtxAndCubins, Ptx, Cubins };
+
 /// emit_cuda, then NVRTC for every arch in `archs` ("sm_80", ...). A compile error reports
 /// NVRTC's log with its lines mapped back to the kernel's source locations where known.
 std::optional<CudaBinary> compile_cuda(const ir::Kernel &kernel,
                                        const std::vector<std::string> &archs,
-                                       std::vector<ir::Diagnostic> &errors);
+                                       std::vector<ir::Diagnostic> &errors,
+                                       CudaOutputs outputs = CudaOutputs::PtxAndCubins);
 
 /// NVRTC's version ("13.0"), or empty with `why` set when NVRTC is not available.
 std::string nvrtc_version(std::string *why = nullptr);
