@@ -16,6 +16,7 @@
 #include "cubecc/ir/printer.h"
 #include "cubecc/ir/structural_hash.h"
 #include "cubecc/ir/verifier.h"
+#include "cubecc/ir/version.h"
 #include "cubecc/passes/pass_manager.h"
 
 #include "compile.h"
@@ -100,7 +101,7 @@ int run(int argc, char **argv) {
   }
 
   if (version) {
-    fmt::print("cubecc {}\nIR text format 1, structural hash version {}\n", CUBECC_VERSION,
+    fmt::print("cubecc {}\nIR text format 1, structural hash version {}\n", cubecc::version(),
                cubecc::ir::kStructuralHashVersion);
     // The compilers the CUDA and HIP backends drive, as found at run time.
     std::string why;

@@ -383,6 +383,8 @@ void CudaDevice::Impl::open() {
   info.name = name;
   info.driver =
       fmt::format("CUDA driver {}.{} ({})", version / 1000, version % 1000 / 10, driver->path);
+  info.vendor = "NVIDIA";
+  info.arch = arch;
   info.subgroup_size = static_cast<uint32_t>(warp);
   info.max_buffer_bytes = total_memory;
   // cuEventElapsedTime has a resolution of about half a microsecond.
@@ -593,6 +595,34 @@ std::unique_ptr<CompiledKernel> CudaDevice::compile(const ir::Kernel &kernel) {
     throw Error(fmt::format("{}: cannot compile kernel '{}':\n{}", impl_->info.features.target,
                             kernel.name(), ir::to_string(errors)));
   return compile_binary(*binary);
+}
+
+std::vector<BinaryTarget> CudaDevice::binary_targets() const {
+  // The CUBIN for this arch first, then PTX for any virtual arch it can JIT, newest first.
+  std::string toolkit = codegen::nvrtc_version();
+  std::vector<BinaryTarget> targets{{"cuda:" + impl_->arch, "cubin", "", toolkit}};
+  int number = std::stoi(impl_->arch.substr(3)); // "sm_90a" -> 90
+  static constexpr int kVirtualArchs[] = {120, 100, 90, 89, 87, 86, 80, 75, 72, 70, 62, 61, 60};
+  for (int v : kVirtualArchs)
+    if (v <= number)
+      targets.push_back({fmt::format("cuda:compute_{}", v), "ptx", "", toolkit});
+  return targets;
+}
+
+std::unique_ptr<CompiledKernel> CudaDevice::load_binary(const KernelBinary &binary) {
+  codegen::CudaBinary cuda;
+  cuda.source.abi = binary.abi;
+  cuda.source.entry = binary.entry;
+  if (binary.target.format == "cubin") {
+    cuda.cubins.push_back({impl_->arch, std::string(binary.bytes)});
+  } else if (binary.target.format == "ptx") {
+    cuda.ptx = std::string(binary.bytes);
+    cuda.ptx_arch = binary.target.target.substr(binary.target.target.find(':') + 1);
+  } else {
+    throw Error(fmt::format("{}: kernel '{}': cannot load a {} binary", impl_->info.features.target,
+                            binary.abi.name, binary.target.format));
+  }
+  return compile_binary(cuda);
 }
 
 std::unique_ptr<CompiledKernel> CudaDevice::compile_binary(const codegen::CudaBinary &binary) {

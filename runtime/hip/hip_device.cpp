@@ -335,6 +335,8 @@ void HipDevice::Impl::open() {
 
   info.backend = "hip";
   info.name = name;
+  info.vendor = "AMD";
+  info.arch = arch;
   info.driver = fmt::format("HIP runtime {}.{}.{} ({})", version / 10000000, version / 100000 % 100,
                             version % 100000, rt->path);
   info.subgroup_size = static_cast<uint32_t>(warp);
@@ -533,6 +535,21 @@ std::unique_ptr<CompiledKernel> HipDevice::compile(const ir::Kernel &kernel) {
     throw Error(fmt::format("{}: cannot compile kernel '{}':\n{}", impl_->info.features.target,
                             kernel.name(), ir::to_string(errors)));
   return compile_binary(*binary);
+}
+
+std::vector<BinaryTarget> HipDevice::binary_targets() const {
+  return {{"hip:" + impl_->arch, "hsaco", "", codegen::hiprtc_version()}};
+}
+
+std::unique_ptr<CompiledKernel> HipDevice::load_binary(const KernelBinary &binary) {
+  if (binary.target.format != "hsaco")
+    throw Error(fmt::format("{}: kernel '{}': cannot load a {} binary", impl_->info.features.target,
+                            binary.abi.name, binary.target.format));
+  codegen::HipBinary hip;
+  hip.source.abi = binary.abi;
+  hip.source.entry = binary.entry;
+  hip.code_objects.push_back({impl_->arch, std::string(binary.bytes)});
+  return compile_binary(hip);
 }
 
 std::unique_ptr<CompiledKernel> HipDevice::compile_binary(const codegen::HipBinary &binary) {

@@ -2,6 +2,8 @@
 #include "interp_device.h"
 
 #include "cubecc/ir/interpreter.h"
+#include "cubecc/ir/parser.h"
+#include "cubecc/ir/verifier.h"
 
 #include "src/kernel_copy.h"
 
@@ -54,6 +56,7 @@ public:
     info_.backend = "interp";
     info_.name = "cubecc reference interpreter";
     info_.driver = "cubecc interpreter";
+    info_.vendor = "cubecc";
     info_.subgroup_size = subgroup_size_from_environment();
     codegen::TargetFeatures &f = info_.features;
     f.target = "interp";
@@ -95,6 +98,31 @@ public:
 
   std::unique_ptr<CompiledKernel> compile(const ir::Kernel &kernel) override {
     return std::make_unique<InterpKernel>(copy_kernel(kernel));
+  }
+
+  // The interpreter's binary is the optimized kernel's IR text: loading it parses and verifies,
+  // and runs no passes.
+  std::vector<BinaryTarget> binary_targets() const override {
+    return {BinaryTarget{"interp", "ir", "", ""}};
+  }
+  std::unique_ptr<CompiledKernel> load_binary(const KernelBinary &binary) override {
+    const BinaryTarget &target = binary.target;
+    const codegen::KernelAbi &abi = binary.abi;
+    if (target.target != "interp" || target.format != "ir")
+      throw Error(fmt::format("interp: kernel '{}': cannot load a {} binary for {}", abi.name,
+                              target.format, target.target));
+    ir::ParseResult parsed = ir::parse_module(binary.bytes, abi.name + ".cir");
+    std::vector<ir::Diagnostic> problems = parsed.errors;
+    if (parsed.module && problems.empty())
+      problems = ir::verify(*parsed.module, &parsed.source_map);
+    if (!parsed.module || !problems.empty())
+      throw Error(fmt::format("interp: kernel '{}': its IR does not load: {}", abi.name,
+                              problems.empty() ? "no module" : problems.front().message));
+    if (parsed.module->kernels().size() != 1 ||
+        parsed.module->kernels().front()->name() != abi.name)
+      throw Error(fmt::format("interp: the IR for kernel '{}' does not hold exactly that kernel",
+                              abi.name));
+    return std::make_unique<InterpKernel>(std::move(parsed.module));
   }
 
   void launch(const CompiledKernel &compiled, std::array<uint32_t, 3> num_workgroups,

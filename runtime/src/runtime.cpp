@@ -7,12 +7,14 @@
 #include "cubecc/ir/verifier.h"
 #include "cubecc/passes/pass_manager.h"
 
+#include "cubecc/runtime/log.h"
 #include "kernel_cache.h"
 #include "kernel_copy.h"
 #include "memory_pool.h"
 
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <limits>
 #include <sstream>
 
@@ -48,7 +50,10 @@ const CompiledKernel &KernelHandle::compiled() const {
 //===- Runtime -------------------------------------------------------------------------------===//
 
 Runtime Runtime::open(const std::string &name) {
-  return Runtime(open_device(name));
+  Runtime runtime(open_device(name));
+  if (const char *path = std::getenv("CUBECC_ENV"); path && *path)
+    runtime.use_environment(path);
+  return runtime;
 }
 
 Runtime::Runtime(std::unique_ptr<Device> device)
@@ -125,6 +130,25 @@ void Runtime::trim() {
 
 namespace {
 
+/// A binary compiled elsewhere must take the kernel's parameters, laid out the same way.
+void check_abi(const ir::Kernel &kernel, const codegen::KernelAbi &abi) {
+  codegen::KernelAbi expected = codegen::KernelAbi::of(kernel);
+  bool same = abi.num_buffers == expected.num_buffers &&
+              abi.param_block_bytes == expected.param_block_bytes &&
+              abi.params.size() == expected.params.size();
+  for (size_t i = 0; same && i < abi.params.size(); ++i)
+    same = abi.params[i].kind == expected.params[i].kind &&
+           abi.params[i].type == expected.params[i].type &&
+           abi.params[i].binding == expected.params[i].binding &&
+           abi.params[i].offset == expected.params[i].offset &&
+           abi.params[i].lane_bytes == expected.params[i].lane_bytes;
+  if (!same)
+    throw Error(fmt::format("kernel '{}': the compiled binary's parameters ({} buffers, {} bytes "
+                            "of values) differ from the kernel's ({} buffers, {} bytes)",
+                            kernel.name(), abi.num_buffers, abi.param_block_bytes,
+                            expected.num_buffers, expected.param_block_bytes));
+}
+
 std::shared_ptr<LoadedKernel> describe(const ir::Kernel &kernel, const ir::Hash128 &hash) {
   auto loaded = std::make_shared<LoadedKernel>();
   loaded->name = kernel.name();
@@ -143,6 +167,17 @@ KernelHandle Runtime::load(const ir::Kernel &kernel) {
     return KernelHandle(std::move(cached));
   }
   ++cache_->statistics.misses;
+  if (environment_) {
+    if (std::unique_ptr<CompiledKernel> compiled =
+            load_from_environment(*environment_, *device_, kernel, hash, kRuntimeCompileOptions,
+                                  environment_options_, environment_statistics_)) {
+      auto loaded = describe(kernel, hash);
+      check_abi(kernel, compiled->abi());
+      loaded->compiled = std::move(compiled);
+      cache_->insert(loaded);
+      return KernelHandle(std::move(loaded));
+    }
+  }
   if (auto problems = ir::verify(kernel); !problems.empty())
     throw Error(
         fmt::format("kernel '{}' does not verify:\n{}", kernel.name(), ir::to_string(problems)));
@@ -191,19 +226,27 @@ KernelHandle Runtime::kernel(std::string_view key,
 }
 
 KernelHandle Runtime::adopt(const ir::Kernel &kernel, std::unique_ptr<CompiledKernel> compiled) {
-  codegen::KernelAbi expected = codegen::KernelAbi::of(kernel);
-  const codegen::KernelAbi &abi = compiled->abi();
-  if (abi.num_buffers != expected.num_buffers ||
-      abi.param_block_bytes != expected.param_block_bytes ||
-      abi.params.size() != expected.params.size())
-    throw Error(fmt::format("kernel '{}': the compiled binary's parameters ({} buffers, {} bytes "
-                            "of values) differ from the kernel's ({} buffers, {} bytes)",
-                            kernel.name(), abi.num_buffers, abi.param_block_bytes,
-                            expected.num_buffers, expected.param_block_bytes));
+  check_abi(kernel, compiled->abi());
   auto loaded = describe(kernel, ir::structural_hash(kernel));
   loaded->compiled = std::move(compiled);
   cache_->insert(loaded);
   return KernelHandle(std::move(loaded));
+}
+
+void Runtime::use_environment(const std::string &path, EnvironmentOptions options) {
+  use_environment(open_environment(path), options);
+}
+
+void Runtime::use_environment(std::shared_ptr<const EnvironmentSource> environment,
+                              EnvironmentOptions options) {
+  environment_ = std::move(environment);
+  environment_options_ = options;
+  if (environment_)
+    log_debug("runtime: using environment {}", environment_->name());
+}
+
+std::optional<std::string> Runtime::find_tuning_record(std::string_view key) const {
+  return environment_ ? environment_->find_tuning(key) : std::nullopt;
 }
 
 KernelCacheStatistics Runtime::cache_statistics() const {

@@ -38,6 +38,28 @@ namespace cubecc::runtime {
 
 namespace {
 
+/// The vendor of a PCI vendor id (or a Khronos vendor id for software devices).
+std::string vendor_name(uint32_t id) {
+  switch (id) {
+  case 0x10de:
+    return "NVIDIA";
+  case 0x1002:
+    return "AMD";
+  case 0x8086:
+    return "Intel";
+  case 0x13b5:
+    return "ARM";
+  case 0x5143:
+    return "Qualcomm";
+  case 0x106b:
+    return "Apple";
+  case 0x10005:
+    return "Mesa";
+  default:
+    return fmt::format("vendor {:#x}", id);
+  }
+}
+
 const char *result_name(VkResult r) {
   switch (r) {
 #define CASE(x)                                                                                    \
@@ -471,6 +493,8 @@ void VulkanDevice::Impl::create_device() {
   info.backend = "vulkan";
   info.name = properties.deviceName;
   info.driver = fmt::format("{} {}", props12.driverName, props12.driverInfo);
+  info.vendor = vendor_name(properties.vendorID);
+  info.arch = fmt::format("{:04x}:{:04x}", properties.vendorID, properties.deviceID);
   info.subgroup_size = props11.subgroupSize;
   info.max_buffer_bytes =
       std::min<uint64_t>(limits.maxStorageBufferRange, props11.maxMemoryAllocationSize);
@@ -939,6 +963,23 @@ std::unique_ptr<CompiledKernel> VulkanDevice::compile(const ir::Kernel &kernel) 
     throw Error(fmt::format("vulkan: cannot compile kernel '{}':\n{}", kernel.name(),
                             ir::to_string(errors)));
   return compile_spirv(*spirv);
+}
+
+std::vector<BinaryTarget> VulkanDevice::binary_targets() const {
+  return {BinaryTarget{"vulkan", "spirv", impl_->info.features.fingerprint(), ""}};
+}
+
+std::unique_ptr<CompiledKernel> VulkanDevice::load_binary(const KernelBinary &binary) {
+  std::string_view bytes = binary.bytes;
+  if (binary.target.format != "spirv" || bytes.size() % 4 != 0 || bytes.empty())
+    throw Error(fmt::format("vulkan: kernel '{}': not a SPIR-V module ({} {}, {} bytes)",
+                            binary.abi.name, binary.target.target, binary.target.format,
+                            bytes.size()));
+  codegen::SpirvKernel kernel;
+  kernel.words.resize(bytes.size() / 4);
+  std::memcpy(kernel.words.data(), bytes.data(), bytes.size());
+  kernel.abi = binary.abi;
+  return compile_spirv(kernel);
 }
 
 std::unique_ptr<CompiledKernel> VulkanDevice::compile_spirv(const codegen::SpirvKernel &kernel) {

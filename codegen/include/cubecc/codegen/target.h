@@ -56,6 +56,10 @@ struct TargetFeatures {
   /// What `--emit msl` assumes of a Metal device behind SPIRV-Cross: no f64, no 64-bit or float
   /// atomics, 32 KiB threadgroup memory, fma fused in hardware.
   static TargetFeatures metal_baseline();
+
+  /// Every field that changes what codegen emits, as a short canonical string: two feature sets
+  /// with the same fingerprint get the same code. Compiled kernels are keyed by it.
+  std::string fingerprint() const;
 };
 
 } // namespace cubecc::codegen

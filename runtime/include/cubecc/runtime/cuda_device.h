@@ -39,6 +39,9 @@ public:
   /// device's arch if there is one, else its PTX (compiled by the driver). Refuses a kernel whose
   /// workgroup or shared memory exceed the device's limits, naming the kernel.
   std::unique_ptr<CompiledKernel> compile_binary(const codegen::CudaBinary &binary);
+  /// The CUBIN for the device's arch, then PTX of any virtual arch up to it.
+  std::vector<BinaryTarget> binary_targets() const override;
+  std::unique_ptr<CompiledKernel> load_binary(const KernelBinary &binary) override;
   void launch(const CompiledKernel &kernel, std::array<uint32_t, 3> num_workgroups,
               std::span<const LaunchArg> args) override;
   void synchronize() override;

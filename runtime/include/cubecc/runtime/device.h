@@ -18,6 +18,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace cubecc::ir {
@@ -37,6 +38,8 @@ struct DeviceInfo {
   std::string backend; ///< "vulkan", "interp", "cuda", "hip"
   std::string name;    ///< the driver's device name, e.g. "llvmpipe (LLVM 15.0.6, 256 bits)"
   std::string driver;  ///< driver name and version
+  std::string vendor;  ///< "NVIDIA", "AMD", "Intel", "Mesa", "cubecc", ...
+  std::string arch;    ///< "sm_90", "gfx90a"; Vulkan: "vendorid:deviceid" in hex; "" if none
   uint32_t subgroup_size = 0;
   codegen::TargetFeatures features; ///< what codegen may emit for it (f16, int64, atomics, ...)
   uint64_t max_buffer_bytes = 0;
@@ -55,6 +58,22 @@ struct LaunchArg {
   uint64_t offset = 0; ///< bytes
   uint64_t bytes = 0;  ///< the range bound to the kernel; buffer.size is bytes / element size
   std::vector<uint64_t> bits; ///< values: one entry per lane, zero-extended
+};
+
+/// A kind of compiled kernel a device loads without compiling (environments/ store them).
+struct BinaryTarget {
+  std::string target;   ///< "vulkan", "interp", "cuda:sm_90", "cuda:compute_80", "hip:gfx90a"
+  std::string format;   ///< "spirv", "ir", "cubin", "ptx", "hsaco"
+  std::string features; ///< TargetFeatures::fingerprint() the code was generated for
+  std::string toolkit;  ///< the backend compiler that made it ("NVRTC 12.0"); "" for none
+};
+
+/// A compiled kernel as stored outside the process (an environment bundle's entry).
+struct KernelBinary {
+  BinaryTarget target;
+  std::string_view bytes; ///< the module: SPIR-V words, CUBIN, PTX, code object, IR text
+  std::string entry;      ///< the entry point's symbol (C-family targets), else ""
+  codegen::KernelAbi abi; ///< launch metadata: workgroup size, shared memory, parameter layout
 };
 
 /// A kernel compiled for one device: backend-specific, made by Device::compile.
@@ -81,6 +100,12 @@ public:
 
   /// Lowers and compiles an optimized, verified kernel; throws Error when the device cannot run it.
   virtual std::unique_ptr<CompiledKernel> compile(const ir::Kernel &kernel) = 0;
+  /// What load_binary accepts, best first (a CUBIN for the device's arch before PTX). `toolkit`
+  /// names the compiler compile() would use, "" when it has none (a binary from any is loadable).
+  virtual std::vector<BinaryTarget> binary_targets() const = 0;
+  /// Loads a kernel compiled elsewhere for one of binary_targets(): no tracing, no passes, no
+  /// code generation. Throws Error naming the kernel when the binary does not load.
+  virtual std::unique_ptr<CompiledKernel> load_binary(const KernelBinary &binary) = 0;
   /// Queues a launch of `num_workgroups` workgroups. Launches run in order.
   virtual void launch(const CompiledKernel &kernel, std::array<uint32_t, 3> num_workgroups,
                       std::span<const LaunchArg> args) = 0;

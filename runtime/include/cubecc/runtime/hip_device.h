@@ -39,6 +39,9 @@ public:
   /// Loads the code object for this device's arch from a binary compiled elsewhere. Refuses a
   /// kernel whose workgroup or shared memory exceed the device's limits, naming the kernel.
   std::unique_ptr<CompiledKernel> compile_binary(const codegen::HipBinary &binary);
+  /// The code object for the device's arch.
+  std::vector<BinaryTarget> binary_targets() const override;
+  std::unique_ptr<CompiledKernel> load_binary(const KernelBinary &binary) override;
   void launch(const CompiledKernel &kernel, std::array<uint32_t, 3> num_workgroups,
               std::span<const LaunchArg> args) override;
   void synchronize() override;

@@ -18,12 +18,14 @@
 
 #include "cubecc/ir/types.h"
 #include "cubecc/runtime/device.h"
+#include "cubecc/runtime/environment_source.h"
 
 #include <array>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -201,6 +203,7 @@ class Runtime {
 public:
   /// Opens `name` ("vulkan", "interp", ...), or when empty the CUBECC_DEVICE environment
   /// variable, or the best device present (cuda, hip, vulkan, then interp). Throws Error.
+  /// When CUBECC_ENV names an environment bundle, uses it (use_environment).
   static Runtime open(const std::string &name = {});
   /// A runtime over a device the caller opened.
   explicit Runtime(std::unique_ptr<Device> device);
@@ -268,6 +271,20 @@ public:
   KernelHandle adopt(const ir::Kernel &kernel, std::unique_ptr<CompiledKernel> compiled);
   KernelCacheStatistics cache_statistics() const;
 
+  //===- Environments ----------------------------------------------------------------------===//
+  /// Loads kernels from the environment bundle at `path` before compiling them: load() of a
+  /// kernel it holds (same structural hash, compiled at -O2 for this device) neither optimizes
+  /// nor compiles. Needs cubecc::environments linked in. Throws Error when the file does not open
+  /// or is not a valid bundle.
+  void use_environment(const std::string &path, EnvironmentOptions options = {});
+  void use_environment(std::shared_ptr<const EnvironmentSource> environment,
+                       EnvironmentOptions options = {});
+  /// The environment in use, or null.
+  const EnvironmentSource *environment() const { return environment_.get(); }
+  EnvironmentStatistics environment_statistics() const { return environment_statistics_; }
+  /// The tuning record stored in the environment under `key` (autotune/), if any.
+  std::optional<std::string> find_tuning_record(std::string_view key) const;
+
   //===- Launch ----------------------------------------------------------------------------===//
   /// Queues a launch of `num_workgroups` workgroups. Arguments are Buffers (element type equal to
   /// the parameter's), arithmetic scalars or std::arrays for vector parameters; a float goes only
@@ -296,7 +313,13 @@ private:
   std::shared_ptr<Device> device_;
   std::shared_ptr<MemoryPool> pool_;
   std::unique_ptr<KernelCache> cache_;
+  std::shared_ptr<const EnvironmentSource> environment_;
+  EnvironmentOptions environment_options_;
+  EnvironmentStatistics environment_statistics_;
 };
+
+/// The options under which Runtime::load compiles, as environment keys spell them.
+inline constexpr std::string_view kRuntimeCompileOptions = "-O2";
 
 /// Workgroups needed to cover `n` invocations in groups of `workgroup_size` (x only).
 inline std::array<uint32_t, 3> grid_1d(uint64_t n, uint32_t workgroup_size) {

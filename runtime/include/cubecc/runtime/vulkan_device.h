@@ -39,6 +39,9 @@ public:
   /// declares a capability the device lacks, or exceeds its push-constant, shared-memory or
   /// workgroup limits, with an Error naming the kernel.
   std::unique_ptr<CompiledKernel> compile_spirv(const codegen::SpirvKernel &kernel);
+  /// SPIR-V generated for this device's feature fingerprint.
+  std::vector<BinaryTarget> binary_targets() const override;
+  std::unique_ptr<CompiledKernel> load_binary(const KernelBinary &binary) override;
   void launch(const CompiledKernel &kernel, std::array<uint32_t, 3> num_workgroups,
               std::span<const LaunchArg> args) override;
   void synchronize() override;

@@ -1,0 +1,78 @@
+//===- environment_source.h - Where a runtime finds kernels compiled ahead of time ------------===//
+//
+// Before a Runtime compiles a kernel it asks its environment, if it has one, for a binary of the
+// same kernel (structural hash), compiled with the same options, for one of the device's binary
+// targets (Device::binary_targets) — and before an autotuner tunes, for a tuning record. The
+// environment bundles of environments/ implement this interface; the runtime only sees it, so
+// that the layers point one way (runtime <- autotune <- environments).
+//
+//===-----------------------------------------------------------------------------------------===//
+#pragma once
+
+#include "cubecc/ir/structural_hash.h"
+#include "cubecc/runtime/device.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace cubecc::runtime {
+
+/// The answer to one lookup.
+struct EnvironmentLookup {
+  enum Outcome : uint8_t {
+    Hit,      ///< `binary` is the kernel
+    Miss,     ///< not in the environment for these targets and options (`why` says what is)
+    Rejected, ///< present but unusable: a bad checksum, another toolkit (`why` says which)
+  } outcome = Miss;
+  KernelBinary binary; ///< Hit: its bytes stay valid while the source lives
+  std::string why;
+};
+
+class EnvironmentSource {
+public:
+  virtual ~EnvironmentSource() = default;
+  /// The kernel whose structural hash (as given, before optimization) is `hash`, compiled with
+  /// `options` (e.g. "-O2"), for the first of `targets` the environment holds.
+  virtual EnvironmentLookup find_kernel(const ir::Hash128 &hash, std::string_view options,
+                                        std::span<const BinaryTarget> targets) const = 0;
+  /// The tuning record stored under `key` (autotune's serialized form), if any.
+  virtual std::optional<std::string> find_tuning(std::string_view key) const = 0;
+  /// What to call it in messages: the bundle's path.
+  virtual const std::string &name() const = 0;
+};
+
+/// What to do when the environment cannot answer.
+struct EnvironmentOptions {
+  /// true: a miss or a rejected entry is logged (CUBECC_LOG=debug) and the kernel is compiled;
+  /// false: it is an Error naming the kernel and why (for applications that must never JIT).
+  bool fallback_to_jit = true;
+};
+
+/// What the environment did for a runtime.
+struct EnvironmentStatistics {
+  uint64_t hits = 0;     ///< kernels loaded from the environment
+  uint64_t misses = 0;   ///< kernels it did not hold (compiled instead)
+  uint64_t rejected = 0; ///< entries it held but could not use (compiled instead)
+};
+
+/// Opens an environment file. Provided by environments/ (linking cubecc::environments registers
+/// it); without it, throws Error saying so.
+std::shared_ptr<const EnvironmentSource> open_environment(const std::string &path);
+using EnvironmentOpener = std::shared_ptr<const EnvironmentSource> (*)(const std::string &path);
+void register_environment_opener(EnvironmentOpener opener);
+
+/// The kernel `kernel` (hashed as given) from `environment`, loaded on `device`; null when the
+/// environment does not hold it and `options` allow compiling instead. Counts into `statistics`.
+/// Throws Error when the binary does not load, or on a miss when fallback is off.
+std::unique_ptr<CompiledKernel> load_from_environment(const EnvironmentSource &environment,
+                                                      Device &device, const ir::Kernel &kernel,
+                                                      const ir::Hash128 &hash,
+                                                      std::string_view compile_options,
+                                                      const EnvironmentOptions &options,
+                                                      EnvironmentStatistics &statistics);
+
+} // namespace cubecc::runtime

@@ -1,0 +1,93 @@
+//===- environment.cpp - Loading kernels from an environment, CUBECC_LOG
+//-----------------------===//
+#include "cubecc/runtime/environment_source.h"
+#include "cubecc/runtime/log.h"
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace cubecc::runtime {
+
+//===- Logging -------------------------------------------------------------------------------===//
+
+LogLevel log_level() {
+  static const LogLevel level = [] {
+    const char *text = std::getenv("CUBECC_LOG");
+    if (!text || !*text)
+      return LogLevel::Warning;
+    for (auto [name, value] : {std::pair{"debug", LogLevel::Debug},
+                               {"info", LogLevel::Info},
+                               {"warning", LogLevel::Warning},
+                               {"error", LogLevel::Error},
+                               {"off", LogLevel::Off}})
+      if (std::strcmp(text, name) == 0)
+        return value;
+    std::fprintf(stderr,
+                 "cubecc: warning: CUBECC_LOG=%s is not one of debug, info, warning, "
+                 "error, off; using warning\n",
+                 text);
+    return LogLevel::Warning;
+  }();
+  return level;
+}
+
+void log_message(LogLevel level, std::string_view message) {
+  static constexpr const char *kNames[] = {"debug", "info", "warning", "error", "off"};
+  std::string line = fmt::format("cubecc: {}: {}\n", kNames[static_cast<int>(level)], message);
+  std::fwrite(line.data(), 1, line.size(), stderr); // one write: lines of threads do not mix
+}
+
+//===- Environments --------------------------------------------------------------------------===//
+
+namespace {
+std::atomic<EnvironmentOpener> registered_opener{nullptr};
+} // namespace
+
+void register_environment_opener(EnvironmentOpener opener) {
+  registered_opener.store(opener);
+}
+
+std::shared_ptr<const EnvironmentSource> open_environment(const std::string &path) {
+  EnvironmentOpener opener = registered_opener.load();
+  if (!opener)
+    throw Error(fmt::format("cannot open environment '{}': this program was built without "
+                            "environment support (link it with cubecc::environments)",
+                            path));
+  return opener(path);
+}
+
+std::unique_ptr<CompiledKernel> load_from_environment(const EnvironmentSource &environment,
+                                                      Device &device, const ir::Kernel &kernel,
+                                                      const ir::Hash128 &hash,
+                                                      std::string_view compile_options,
+                                                      const EnvironmentOptions &options,
+                                                      EnvironmentStatistics &statistics) {
+  std::vector<BinaryTarget> targets = device.binary_targets();
+  EnvironmentLookup found = environment.find_kernel(hash, compile_options, targets);
+  if (found.outcome == EnvironmentLookup::Hit) {
+    std::unique_ptr<CompiledKernel> compiled = device.load_binary(found.binary);
+    ++statistics.hits;
+    log_debug("environment {}: hit: kernel '{}' ({} {}, {})", environment.name(), kernel.name(),
+              found.binary.target.target, found.binary.target.format, hash.hex());
+    return compiled;
+  }
+  std::string message = fmt::format(
+      "environment {}: kernel '{}' ({}, {}) {}: {}", environment.name(), kernel.name(), hash.hex(),
+      compile_options, found.outcome == EnvironmentLookup::Miss ? "is not there" : "is unusable",
+      found.why);
+  if (found.outcome == EnvironmentLookup::Miss)
+    ++statistics.misses;
+  else
+    ++statistics.rejected;
+  if (!options.fallback_to_jit)
+    throw Error(message + " (and compiling instead is off)");
+  if (found.outcome == EnvironmentLookup::Miss)
+    log_debug("{}; compiling it", message);
+  else
+    log_warning("{}; compiling it", message);
+  return nullptr;
+}
+
+} // namespace cubecc::runtime
