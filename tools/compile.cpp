@@ -122,27 +122,31 @@ bool build_kernel_library(const std::string &source, const fs::path &library,
   return false;
 }
 
-bool trace_library(const std::string &path, ir::Module &module,
-                   std::vector<ir::Diagnostic> &errors) {
+bool trace_library(const std::string &path, ir::Module &module, std::vector<ir::Diagnostic> &errors,
+                   std::map<std::string, std::string> *configurations) {
   std::string error;
   auto library = dsl::KernelLibrary::open(path, error);
   if (!library) {
     errors.push_back({"", 0, 0, error, {}});
     return false;
   }
-  for (size_t i = 0; i < library->kernels().size(); ++i)
+  for (size_t i = 0; i < library->kernels().size(); ++i) {
     if (!library->trace(i, module, errors))
       return false;
+    if (configurations)
+      (*configurations)[library->kernels()[i].name] = library->kernels()[i].configuration;
+  }
   return true;
 }
 
 } // namespace
 
 bool load_inputs(const std::vector<std::string> &inputs, ir::Module &module,
-                 std::vector<ir::Diagnostic> &errors) {
+                 std::vector<ir::Diagnostic> &errors,
+                 std::map<std::string, std::string> *configurations) {
   for (const std::string &input : inputs) {
     if (ends_with(input, ".so")) {
-      if (!trace_library(input, module, errors))
+      if (!trace_library(input, module, errors, configurations))
         return false;
     } else if (ends_with(input, ".cpp") || ends_with(input, ".cc") || ends_with(input, ".cxx")) {
       if (!fs::exists(input)) {
@@ -156,7 +160,7 @@ bool load_inputs(const std::vector<std::string> &inputs, ir::Module &module,
       }
       fs::path library = dir.path() / "kernels.so";
       if (!build_kernel_library(input, library, errors) ||
-          !trace_library(library.string(), module, errors))
+          !trace_library(library.string(), module, errors, configurations))
         return false;
     } else if (ends_with(input, ".cir")) {
       std::ifstream file(input, std::ios::binary);

@@ -4,6 +4,7 @@
 #include "cubecc/ir/diagnostic.h"
 #include "cubecc/ir/ir.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -24,8 +25,10 @@ struct CompileOptions {
 /// Reads every input into `module`: .cir files are parsed and verified, kernel libraries (.so)
 /// traced, DSL sources (.cpp) compiled with the host C++ compiler into a temporary kernel library
 /// and traced.
+/// `configurations`, when given, receives each registered kernel's comptime configuration by name.
 bool load_inputs(const std::vector<std::string> &inputs, ir::Module &module,
-                 std::vector<ir::Diagnostic> &errors);
+                 std::vector<ir::Diagnostic> &errors,
+                 std::map<std::string, std::string> *configurations = nullptr);
 
 /// Runs `cubecc compile`; returns the process exit code.
 int compile_command(const CompileOptions &options);

@@ -21,6 +21,7 @@
 
 #include "compile.h"
 #include "devices.h"
+#include "env.h"
 #include "tool_support.h"
 
 #include <CLI/CLI.hpp>
@@ -89,6 +90,45 @@ int run(int argc, char **argv) {
   kernels->add_option("library", library_path, "a kernel library (.so)")->required();
   kernels->add_flag("--hash", hashes, "trace each kernel and print its structural hash");
 
+  CLI::App *env = app.add_subcommand("env", "build, inspect, verify and merge environment bundles");
+  env->require_subcommand(1);
+  CLI::App *env_build = env->add_subcommand(
+      "build", "compile every kernel of the inputs for every target into a bundle (no GPU needed)");
+  EnvBuildOptions build_options;
+  env_build
+      ->add_option("inputs", build_options.inputs,
+                   ".cir files, kernel libraries (.so) or DSL sources (.cpp)")
+      ->required();
+  env_build
+      ->add_option("--target", build_options.targets,
+                   "cuda:sm_XX | hip:gfxNNN | vulkan | interp, comma-separated")
+      ->required();
+  env_build->add_option("-o", build_options.output, "the bundle to write (.cubeenv)")->required();
+  env_build
+      ->add_option("-O", build_options.opt_level,
+                   "optimization level 0..3 (default 2: what the runtime loads)")
+      ->check(CLI::Range(0, 3));
+  env_build->add_option("-j,--jobs", build_options.jobs,
+                        "compile jobs at once (default: all cores)");
+  env_build->footer("Example:\n  cubecc env build build/examples/libcubecc_examples.so "
+                    "--target cuda:sm_80,cuda:sm_90,hip:gfx90a,vulkan -o app.cubeenv");
+  CLI::App *env_inspect =
+      env->add_subcommand("inspect", "list a bundle's kernels, targets, sizes and tuning records");
+  std::string bundle_path;
+  bool inspect_json = false;
+  env_inspect->add_option("bundle", bundle_path, "an environment bundle")->required();
+  env_inspect->add_flag("--json", inspect_json, "machine-readable output");
+  CLI::App *env_verify = env->add_subcommand(
+      "verify", "check every entry's checksum and structure, and every binary's contents");
+  env_verify->add_option("bundle", bundle_path, "an environment bundle")->required();
+  CLI::App *env_merge = env->add_subcommand(
+      "merge", "combine bundles (e.g. compiled kernels from CI with tuning records from GPU "
+               "machines); a later input's binary or record replaces an earlier one's");
+  std::vector<std::string> merge_inputs;
+  std::string merge_output;
+  env_merge->add_option("bundles", merge_inputs, "the bundles to merge")->required();
+  env_merge->add_option("-o", merge_output, "the bundle to write")->required();
+
   CLI::App *devices =
       app.add_subcommand("devices", "list the backends built in and the devices present");
   bool devices_json = false;
@@ -116,6 +156,19 @@ int run(int argc, char **argv) {
     return compile_command(compile_options);
   if (devices->parsed())
     return devices_command(devices_json);
+  std::string command_line;
+  for (int i = 0; i < argc; ++i)
+    command_line += (i ? " " : "") + std::string(argv[i]);
+  if (env_build->parsed()) {
+    build_options.command_line = command_line;
+    return env_build_command(build_options);
+  }
+  if (env_inspect->parsed())
+    return env_inspect_command(bundle_path, inspect_json);
+  if (env_verify->parsed())
+    return env_verify_command(bundle_path);
+  if (env_merge->parsed())
+    return env_merge_command(merge_inputs, merge_output, command_line);
   if (kernels->parsed()) {
     std::string error;
     auto library = cubecc::dsl::KernelLibrary::open(library_path, error);

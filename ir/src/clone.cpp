@@ -29,4 +29,25 @@ std::unique_ptr<Operation> clone(const Operation &op, ValueMap &map) {
   return copy;
 }
 
+std::unique_ptr<Module> copy_kernel(const Kernel &kernel) {
+  auto module = std::make_unique<Module>(kernel.module() ? kernel.module()->name() : "kernel");
+  // Interning the source's file names in order gives them the same ids, so the locations that
+  // clone() copies stay valid without rewriting.
+  if (const Module *source = kernel.module())
+    for (uint32_t id = 1; !source->file_name(id).empty(); ++id)
+      module->intern_file(source->file_name(id));
+  Kernel &copy = module->add_kernel(kernel.name());
+  copy.set_workgroup_size(kernel.workgroup_size());
+  copy.attributes() = kernel.attributes();
+  copy.set_location(kernel.location());
+  ValueMap map;
+  for (unsigned i = 0; i < kernel.num_parameters(); ++i) {
+    const Value *p = kernel.parameter(i);
+    map[p] = copy.add_parameter(p->type(), p->name());
+  }
+  for (const Operation *op : kernel.body())
+    copy.body().push_back(clone(*op, map));
+  return module;
+}
+
 } // namespace cubecc::ir

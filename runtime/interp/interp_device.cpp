@@ -1,11 +1,11 @@
 //===- interp_device.cpp - The reference interpreter as a device ------------------------------===//
 #include "interp_device.h"
 
+#include "cubecc/ir/clone.h"
 #include "cubecc/ir/interpreter.h"
 #include "cubecc/ir/parser.h"
 #include "cubecc/ir/verifier.h"
 
-#include "src/kernel_copy.h"
 
 #include <fmt/format.h>
 
@@ -97,7 +97,7 @@ public:
   }
 
   std::unique_ptr<CompiledKernel> compile(const ir::Kernel &kernel) override {
-    return std::make_unique<InterpKernel>(copy_kernel(kernel));
+    return std::make_unique<InterpKernel>(ir::copy_kernel(kernel));
   }
 
   // The interpreter's binary is the optimized kernel's IR text: loading it parses and verifies,

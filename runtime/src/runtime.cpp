@@ -1,6 +1,7 @@
 //===- runtime.cpp - Buffers, the kernel cache and checked launches over one device -----------===//
 #include "cubecc/runtime/runtime.h"
 
+#include "cubecc/ir/clone.h"
 #include "cubecc/ir/float16.h"
 #include "cubecc/ir/printer.h"
 #include "cubecc/ir/structural_hash.h"
@@ -9,7 +10,6 @@
 
 #include "cubecc/runtime/log.h"
 #include "kernel_cache.h"
-#include "kernel_copy.h"
 #include "memory_pool.h"
 
 #include <fmt/format.h>
@@ -181,7 +181,7 @@ KernelHandle Runtime::load(const ir::Kernel &kernel) {
   if (auto problems = ir::verify(kernel); !problems.empty())
     throw Error(
         fmt::format("kernel '{}' does not verify:\n{}", kernel.name(), ir::to_string(problems)));
-  std::unique_ptr<ir::Module> module = copy_kernel(kernel);
+  std::unique_ptr<ir::Module> module = ir::copy_kernel(kernel);
   std::vector<ir::Diagnostic> errors = passes::optimize(*module, 2);
   if (errors.empty())
     errors = ir::verify(*module);

@@ -15,4 +15,7 @@ using ValueMap = std::unordered_map<const Value *, Value *>;
 /// their mapping (others are kept); the copy's results and region arguments are added to `map`.
 std::unique_ptr<Operation> clone(const Operation &op, ValueMap &map);
 
+/// `kernel` copied into a module of its own (same name, attributes, locations and file names).
+std::unique_ptr<Module> copy_kernel(const Kernel &kernel);
+
 } // namespace cubecc::ir

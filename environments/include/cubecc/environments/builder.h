@@ -1,0 +1,58 @@
+//===- builder.h - Compiling kernels for every listed target into a bundle's entries ----------===//
+//
+// What `cubecc env build` does, as a library: every kernel is optimized once with the options
+// the runtime loads with (-O2), then compiled for every target — SPIR-V for `vulkan`, the
+// optimized IR for `interp`, CUBIN per listed sm_XX plus PTX of the oldest for `cuda:*`, a code
+// object per listed gfx arch for `hip:*` — on all cores. Nothing here needs a GPU.
+//
+//===-----------------------------------------------------------------------------------------===//
+#pragma once
+
+#include "cubecc/environments/bundle.h"
+#include "cubecc/ir/diagnostic.h"
+
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace cubecc::ir {
+class Kernel;
+}
+
+namespace cubecc::environments {
+
+struct BuildOptions {
+  /// "vulkan", "interp", "cuda:sm_80", "hip:gfx90a", ... (see parse_targets).
+  std::vector<std::string> targets;
+  /// The pipeline level; the runtime loads at -O2 (runtime::kRuntimeCompileOptions). 0 builds
+  /// kernels exactly as given (for callers that optimize themselves).
+  int opt_level = 2;
+  /// Compile jobs at once; 0: one per core.
+  unsigned jobs = 0;
+  /// Called after each job (any thread, serialized): jobs done, jobs in all, what finished.
+  std::function<void(size_t done, size_t total, const std::string &what)> progress;
+};
+
+/// One kernel to build, as traced (its structural hash is the key).
+struct KernelInput {
+  const ir::Kernel *kernel = nullptr;
+  std::string configuration;
+};
+
+/// Splits and checks a target list ("cuda:sm_80,cuda:sm_90,hip:gfx90a,vulkan"); unknown targets
+/// or archs are errors naming them and listing what is accepted.
+std::optional<std::vector<std::string>> parse_targets(std::span<const std::string> lists,
+                                                      std::string &error);
+
+/// "-O2" for level 2.
+std::string compile_options(int opt_level);
+
+/// Compiles every kernel for every target. On failure returns nothing and fills `errors` (each
+/// names the kernel and the target); nothing is half-built.
+std::optional<BundleContents> build_entries(std::span<const KernelInput> kernels,
+                                            const BuildOptions &options,
+                                            std::vector<ir::Diagnostic> &errors);
+
+} // namespace cubecc::environments

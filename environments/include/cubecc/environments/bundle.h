@@ -1,0 +1,148 @@
+//===- bundle.h - Environment bundles: compiled kernels and tuning records in one file
+//---------===//
+//
+// An environment bundle lets an application start without JIT compilation or tuning. It is one
+// file (docs/environments.md has the layout):
+//   - a fixed 64-byte header: magic, format version, sizes, checksums of the header and index;
+//   - the index (a FlatBuffer): the cubecc version and toolkits that built it, creation metadata,
+//     entry references sorted by key, tuning records sorted by key;
+//   - one entry per kernel and compile options (a FlatBuffer each, with its own checksum): the
+//     kernel's name and configuration, and its artifacts — a binary per target (CUBIN per sm_XX,
+//     PTX, HIP code object per gfx arch, SPIR-V, IR text) with launch metadata.
+// An entry's key is the kernel's structural hash (as traced, before optimization) with its
+// compile options; each artifact also names its target, the feature fingerprint its code assumes
+// and the backend compiler that made it, so a changed kernel, option, device feature set or
+// toolkit never gets a stale binary.
+//
+// Opening maps the file and checks the header and the index (O(entries) bytes hashed, nothing
+// decoded); an entry is verified (checksum, FlatBuffers verifier, decoded metadata) on its first
+// use. Lookups are binary searches. Nothing in a damaged or hostile file can crash the reader: it
+// is an Error at open, or a rejected entry at lookup.
+//
+//===-----------------------------------------------------------------------------------------===//
+#pragma once
+
+#include "cubecc/codegen/kernel_abi.h"
+#include "cubecc/ir/structural_hash.h"
+#include "cubecc/runtime/environment_source.h"
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cubecc::environments {
+
+/// The bundle format this cubecc reads and writes.
+inline constexpr uint32_t kFormatVersion = 1;
+/// The bytes every bundle starts with.
+inline constexpr char kMagic[8] = {'\x7f', 'C', 'U', 'B', 'E', 'E', 'N', 'V'};
+inline constexpr uint64_t kHeaderBytes = 64;
+
+/// One compiled form of a kernel.
+struct Artifact {
+  runtime::BinaryTarget target;
+  std::string entry; ///< the entry symbol (C-family targets)
+  codegen::KernelAbi abi;
+  std::string data;
+};
+
+/// One kernel compiled with one set of options.
+struct Entry {
+  ir::Hash128 hash;          ///< structural hash of the kernel as given (before optimization)
+  std::string options;       ///< "-O2"
+  std::string name;          ///< the kernel's name
+  std::string configuration; ///< its comptime configuration, when registered with one
+  std::vector<Artifact> artifacts;
+};
+
+struct TuningEntry {
+  std::string key;    ///< autotune::record_key
+  std::string record; ///< autotune's serialized record
+};
+
+struct Metadata {
+  std::string cubecc_version; ///< of the cubecc that built it
+  int64_t created_unix = 0;
+  std::string created_host;
+  std::string created_by; ///< the command line
+  std::vector<std::string> targets;
+  std::vector<std::pair<std::string, std::string>> toolkits; ///< (name, version)
+};
+
+struct BundleContents {
+  Metadata metadata;
+  std::vector<Entry> entries;
+  std::vector<TuningEntry> tuning;
+};
+
+/// The index key of an entry: xxh3-128 of the kernel hash and the options.
+ir::Hash128 entry_key(const ir::Hash128 &hash, std::string_view options);
+
+/// Metadata for a bundle built now by this process: this cubecc's version, the time, the host.
+Metadata current_metadata(std::string created_by);
+
+/// The file's bytes. Throws runtime::Error when two entries have the same key or two tuning
+/// records the same key (merge_contents combines them first).
+std::string serialize_bundle(const BundleContents &contents);
+/// Writes atomically: a temporary file in the same directory, fsync, rename over `path`; readers
+/// (other processes with the old file mapped) are never torn. Throws runtime::Error.
+void write_bundle(const std::string &path, const BundleContents &contents);
+
+/// Merges `from` into `into`: entries with the same key gain the artifacts they lack (an artifact
+/// for the same target, format, features and toolkit is replaced), tuning records with the same
+/// key are replaced. Returns one line per replacement, for the user.
+std::vector<std::string> merge_contents(BundleContents &into, BundleContents from);
+
+/// An opened bundle. Thread-safe: lookups from many threads may run at once.
+class Bundle final : public runtime::EnvironmentSource {
+public:
+  /// Maps and checks `path`. Throws runtime::Error naming the file and, for damage, the offset.
+  static std::shared_ptr<const Bundle> open(const std::string &path);
+  /// A bundle over bytes in memory (copied), for tests and the fuzzer; `name` is for messages.
+  static std::shared_ptr<const Bundle> from_bytes(std::string_view bytes, std::string name);
+  ~Bundle() override;
+
+  const Metadata &metadata() const { return metadata_; }
+  uint64_t file_bytes() const { return size_; }
+  uint32_t format_version() const;
+  size_t num_entries() const;
+  size_t num_tuning_records() const;
+
+  /// Entry `i` in index order, verified and decoded (a copy); nullopt with `error` when damaged.
+  std::optional<Entry> read_entry(size_t i, std::string &error) const;
+  /// Byte size of entry `i` as stored.
+  uint64_t entry_bytes(size_t i) const;
+  std::vector<TuningEntry> tuning_records() const;
+  /// Everything decoded (for merging); throws runtime::Error on the first damaged entry.
+  BundleContents contents() const;
+
+  //===- EnvironmentSource -----------------------------------------------------------------===//
+  runtime::EnvironmentLookup
+  find_kernel(const ir::Hash128 &hash, std::string_view options,
+              std::span<const runtime::BinaryTarget> targets) const override;
+  std::optional<std::string> find_tuning(std::string_view key) const override;
+  const std::string &name() const override { return name_; }
+
+private:
+  struct Mapping;
+  Bundle() = default;
+  void check(); // the header and the index; throws
+  /// Verifies entry `i` once (the checksum and the FlatBuffer); empty when sound.
+  std::string verify_entry(size_t i) const;
+  const void *index() const;
+
+  std::string name_;
+  std::unique_ptr<Mapping> mapping_;
+  const uint8_t *data_ = nullptr;
+  uint64_t size_ = 0;
+  Metadata metadata_;
+  bool version_matches_ = true;
+  /// Per entry: 0 not yet verified, 1 sound, 2 damaged (the message is recomputed on demand).
+  std::unique_ptr<std::atomic<uint8_t>[]> entry_state_;
+};
+
+} // namespace cubecc::environments

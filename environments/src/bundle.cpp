@@ -1,0 +1,719 @@
+//===- bundle.cpp - Writing, mapping, verifying and looking up environment bundles ------------===//
+#include "cubecc/environments/bundle.h"
+
+#include "cubecc/ir/version.h"
+
+#include "bundle_generated.h"
+
+#include <fmt/format.h>
+#include <xxhash.h>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <random>
+#include <set>
+#include <tuple>
+
+namespace cubecc::environments {
+
+namespace fs = std::filesystem;
+using runtime::Error;
+
+namespace {
+
+// The header: every field little-endian at a fixed offset.
+constexpr uint64_t kOffFormat = 8;          // u32
+constexpr uint64_t kOffHeaderBytes = 12;    // u32
+constexpr uint64_t kOffFileBytes = 16;      // u64
+constexpr uint64_t kOffIndexOffset = 24;    // u64
+constexpr uint64_t kOffIndexBytes = 32;     // u64
+constexpr uint64_t kOffIndexChecksum = 40;  // u64
+constexpr uint64_t kOffHeaderChecksum = 56; // u64 over bytes [0, 56)
+constexpr uint64_t kEntryAlignment = 16;
+/// Far beyond any real bundle; bounds the verifier's work on hostile input.
+constexpr flatbuffers::uoffset_t kMaxTables = 1u << 24;
+
+template <class T> T read_le(const uint8_t *p) {
+  T value;
+  std::memcpy(&value, p, sizeof(T)); // the formats are little-endian, like every supported host
+  return value;
+}
+template <class T> void write_le(std::string &out, uint64_t offset, T value) {
+  std::memcpy(out.data() + offset, &value, sizeof(T));
+}
+
+uint64_t checksum(const uint8_t *data, uint64_t size) {
+  return XXH3_64bits(data, size);
+}
+
+bool key_less(const fb::EntryRef &a, uint64_t high, uint64_t low) {
+  return a.key_high() < high || (a.key_high() == high && a.key_low() < low);
+}
+
+std::string_view view(const flatbuffers::String *s) {
+  return s ? std::string_view(s->c_str(), s->size()) : std::string_view();
+}
+
+//===- ABI <-> FlatBuffers -------------------------------------------------------------------===//
+
+flatbuffers::Offset<fb::Abi> write_abi(flatbuffers::FlatBufferBuilder &b,
+                                       const codegen::KernelAbi &abi) {
+  std::vector<flatbuffers::Offset<fb::Param>> params;
+  for (const codegen::ParamSlot &p : abi.params) {
+    bool buffer = p.kind == codegen::ParamSlot::Buffer;
+    params.push_back(fb::CreateParam(b, buffer, buffer ? 0 : p.type.lanes(),
+                                     b.CreateString(std::string(ir::scalar_name(p.type.element()))),
+                                     static_cast<uint8_t>(p.type.access()), p.binding, p.offset,
+                                     p.lane_bytes));
+  }
+  return fb::CreateAbi(b, abi.workgroup_size[0], abi.workgroup_size[1], abi.workgroup_size[2],
+                       b.CreateVector(params), abi.num_buffers, abi.param_block_bytes,
+                       abi.param_block_in_buffer, abi.shared_bytes);
+}
+
+/// Decodes and range-checks launch metadata; an empty optional and `error` when it is not sound.
+std::optional<codegen::KernelAbi> read_abi(const fb::Abi *abi, std::string_view name,
+                                           std::string &error) {
+  if (!abi || !abi->params()) {
+    error = "no launch metadata";
+    return std::nullopt;
+  }
+  codegen::KernelAbi out;
+  out.name = std::string(name);
+  out.workgroup_size = {abi->workgroup_x(), abi->workgroup_y(), abi->workgroup_z()};
+  for (uint32_t size : out.workgroup_size)
+    if (size == 0 || size > 65536) {
+      error = fmt::format("workgroup size {} is out of range", size);
+      return std::nullopt;
+    }
+  out.num_buffers = abi->num_buffers();
+  out.param_block_bytes = abi->param_block_bytes();
+  out.param_block_in_buffer = abi->param_block_in_buffer();
+  out.shared_bytes = abi->shared_bytes();
+  uint32_t buffers = 0;
+  for (const fb::Param *p : *abi->params()) {
+    std::optional<ir::Scalar> element =
+        p->element() ? ir::parse_scalar(view(p->element())) : std::nullopt;
+    if (!element || p->access() > 2) {
+      error = fmt::format("parameter {} has an unknown type", out.params.size());
+      return std::nullopt;
+    }
+    codegen::ParamSlot slot;
+    if (p->buffer()) {
+      slot.kind = codegen::ParamSlot::Buffer;
+      slot.type = ir::Type::buffer(*element, static_cast<ir::Access>(p->access()));
+      slot.binding = p->binding();
+      ++buffers;
+    } else {
+      uint32_t lanes = p->vector_lanes();
+      if (lanes != 1 && !ir::Type::valid_lanes(lanes)) {
+        error = fmt::format("parameter {} has {} lanes", out.params.size(), lanes);
+        return std::nullopt;
+      }
+      if ((p->lane_bytes() != 4 && p->lane_bytes() != 8) ||
+          uint64_t(p->offset()) + uint64_t(lanes) * p->lane_bytes() > out.param_block_bytes) {
+        error = fmt::format("parameter {} lies outside the parameter block", out.params.size());
+        return std::nullopt;
+      }
+      slot.kind = codegen::ParamSlot::Value;
+      slot.type = lanes == 1 ? ir::Type::scalar(*element) : ir::Type::vector(*element, lanes);
+      slot.offset = p->offset();
+      slot.lane_bytes = p->lane_bytes();
+    }
+    out.params.push_back(slot);
+  }
+  if (buffers != out.num_buffers) {
+    error = fmt::format("{} buffer parameters, but the metadata says {}", buffers, out.num_buffers);
+    return std::nullopt;
+  }
+  return out;
+}
+
+std::optional<Entry> decode_entry(const fb::Entry *e, std::string &error) {
+  if (!e->name() || e->name()->size() == 0 || !e->options() || !e->artifacts()) {
+    error = "the entry lacks its kernel name, options or artifacts";
+    return std::nullopt;
+  }
+  Entry out;
+  out.hash = {e->hash_high(), e->hash_low()};
+  out.options = std::string(view(e->options()));
+  out.name = std::string(view(e->name()));
+  out.configuration = std::string(view(e->configuration()));
+  for (const fb::Artifact *a : *e->artifacts()) {
+    if (!a->target() || !a->format() || !a->data()) {
+      error = fmt::format("kernel '{}': an artifact lacks its target, format or data", out.name);
+      return std::nullopt;
+    }
+    Artifact artifact;
+    artifact.target = {std::string(view(a->target())), std::string(view(a->format())),
+                       std::string(view(a->features())), std::string(view(a->toolkit()))};
+    artifact.entry = std::string(view(a->entry()));
+    std::string why;
+    std::optional<codegen::KernelAbi> abi = read_abi(a->abi(), out.name, why);
+    if (!abi) {
+      error = fmt::format("kernel '{}' for {}: {}", out.name, artifact.target.target, why);
+      return std::nullopt;
+    }
+    artifact.abi = std::move(*abi);
+    artifact.data.assign(reinterpret_cast<const char *>(a->data()->data()), a->data()->size());
+    out.artifacts.push_back(std::move(artifact));
+  }
+  return out;
+}
+
+std::string serialize_entry(const Entry &entry) {
+  flatbuffers::FlatBufferBuilder b(1024 + [&] {
+    size_t bytes = 0;
+    for (const Artifact &a : entry.artifacts)
+      bytes += a.data.size() + 256;
+    return bytes;
+  }());
+  std::vector<flatbuffers::Offset<fb::Artifact>> artifacts;
+  for (const Artifact &a : entry.artifacts) {
+    auto data = b.CreateVector(reinterpret_cast<const uint8_t *>(a.data.data()), a.data.size());
+    artifacts.push_back(
+        fb::CreateArtifact(b, b.CreateString(a.target.target), b.CreateString(a.target.format),
+                           b.CreateString(a.target.features), b.CreateString(a.target.toolkit),
+                           b.CreateString(a.entry), write_abi(b, a.abi), data));
+  }
+  b.Finish(fb::CreateEntry(b, entry.hash.high, entry.hash.low, b.CreateString(entry.options),
+                           b.CreateString(entry.name), b.CreateString(entry.configuration),
+                           b.CreateVector(artifacts)));
+  return std::string(reinterpret_cast<const char *>(b.GetBufferPointer()), b.GetSize());
+}
+
+bool same_binary_kind(const Artifact &a, const Artifact &b) {
+  return a.target.target == b.target.target && a.target.format == b.target.format &&
+         a.target.features == b.target.features && a.target.toolkit == b.target.toolkit;
+}
+
+} // namespace
+
+//===- Keys, metadata, writing --------------------------------------------------------------===//
+
+ir::Hash128 entry_key(const ir::Hash128 &hash, std::string_view options) {
+  std::string bytes(16, '\0');
+  std::memcpy(bytes.data(), &hash.high, 8);
+  std::memcpy(bytes.data() + 8, &hash.low, 8);
+  bytes += options;
+  XXH128_hash_t h = XXH3_128bits(bytes.data(), bytes.size());
+  return {h.high64, h.low64};
+}
+
+Metadata current_metadata(std::string created_by) {
+  Metadata m;
+  m.cubecc_version = std::string(cubecc::version());
+  m.created_unix = std::chrono::duration_cast<std::chrono::seconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) == 0)
+    m.created_host = host;
+  m.created_by = std::move(created_by);
+  return m;
+}
+
+std::string serialize_bundle(const BundleContents &contents) {
+  // Entries sorted by key; equal keys are a caller's bug (merge first).
+  struct Keyed {
+    ir::Hash128 key;
+    const Entry *entry;
+  };
+  std::vector<Keyed> keyed;
+  for (const Entry &e : contents.entries)
+    keyed.push_back({entry_key(e.hash, e.options), &e});
+  std::sort(keyed.begin(), keyed.end(), [](const Keyed &a, const Keyed &b) {
+    return std::tie(a.key.high, a.key.low) < std::tie(b.key.high, b.key.low);
+  });
+  for (size_t i = 1; i < keyed.size(); ++i)
+    if (keyed[i].key == keyed[i - 1].key)
+      throw Error(fmt::format("two entries for kernel '{}' ({}, {}): merge them first",
+                              keyed[i].entry->name, keyed[i].entry->hash.hex(),
+                              keyed[i].entry->options));
+  std::vector<const TuningEntry *> tuning;
+  for (const TuningEntry &t : contents.tuning)
+    tuning.push_back(&t);
+  std::sort(tuning.begin(), tuning.end(),
+            [](const TuningEntry *a, const TuningEntry *b) { return a->key < b->key; });
+  for (size_t i = 1; i < tuning.size(); ++i)
+    if (tuning[i]->key == tuning[i - 1]->key)
+      throw Error(fmt::format("two tuning records for '{}': merge them first", tuning[i]->key));
+
+  std::vector<std::string> blobs;
+  blobs.reserve(keyed.size());
+  for (const Keyed &k : keyed)
+    blobs.push_back(serialize_entry(*k.entry));
+
+  // The index needs the entries' offsets, which depend on the index's size: build it once with
+  // placeholder offsets to learn its size (offsets are fixed-size struct fields), then again.
+  auto build_index = [&](uint64_t entries_start) {
+    flatbuffers::FlatBufferBuilder b(4096 + keyed.size() * 48);
+    std::vector<fb::EntryRef> refs;
+    uint64_t offset = entries_start;
+    for (size_t i = 0; i < keyed.size(); ++i) {
+      const std::string &blob = blobs[i];
+      refs.emplace_back(keyed[i].key.high, keyed[i].key.low, offset, blob.size(),
+                        checksum(reinterpret_cast<const uint8_t *>(blob.data()), blob.size()));
+      offset = (offset + blob.size() + kEntryAlignment - 1) / kEntryAlignment * kEntryAlignment;
+    }
+    std::vector<flatbuffers::Offset<fb::Tuning>> records;
+    for (const TuningEntry *t : tuning)
+      records.push_back(fb::CreateTuning(b, b.CreateString(t->key), b.CreateString(t->record)));
+    std::vector<flatbuffers::Offset<fb::Toolkit>> toolkits;
+    for (const auto &[name, version] : contents.metadata.toolkits)
+      toolkits.push_back(fb::CreateToolkit(b, b.CreateString(name), b.CreateString(version)));
+    const Metadata &m = contents.metadata;
+    b.Finish(fb::CreateIndex(
+        b,
+        b.CreateString(m.cubecc_version.empty() ? std::string(cubecc::version())
+                                                : m.cubecc_version),
+        m.created_unix, b.CreateString(m.created_host), b.CreateString(m.created_by),
+        b.CreateVectorOfStrings(m.targets), b.CreateVector(toolkits), b.CreateVectorOfStructs(refs),
+        b.CreateVector(records)));
+    return std::string(reinterpret_cast<const char *>(b.GetBufferPointer()), b.GetSize());
+  };
+  auto align = [](uint64_t n) {
+    return (n + kEntryAlignment - 1) / kEntryAlignment * kEntryAlignment;
+  };
+  std::string index = build_index(0);
+  uint64_t entries_start = align(kHeaderBytes + index.size());
+  index = build_index(entries_start);
+  if (align(kHeaderBytes + index.size()) != entries_start)
+    throw Error("bundle index changed size between passes (a bug in cubecc)");
+
+  std::string out(entries_start, '\0');
+  std::memcpy(out.data(), kMagic, sizeof kMagic);
+  write_le<uint32_t>(out, kOffFormat, kFormatVersion);
+  write_le<uint32_t>(out, kOffHeaderBytes, static_cast<uint32_t>(kHeaderBytes));
+  write_le<uint64_t>(out, kOffIndexOffset, kHeaderBytes);
+  write_le<uint64_t>(out, kOffIndexBytes, index.size());
+  write_le<uint64_t>(out, kOffIndexChecksum,
+                     checksum(reinterpret_cast<const uint8_t *>(index.data()), index.size()));
+  std::memcpy(out.data() + kHeaderBytes, index.data(), index.size());
+  for (const std::string &blob : blobs) {
+    out += blob;
+    out.resize(align(out.size()), '\0');
+  }
+  write_le<uint64_t>(out, kOffFileBytes, out.size());
+  write_le<uint64_t>(out, kOffHeaderChecksum,
+                     checksum(reinterpret_cast<const uint8_t *>(out.data()), kOffHeaderChecksum));
+  return out;
+}
+
+void write_bundle(const std::string &path, const BundleContents &contents) {
+  std::string bytes = serialize_bundle(contents);
+  fs::path target(path);
+  fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  std::string temp = (dir / fmt::format(".{}.tmp.{}.{}", target.filename().string(), getpid(),
+                                        std::random_device{}()))
+                         .string();
+  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0)
+    throw Error(fmt::format("{}: cannot create a temporary file in {}: {}", path, dir.string(),
+                            std::strerror(errno)));
+  const char *p = bytes.data();
+  size_t left = bytes.size();
+  bool ok = true;
+  while (ok && left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0 && errno == EINTR)
+      continue;
+    ok = n > 0;
+    if (ok) {
+      p += n;
+      left -= static_cast<size_t>(n);
+    }
+  }
+  int saved = errno;
+  ok = ok && ::fsync(fd) == 0;
+  if (!ok)
+    saved = errno;
+  ::close(fd);
+  if (!ok || ::rename(temp.c_str(), path.c_str()) != 0) {
+    if (ok)
+      saved = errno;
+    ::unlink(temp.c_str());
+    throw Error(fmt::format("{}: cannot write the bundle: {}", path, std::strerror(saved)));
+  }
+}
+
+std::vector<std::string> merge_contents(BundleContents &into, BundleContents from) {
+  std::vector<std::string> notes;
+  std::map<std::pair<std::string, std::string>, size_t> at; // (hash, options) -> index in into
+  for (size_t i = 0; i < into.entries.size(); ++i)
+    at[{into.entries[i].hash.hex(), into.entries[i].options}] = i;
+  for (Entry &e : from.entries) {
+    auto found = at.find({e.hash.hex(), e.options});
+    if (found == at.end()) {
+      at[{e.hash.hex(), e.options}] = into.entries.size();
+      into.entries.push_back(std::move(e));
+      continue;
+    }
+    Entry &mine = into.entries[found->second];
+    for (Artifact &a : e.artifacts) {
+      auto same = std::find_if(mine.artifacts.begin(), mine.artifacts.end(),
+                               [&](const Artifact &m) { return same_binary_kind(m, a); });
+      if (same == mine.artifacts.end()) {
+        mine.artifacts.push_back(std::move(a));
+      } else if (same->data != a.data) {
+        notes.push_back(fmt::format("kernel '{}' ({}): replaced the {} {} binary", mine.name,
+                                    mine.options, a.target.target, a.target.format));
+        *same = std::move(a);
+      }
+    }
+  }
+  for (TuningEntry &t : from.tuning) {
+    auto same = std::find_if(into.tuning.begin(), into.tuning.end(),
+                             [&](const TuningEntry &m) { return m.key == t.key; });
+    if (same == into.tuning.end()) {
+      into.tuning.push_back(std::move(t));
+    } else if (same->record != t.record) {
+      notes.push_back(fmt::format("tuning record '{}': replaced", t.key));
+      *same = std::move(t);
+    }
+  }
+  for (std::string &target : from.metadata.targets)
+    if (std::find(into.metadata.targets.begin(), into.metadata.targets.end(), target) ==
+        into.metadata.targets.end())
+      into.metadata.targets.push_back(std::move(target));
+  for (auto &toolkit : from.metadata.toolkits)
+    if (std::find(into.metadata.toolkits.begin(), into.metadata.toolkits.end(), toolkit) ==
+        into.metadata.toolkits.end())
+      into.metadata.toolkits.push_back(std::move(toolkit));
+  return notes;
+}
+
+//===- Reading -------------------------------------------------------------------------------===//
+
+/// The file's bytes: a read-only private mapping, or a copy in memory (aligned for FlatBuffers).
+struct Bundle::Mapping {
+  void *address = nullptr;
+  size_t length = 0;
+  std::unique_ptr<uint64_t[]> memory;
+  ~Mapping() {
+    if (address)
+      ::munmap(address, length);
+  }
+};
+
+Bundle::~Bundle() = default;
+
+std::shared_ptr<const Bundle> Bundle::open(const std::string &path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    throw Error(
+        fmt::format("{}: cannot open the environment bundle: {}", path, std::strerror(errno)));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw Error(fmt::format("{}: not a regular file", path));
+  }
+  std::shared_ptr<Bundle> bundle(new Bundle());
+  bundle->name_ = path;
+  bundle->mapping_ = std::make_unique<Mapping>();
+  bundle->size_ = static_cast<uint64_t>(st.st_size);
+  if (st.st_size > 0) {
+    void *address = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+    if (address == MAP_FAILED) {
+      int saved = errno;
+      ::close(fd);
+      throw Error(
+          fmt::format("{}: cannot map the environment bundle: {}", path, std::strerror(saved)));
+    }
+    bundle->mapping_->address = address;
+    bundle->mapping_->length = static_cast<size_t>(st.st_size);
+    bundle->data_ = static_cast<const uint8_t *>(address);
+  }
+  ::close(fd);
+  bundle->check();
+  return bundle;
+}
+
+std::shared_ptr<const Bundle> Bundle::from_bytes(std::string_view bytes, std::string name) {
+  std::shared_ptr<Bundle> bundle(new Bundle());
+  bundle->name_ = std::move(name);
+  bundle->mapping_ = std::make_unique<Mapping>();
+  bundle->mapping_->memory = std::make_unique<uint64_t[]>(bytes.size() / 8 + 1);
+  std::memcpy(bundle->mapping_->memory.get(), bytes.data(), bytes.size());
+  bundle->data_ = reinterpret_cast<const uint8_t *>(bundle->mapping_->memory.get());
+  bundle->size_ = bytes.size();
+  bundle->check();
+  return bundle;
+}
+
+const void *Bundle::index() const {
+  return data_ + kHeaderBytes;
+}
+
+uint32_t Bundle::format_version() const {
+  return read_le<uint32_t>(data_ + kOffFormat);
+}
+
+void Bundle::check() {
+  auto fail = [&](const std::string &what) { throw Error(fmt::format("{}: {}", name_, what)); };
+  if (size_ < kHeaderBytes)
+    fail(fmt::format("truncated or not an environment bundle: {} bytes, less than its {}-byte "
+                     "header",
+                     size_, kHeaderBytes));
+  if (std::memcmp(data_, kMagic, sizeof kMagic) != 0)
+    fail("not an environment bundle (bad magic at offset 0); build one with `cubecc env build`");
+  if (uint32_t version = format_version(); version != kFormatVersion)
+    fail(fmt::format("bundle format version {} at offset {}; this cubecc reads version {}: "
+                     "rebuild the bundle with this cubecc's `cubecc env build`",
+                     version, kOffFormat, kFormatVersion));
+  uint64_t stored = read_le<uint64_t>(data_ + kOffHeaderChecksum);
+  if (stored != checksum(data_, kOffHeaderChecksum))
+    fail(fmt::format("the header is damaged (checksum at offset {} does not match)",
+                     kOffHeaderChecksum));
+  if (read_le<uint32_t>(data_ + kOffHeaderBytes) != kHeaderBytes)
+    fail(fmt::format("header size {} at offset {}; expected {}",
+                     read_le<uint32_t>(data_ + kOffHeaderBytes), kOffHeaderBytes, kHeaderBytes));
+  uint64_t file_bytes = read_le<uint64_t>(data_ + kOffFileBytes);
+  if (file_bytes != size_)
+    fail(fmt::format("truncated or extended: the header says {} bytes, the file has {}", file_bytes,
+                     size_));
+  uint64_t index_offset = read_le<uint64_t>(data_ + kOffIndexOffset);
+  uint64_t index_bytes = read_le<uint64_t>(data_ + kOffIndexBytes);
+  if (index_offset != kHeaderBytes || index_bytes > size_ - kHeaderBytes ||
+      index_bytes > FLATBUFFERS_MAX_BUFFER_SIZE)
+    fail(fmt::format("the index (offset {}, {} bytes) lies outside the file", index_offset,
+                     index_bytes));
+  if (read_le<uint64_t>(data_ + kOffIndexChecksum) != checksum(data_ + kHeaderBytes, index_bytes))
+    fail(fmt::format("the index at offset {} is damaged (its checksum does not match)",
+                     kHeaderBytes));
+  flatbuffers::Verifier verifier(data_ + kHeaderBytes, index_bytes,
+                                 flatbuffers::Verifier::Options{64, kMaxTables, true, true});
+  if (!verifier.VerifyBuffer<fb::Index>(nullptr))
+    fail(fmt::format("the index at offset {} is not a valid index", kHeaderBytes));
+  const fb::Index *idx = fb::GetIndex(index());
+  if (!idx->cubecc_version() || !idx->entries())
+    fail("the index lacks its cubecc version or its entries");
+  const auto &entries = *idx->entries();
+  for (flatbuffers::uoffset_t i = 0; i < entries.size(); ++i) {
+    const fb::EntryRef *e = entries.Get(i);
+    uint64_t end = kHeaderBytes + index_bytes;
+    if (e->offset() < end || e->offset() % kEntryAlignment != 0 || e->size() > size_ ||
+        e->offset() > size_ - e->size())
+      fail(fmt::format("entry {} (offset {}, {} bytes) lies outside the entries' part of the "
+                       "file",
+                       i, e->offset(), e->size()));
+    if (i > 0 && !key_less(*entries.Get(i - 1), e->key_high(), e->key_low()))
+      fail(fmt::format("the index is not sorted at entry {}", i));
+  }
+  if (idx->tuning())
+    for (flatbuffers::uoffset_t i = 0; i < idx->tuning()->size(); ++i) {
+      const fb::Tuning *t = idx->tuning()->Get(i);
+      if (!t->key() || !t->record() ||
+          (i > 0 && !(view(idx->tuning()->Get(i - 1)->key()) < view(t->key()))))
+        fail(fmt::format("tuning record {} is unnamed or out of order", i));
+    }
+
+  metadata_.cubecc_version = std::string(view(idx->cubecc_version()));
+  metadata_.created_unix = idx->created_unix();
+  metadata_.created_host = std::string(view(idx->created_host()));
+  metadata_.created_by = std::string(view(idx->created_by()));
+  if (idx->targets())
+    for (const flatbuffers::String *t : *idx->targets())
+      metadata_.targets.emplace_back(view(t));
+  if (idx->toolkits())
+    for (const fb::Toolkit *t : *idx->toolkits())
+      metadata_.toolkits.emplace_back(view(t->name()), view(t->version()));
+  version_matches_ = metadata_.cubecc_version == cubecc::version();
+  entry_state_ = std::make_unique<std::atomic<uint8_t>[]>(entries.size());
+}
+
+size_t Bundle::num_entries() const {
+  return fb::GetIndex(index())->entries()->size();
+}
+
+size_t Bundle::num_tuning_records() const {
+  const fb::Index *idx = fb::GetIndex(index());
+  return idx->tuning() ? idx->tuning()->size() : 0;
+}
+
+uint64_t Bundle::entry_bytes(size_t i) const {
+  return fb::GetIndex(index())->entries()->Get(static_cast<flatbuffers::uoffset_t>(i))->size();
+}
+
+std::string Bundle::verify_entry(size_t i) const {
+  const fb::EntryRef *ref =
+      fb::GetIndex(index())->entries()->Get(static_cast<flatbuffers::uoffset_t>(i));
+  const uint8_t *bytes = data_ + ref->offset();
+  uint8_t state = entry_state_[i].load(std::memory_order_acquire);
+  if (state == 1)
+    return {};
+  if (state == 0) {
+    bool sound = checksum(bytes, ref->size()) == ref->checksum();
+    if (sound) {
+      flatbuffers::Verifier verifier(bytes, ref->size(),
+                                     flatbuffers::Verifier::Options{64, kMaxTables, true, true});
+      sound = verifier.VerifyBuffer<fb::Entry>(nullptr);
+      std::string error;
+      sound = sound && decode_entry(flatbuffers::GetRoot<fb::Entry>(bytes), error).has_value();
+    }
+    state = sound ? 1 : 2;
+    entry_state_[i].store(state, std::memory_order_release);
+    if (sound)
+      return {};
+  }
+  // Damaged: say how (recomputed; damage is rare and the message is for a human).
+  if (checksum(bytes, ref->size()) != ref->checksum())
+    return fmt::format("entry {} at offset {} ({} bytes) is damaged: its checksum does not match; "
+                       "rebuild the bundle",
+                       i, ref->offset(), ref->size());
+  flatbuffers::Verifier verifier(bytes, ref->size(),
+                                 flatbuffers::Verifier::Options{64, kMaxTables, true, true});
+  if (!verifier.VerifyBuffer<fb::Entry>(nullptr))
+    return fmt::format("entry {} at offset {} is not a valid entry", i, ref->offset());
+  std::string error;
+  decode_entry(flatbuffers::GetRoot<fb::Entry>(bytes), error);
+  return fmt::format("entry {} at offset {}: {}", i, ref->offset(), error);
+}
+
+std::optional<Entry> Bundle::read_entry(size_t i, std::string &error) const {
+  if (i >= num_entries()) {
+    error = fmt::format("no entry {}", i);
+    return std::nullopt;
+  }
+  if (error = verify_entry(i); !error.empty())
+    return std::nullopt;
+  const fb::EntryRef *ref =
+      fb::GetIndex(index())->entries()->Get(static_cast<flatbuffers::uoffset_t>(i));
+  return decode_entry(flatbuffers::GetRoot<fb::Entry>(data_ + ref->offset()), error);
+}
+
+std::vector<TuningEntry> Bundle::tuning_records() const {
+  std::vector<TuningEntry> out;
+  const fb::Index *idx = fb::GetIndex(index());
+  if (idx->tuning())
+    for (const fb::Tuning *t : *idx->tuning())
+      out.push_back({std::string(view(t->key())), std::string(view(t->record()))});
+  return out;
+}
+
+BundleContents Bundle::contents() const {
+  BundleContents out;
+  out.metadata = metadata_;
+  for (size_t i = 0; i < num_entries(); ++i) {
+    std::string error;
+    std::optional<Entry> entry = read_entry(i, error);
+    if (!entry)
+      throw Error(fmt::format("{}: {}", name_, error));
+    out.entries.push_back(std::move(*entry));
+  }
+  out.tuning = tuning_records();
+  return out;
+}
+
+runtime::EnvironmentLookup
+Bundle::find_kernel(const ir::Hash128 &hash, std::string_view options,
+                    std::span<const runtime::BinaryTarget> targets) const {
+  runtime::EnvironmentLookup result;
+  if (!version_matches_) {
+    result.outcome = runtime::EnvironmentLookup::Rejected;
+    result.why = fmt::format("the bundle was built by cubecc {}, this is cubecc {}: rebuild it",
+                             metadata_.cubecc_version, cubecc::version());
+    return result;
+  }
+  ir::Hash128 key = entry_key(hash, options);
+  const auto &entries = *fb::GetIndex(index())->entries();
+  size_t lo = 0, hi = entries.size();
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (key_less(*entries.Get(static_cast<flatbuffers::uoffset_t>(mid)), key.high, key.low))
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lo == entries.size() ||
+      entries.Get(static_cast<flatbuffers::uoffset_t>(lo))->key_high() != key.high ||
+      entries.Get(static_cast<flatbuffers::uoffset_t>(lo))->key_low() != key.low) {
+    result.why = "no entry for this kernel and options";
+    return result;
+  }
+  if (std::string damage = verify_entry(lo); !damage.empty()) {
+    result.outcome = runtime::EnvironmentLookup::Rejected;
+    result.why = std::move(damage);
+    return result;
+  }
+  const fb::Entry *entry = flatbuffers::GetRoot<fb::Entry>(
+      data_ + entries.Get(static_cast<flatbuffers::uoffset_t>(lo))->offset());
+  if (entry->hash_high() != hash.high || entry->hash_low() != hash.low ||
+      view(entry->options()) != options) {
+    result.outcome = runtime::EnvironmentLookup::Rejected;
+    result.why = fmt::format("entry {} is filed under this kernel's key but holds another", lo);
+    return result;
+  }
+  std::string rejected, held;
+  for (const runtime::BinaryTarget &want : targets) {
+    for (const fb::Artifact *a : *entry->artifacts()) {
+      if (view(a->target()) != want.target || view(a->format()) != want.format)
+        continue;
+      if (view(a->features()) != want.features) {
+        rejected =
+            fmt::format("its {} binary was generated for other device features", want.target);
+        continue;
+      }
+      if (!want.toolkit.empty() && view(a->toolkit()) != want.toolkit) {
+        rejected = fmt::format("its {} {} was built by {}, this runtime compiles with {}",
+                               want.target, want.format, view(a->toolkit()), want.toolkit);
+        continue;
+      }
+      std::string why;
+      std::optional<codegen::KernelAbi> abi = read_abi(a->abi(), view(entry->name()), why);
+      if (!abi) { // cannot happen after verify_entry, which decoded it
+        rejected = why;
+        continue;
+      }
+      result.outcome = runtime::EnvironmentLookup::Hit;
+      result.binary.target = want;
+      result.binary.target.toolkit = std::string(view(a->toolkit()));
+      result.binary.bytes =
+          std::string_view(reinterpret_cast<const char *>(a->data()->data()), a->data()->size());
+      result.binary.entry = std::string(view(a->entry()));
+      result.binary.abi = std::move(*abi);
+      return result;
+    }
+  }
+  for (const fb::Artifact *a : *entry->artifacts())
+    held += fmt::format("{}{} {}", held.empty() ? "" : ", ", view(a->target()), view(a->format()));
+  if (!rejected.empty()) {
+    // A binary for this device exists but is unusable: stale, never silently used.
+    result.outcome = runtime::EnvironmentLookup::Rejected;
+    result.why = rejected;
+  } else {
+    result.why = fmt::format("no binary for this device (the entry holds: {})",
+                             held.empty() ? "nothing" : held);
+  }
+  return result;
+}
+
+std::optional<std::string> Bundle::find_tuning(std::string_view key) const {
+  const fb::Index *idx = fb::GetIndex(index());
+  if (!idx->tuning())
+    return std::nullopt;
+  const auto &records = *idx->tuning();
+  size_t lo = 0, hi = records.size();
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (view(records.Get(static_cast<flatbuffers::uoffset_t>(mid))->key()) < key)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lo == records.size() ||
+      view(records.Get(static_cast<flatbuffers::uoffset_t>(lo))->key()) != key)
+    return std::nullopt;
+  return std::string(view(records.Get(static_cast<flatbuffers::uoffset_t>(lo))->record()));
+}
+
+} // namespace cubecc::environments

@@ -1,0 +1,351 @@
+//===- env.cpp - `cubecc env`: build, inspect, verify and merge environment bundles -----------===//
+#include "env.h"
+
+#include "compile.h"
+#include "tool_support.h"
+
+#include "cubecc/codegen/spirv.h"
+#include "cubecc/environments/builder.h"
+#include "cubecc/environments/bundle.h"
+#include "cubecc/ir/parser.h"
+#include "cubecc/ir/verifier.h"
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <iostream>
+#include <map>
+
+namespace cubecc::tools {
+
+namespace {
+
+std::string human_bytes(uint64_t bytes) {
+  if (bytes < 1024)
+    return fmt::format("{} B", bytes);
+  if (bytes < 1024 * 1024)
+    return fmt::format("{:.1f} KiB", bytes / 1024.0);
+  return fmt::format("{:.1f} MiB", bytes / (1024.0 * 1024.0));
+}
+
+/// Opens a bundle for a command; prints the error and returns null when it does not open.
+std::shared_ptr<const environments::Bundle> open_bundle(const std::string &path) {
+  try {
+    return environments::Bundle::open(path);
+  } catch (const runtime::Error &e) {
+    std::cerr << "cubecc: error: " << e.what() << "\n";
+    return nullptr;
+  }
+}
+
+/// A progress bar on a terminal; nothing otherwise (the summary line follows either way).
+class Progress {
+public:
+  Progress() : tty_(isatty(STDERR_FILENO) != 0) {}
+  void operator()(size_t done, size_t total, const std::string &what) {
+    if (!tty_)
+      return;
+    constexpr int kWidth = 30;
+    int filled = static_cast<int>(kWidth * done / std::max<size_t>(total, 1));
+    std::string line = fmt::format("\r[{}{}] {}/{} {}", std::string(filled, '#'),
+                                   std::string(kWidth - filled, ' '), done, total, what);
+    line.resize(std::max<size_t>(line.size(), last_), ' '); // erase the longer line before
+    last_ = line.size();
+    std::cerr << line << std::flush;
+    if (done == total)
+      std::cerr << "\n";
+  }
+
+private:
+  bool tty_;
+  size_t last_ = 0;
+};
+
+/// Checks an artifact's contents beyond its checksum: SPIR-V validates, IR parses and verifies,
+/// ELF binaries are ELF for the right machine, PTX names its target. Empty when sound.
+std::string check_artifact(const environments::Artifact &a) {
+  const std::string &format = a.target.format;
+  if (format == "spirv") {
+    if (a.data.size() % 4 != 0 || a.data.empty())
+      return "SPIR-V is not a whole number of words";
+    std::vector<uint32_t> words(a.data.size() / 4);
+    std::memcpy(words.data(), a.data.data(), a.data.size());
+    std::string problems = codegen::validate_spirv(words);
+    return problems.empty() ? "" : "spirv-val: " + problems;
+  }
+  if (format == "ir") {
+    ir::ParseResult parsed = ir::parse_module(a.data, a.abi.name + ".cir");
+    if (!parsed.module)
+      return "IR does not parse: " + ir::to_string(parsed.errors);
+    if (auto problems = ir::verify(*parsed.module, &parsed.source_map); !problems.empty())
+      return "IR does not verify: " + ir::to_string(problems);
+    return "";
+  }
+  if (format == "cubin" || format == "hsaco") {
+    // ELF64, little-endian; e_machine at offset 18: EM_CUDA (190) or EM_AMDGPU (224).
+    uint16_t machine = 0;
+    if (a.data.size() < 64 || a.data.compare(0, 4,
+                                             "\x7f"
+                                             "ELF") != 0)
+      return "not an ELF file";
+    std::memcpy(&machine, a.data.data() + 18, 2);
+    uint16_t expected = format == "cubin" ? 190 : 224;
+    return machine == expected ? "" : fmt::format("ELF machine {}, expected {}", machine, expected);
+  }
+  if (format == "ptx") {
+    std::string arch = a.target.target.substr(a.target.target.find(':') + 1); // compute_80
+    std::string target = ".target sm_" + arch.substr(arch.find('_') + 1);
+    return a.data.find(target) != std::string::npos ? "" : "PTX without the directive " + target;
+  }
+  return fmt::format("unknown format '{}'", format);
+}
+
+} // namespace
+
+int env_build_command(const EnvBuildOptions &options) {
+  std::string error;
+  auto targets = environments::parse_targets(options.targets, error);
+  if (!targets) {
+    std::cerr << "cubecc: error: " << error << "\n";
+    return kUsageError;
+  }
+  ir::Module module;
+  std::vector<ir::Diagnostic> errors;
+  std::map<std::string, std::string> configurations;
+  if (!load_inputs(options.inputs, module, errors, &configurations))
+    return report(errors);
+  if (module.kernels().empty()) {
+    std::cerr << "cubecc: error: the inputs hold no kernels\n";
+    return kUserError;
+  }
+  std::vector<environments::KernelInput> kernels;
+  for (const auto &k : module.kernels())
+    kernels.push_back({k.get(), configurations[k->name()]});
+
+  auto start = std::chrono::steady_clock::now();
+  environments::BuildOptions build;
+  build.targets = *targets;
+  build.opt_level = options.opt_level;
+  build.jobs = options.jobs;
+  Progress progress;
+  build.progress = std::ref(progress);
+  auto contents = environments::build_entries(kernels, build, errors);
+  if (!contents)
+    return report(errors);
+  auto metadata = environments::current_metadata(options.command_line);
+  metadata.targets = contents->metadata.targets;
+  metadata.toolkits = contents->metadata.toolkits;
+  contents->metadata = std::move(metadata);
+  try {
+    environments::write_bundle(options.output, *contents);
+  } catch (const runtime::Error &e) {
+    std::cerr << "cubecc: error: " << e.what() << "\n";
+    return kUserError;
+  }
+  size_t artifacts = 0;
+  for (const auto &e : contents->entries)
+    artifacts += e.artifacts.size();
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  auto bundle = open_bundle(options.output);
+  if (!bundle)
+    return kInternalError;
+  std::cerr << fmt::format("cubecc: {}: {} kernels, {} binaries for {} in {:.1f} s ({})\n",
+                           options.output, contents->entries.size(), artifacts,
+                           fmt::join(*targets, ", "), seconds, human_bytes(bundle->file_bytes()));
+  return kSuccess;
+}
+
+int env_inspect_command(const std::string &path, bool json) {
+  auto bundle = open_bundle(path);
+  if (!bundle)
+    return kUserError;
+  const environments::Metadata &m = bundle->metadata();
+  std::vector<std::optional<environments::Entry>> entries;
+  std::vector<std::string> damaged(bundle->num_entries());
+  for (size_t i = 0; i < bundle->num_entries(); ++i)
+    entries.push_back(bundle->read_entry(i, damaged[i]));
+  std::vector<environments::TuningEntry> tuning = bundle->tuning_records();
+  std::string created = fmt::format("{:%Y-%m-%d %H:%M:%S} UTC",
+                                    fmt::gmtime(static_cast<std::time_t>(m.created_unix)));
+
+  if (json) {
+    nlohmann::json out;
+    out["file"] = path;
+    out["bytes"] = bundle->file_bytes();
+    out["format_version"] = bundle->format_version();
+    out["cubecc_version"] = m.cubecc_version;
+    out["created"] = {
+        {"unix", m.created_unix}, {"utc", created}, {"host", m.created_host}, {"by", m.created_by}};
+    out["targets"] = m.targets;
+    out["toolkits"] = nlohmann::json::object();
+    for (const auto &[name, version] : m.toolkits)
+      out["toolkits"][name] = version;
+    out["kernels"] = nlohmann::json::array();
+    for (size_t i = 0; i < entries.size(); ++i) {
+      nlohmann::json k;
+      k["index"] = i;
+      k["bytes"] = bundle->entry_bytes(i);
+      if (!entries[i]) {
+        k["damaged"] = damaged[i];
+        out["kernels"].push_back(k);
+        continue;
+      }
+      const environments::Entry &e = *entries[i];
+      k["name"] = e.name;
+      k["configuration"] = e.configuration;
+      k["hash"] = e.hash.hex();
+      k["options"] = e.options;
+      k["artifacts"] = nlohmann::json::array();
+      for (const environments::Artifact &a : e.artifacts) {
+        const auto &abi = a.abi;
+        k["artifacts"].push_back({{"target", a.target.target},
+                                  {"format", a.target.format},
+                                  {"bytes", a.data.size()},
+                                  {"toolkit", a.target.toolkit},
+                                  {"features", a.target.features},
+                                  {"entry", a.entry},
+                                  {"workgroup_size", abi.workgroup_size},
+                                  {"shared_bytes", abi.shared_bytes},
+                                  {"buffers", abi.num_buffers},
+                                  {"param_block_bytes", abi.param_block_bytes}});
+      }
+      out["kernels"].push_back(k);
+    }
+    out["tuning"] = nlohmann::json::array();
+    for (const auto &t : tuning) {
+      nlohmann::json record = nlohmann::json::parse(t.record, nullptr, false);
+      out["tuning"].push_back(
+          {{"key", t.key}, {"record", record.is_discarded() ? nlohmann::json(t.record) : record}});
+    }
+    std::cout << out.dump(2) << "\n";
+    return kSuccess;
+  }
+
+  fmt::print("{}: environment bundle, format {}, {}\n", path, bundle->format_version(),
+             human_bytes(bundle->file_bytes()));
+  fmt::print("built by cubecc {} on {} at {}{}\n", m.cubecc_version,
+             m.created_host.empty() ? "?" : m.created_host, created,
+             m.created_by.empty() ? "" : fmt::format(" ({})", m.created_by));
+  fmt::print("targets: {}\n",
+             m.targets.empty() ? "-" : fmt::format("{}", fmt::join(m.targets, ", ")));
+  std::vector<std::string> toolkits;
+  for (const auto &[name, version] : m.toolkits)
+    toolkits.push_back(name + " " + version);
+  fmt::print("toolkits: {}\n\n",
+             toolkits.empty() ? "-" : fmt::format("{}", fmt::join(toolkits, "; ")));
+  fmt::print("{:<22} {:<26} {:<4} {:<12} {}\n", "kernel", "configuration", "opt", "hash",
+             "binaries");
+  std::vector<size_t> order(entries.size()); // by name, for reading; the index is by key
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return entries[a] && entries[b] && entries[a]->name < entries[b]->name;
+  });
+  for (size_t i : order) {
+    if (!entries[i]) {
+      fmt::print("entry {}: DAMAGED: {}\n", i, damaged[i]);
+      continue;
+    }
+    const environments::Entry &e = *entries[i];
+    std::vector<std::string> binaries;
+    for (const environments::Artifact &a : e.artifacts)
+      binaries.push_back(
+          fmt::format("{} {} {}", a.target.target, a.target.format, human_bytes(a.data.size())));
+    fmt::print("{:<22} {:<26} {:<4} {:<12} {}\n", e.name,
+               e.configuration.empty() ? "-" : e.configuration, e.options,
+               e.hash.hex().substr(0, 12), fmt::join(binaries, ", "));
+  }
+  fmt::print("\n{} kernels; {} tuning records\n", entries.size(), tuning.size());
+  for (const auto &t : tuning) {
+    nlohmann::json record = nlohmann::json::parse(t.record, nullptr, false);
+    std::string winner =
+        record.is_object() && record.contains("winner") && record["winner"].is_string()
+            ? record["winner"].get<std::string>()
+            : "?";
+    fmt::print("  {} -> {}\n", t.key, winner);
+  }
+  return kSuccess;
+}
+
+int env_verify_command(const std::string &path) {
+  auto bundle = open_bundle(path);
+  if (!bundle)
+    return kUserError;
+  size_t problems = 0, artifacts = 0;
+  for (size_t i = 0; i < bundle->num_entries(); ++i) {
+    std::string error;
+    std::optional<environments::Entry> entry = bundle->read_entry(i, error);
+    if (!entry) {
+      std::cerr << fmt::format("{}: {}\n", path, error);
+      ++problems;
+      continue;
+    }
+    for (const environments::Artifact &a : entry->artifacts) {
+      ++artifacts;
+      if (std::string why = check_artifact(a); !why.empty()) {
+        std::cerr << fmt::format("{}: entry {}, kernel '{}', {} {}: {}\n", path, i, entry->name,
+                                 a.target.target, a.target.format, why);
+        ++problems;
+      }
+    }
+  }
+  for (const auto &t : bundle->tuning_records())
+    if (nlohmann::json::parse(t.record, nullptr, false).is_discarded()) {
+      std::cerr << fmt::format("{}: tuning record '{}' is not JSON\n", path, t.key);
+      ++problems;
+    }
+  if (problems) {
+    std::cerr << fmt::format("{}: {} problem{} found\n", path, problems, problems == 1 ? "" : "s");
+    return kUserError;
+  }
+  fmt::print("{}: ok: {} kernels, {} binaries, {} tuning records verified\n", path,
+             bundle->num_entries(), artifacts, bundle->num_tuning_records());
+  return kSuccess;
+}
+
+int env_merge_command(const std::vector<std::string> &inputs, const std::string &output,
+                      const std::string &command_line) {
+  environments::BundleContents merged;
+  std::string version;
+  for (const std::string &input : inputs) {
+    auto bundle = open_bundle(input);
+    if (!bundle)
+      return kUserError;
+    if (!version.empty() && bundle->metadata().cubecc_version != version) {
+      std::cerr << fmt::format("cubecc: error: {} was built by cubecc {}, {} by cubecc {}: "
+                               "bundles of different versions cannot be merged\n",
+                               inputs.front(), version, input, bundle->metadata().cubecc_version);
+      return kUserError;
+    }
+    version = bundle->metadata().cubecc_version;
+    try {
+      for (const std::string &note : environments::merge_contents(merged, bundle->contents()))
+        std::cerr << fmt::format("cubecc: note: {}: {}\n", input, note);
+    } catch (const runtime::Error &e) {
+      std::cerr << "cubecc: error: " << e.what() << "\n";
+      return kUserError;
+    }
+  }
+  auto metadata = environments::current_metadata(command_line);
+  metadata.cubecc_version = version;
+  metadata.targets = std::move(merged.metadata.targets);
+  metadata.toolkits = std::move(merged.metadata.toolkits);
+  merged.metadata = std::move(metadata);
+  try {
+    environments::write_bundle(output, merged);
+  } catch (const runtime::Error &e) {
+    std::cerr << "cubecc: error: " << e.what() << "\n";
+    return kUserError;
+  }
+  std::cerr << fmt::format("cubecc: {}: {} kernels, {} tuning records from {} bundles\n", output,
+                           merged.entries.size(), merged.tuning.size(), inputs.size());
+  return kSuccess;
+}
+
+} // namespace cubecc::tools
