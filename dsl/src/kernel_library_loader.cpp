@@ -28,11 +28,13 @@ std::unique_ptr<KernelLibrary> KernelLibrary::open(const std::string &path, std:
     return nullptr;
   }
   const cubecc_kernel_library *library = symbol();
-  if (!library || library->abi_version != CUBECC_KERNEL_LIBRARY_ABI_VERSION) {
+  // Every version up to this cubecc's: later versions only append fields.
+  if (!library || library->abi_version < 1 ||
+      library->abi_version > CUBECC_KERNEL_LIBRARY_ABI_VERSION) {
     dlclose(handle);
     error =
-        fmt::format("{}: error: the kernel library uses ABI version {}, this cubecc reads {}; "
-                    "rebuild the library against this cubecc",
+        fmt::format("{}: error: the kernel library uses ABI version {}, this cubecc reads 1 "
+                    "to {}; rebuild the library against this cubecc",
                     path, library ? library->abi_version : 0, CUBECC_KERNEL_LIBRARY_ABI_VERSION);
     return nullptr;
   }
@@ -42,7 +44,111 @@ std::unique_ptr<KernelLibrary> KernelLibrary::open(const std::string &path, std:
   out->library_ = library;
   for (uint32_t i = 0; i < library->count; ++i)
     out->entries_.push_back({library->kernels[i].name, library->kernels[i].configuration});
+  if (library->abi_version >= 2 && !out->read_tunables(error))
+    return nullptr; // the destructor closes the library
   return out;
+}
+
+bool KernelLibrary::read_tunables(std::string &error) {
+  const cubecc_kernel_library &library = *library_;
+  if (library.tunable_count > 0 && (!library.tunables || !library.describe_tunable)) {
+    error = fmt::format("{}: error: the kernel library lists {} tunables without their table",
+                        path_, library.tunable_count);
+    return false;
+  }
+  for (uint32_t i = 0; i < library.tunable_count; ++i) {
+    const cubecc_tunable_entry &entry = library.tunables[i];
+    Tunable t;
+    t.name = entry.name ? entry.name : "";
+    auto fail = [&](const std::string &what) {
+      error = fmt::format("{}: error: tunable '{}': {}", path_, t.name, what);
+      return false;
+    };
+    if (t.name.empty())
+      return fail("it has no name");
+    if (entry.variant_count == 0)
+      return fail("it has no variants");
+    for (uint32_t v = 0; v < entry.variant_count; ++v) {
+      std::string variant = entry.variants[v] ? entry.variants[v] : "";
+      size_t index = 0;
+      while (index < entries_.size() && entries_[index].name != variant)
+        ++index;
+      if (index == entries_.size())
+        return fail(fmt::format("variant '{}' is not a kernel of the library (register it with "
+                                "dsl::register_kernel)",
+                                variant));
+      for (size_t earlier : t.variants)
+        if (earlier == index)
+          return fail(fmt::format("variant '{}' is listed twice", variant));
+      t.variants.push_back(index);
+    }
+    if (entry.dimension_count == 0)
+      return fail("it has no dimensions");
+    for (uint32_t d = 0; d < entry.dimension_count; ++d)
+      t.dimensions.emplace_back(entry.dimensions[d] ? entry.dimensions[d] : "");
+    for (uint32_t a = 0; a < entry.anchor_count; ++a)
+      t.anchors.emplace_back(entry.anchors + size_t{a} * entry.dimension_count,
+                             entry.anchors + size_t{a + 1} * entry.dimension_count);
+    t.element_types = entry.element_types ? entry.element_types : "";
+    t.relative_tolerance = entry.relative_tolerance;
+    if (!(t.relative_tolerance >= 0))
+      return fail("its relative tolerance is negative or NaN");
+    tunables_.push_back(std::move(t));
+  }
+  return true;
+}
+
+uint32_t KernelLibrary::abi_version() const {
+  return library_->abi_version;
+}
+
+KernelLibrary::Described KernelLibrary::describe(size_t tunable, size_t variant,
+                                                 std::span<const uint64_t> shape,
+                                                 TunableLaunch &launch, std::string &error) const {
+  if (tunable >= tunables_.size() || variant >= tunables_[tunable].variants.size()) {
+    error = fmt::format("{}: error: no tunable {} with a variant {}", path_, tunable, variant);
+    return Described::Failed;
+  }
+  const Tunable &t = tunables_[tunable];
+  if (shape.size() != t.dimensions.size()) {
+    error = fmt::format("{}: error: tunable '{}' has {} dimensions, the shape {}", path_, t.name,
+                        t.dimensions.size(), shape.size());
+    return Described::Failed;
+  }
+  cubecc_tunable_launch out{};
+  int result = library_->describe_tunable(static_cast<uint32_t>(tunable),
+                                          static_cast<uint32_t>(variant), shape.data(), &out);
+  if (result == 0)
+    return Described::Invalid;
+  if (result != 1 || out.buffer_count > CUBECC_TUNABLE_MAX_BUFFERS ||
+      out.value_count > CUBECC_TUNABLE_MAX_VALUES) {
+    error = fmt::format("{}: error: tunable '{}': describing variant '{}' failed: {}", path_,
+                        t.name, entries_[t.variants[variant]].name,
+                        result == 1 ? "too many buffers or values" : library_->last_error());
+    return Described::Failed;
+  }
+  launch = TunableLaunch{};
+  launch.grid = {out.grid[0], out.grid[1], out.grid[2]};
+  launch.buffer_elements.assign(out.buffer_elements, out.buffer_elements + out.buffer_count);
+  for (uint32_t v = 0; v < out.value_count; ++v) {
+    const cubecc_launch_value &value = out.values[v];
+    switch (value.kind) {
+    case CUBECC_LAUNCH_VALUE_INT:
+      launch.values.emplace_back(value.value.i);
+      break;
+    case CUBECC_LAUNCH_VALUE_UINT:
+      launch.values.emplace_back(value.value.u);
+      break;
+    case CUBECC_LAUNCH_VALUE_FLOAT:
+      launch.values.emplace_back(value.value.f);
+      break;
+    default:
+      error = fmt::format("{}: error: tunable '{}': value {} has unknown kind {}", path_, t.name, v,
+                          value.kind);
+      return Described::Failed;
+    }
+  }
+  return Described::Launch;
 }
 
 KernelLibrary::~KernelLibrary() {

@@ -93,4 +93,41 @@ static const bool registered_matmul =
         "matmul_32x32x8", "tm=32,tn=32,tk=8",
         {.workgroup = {32, 32, 1}, .parameter_names = {"a", "b", "c"}});
 
+namespace {
+
+/// How `cubecc tune` launches variant `variant` of the matmul tunable at {m, n, k}: row-major A,
+/// B and C, one workgroup per tile of C.
+bool describe_matmul(uint32_t variant, std::span<const uint64_t> shape,
+                     dsl::TunableLaunch &launch) {
+  constexpr uint32_t kTiles[] = {16, 32}; // the C tile (square) of each variant, in order
+  const uint64_t m = shape[0], n = shape[1], k = shape[2];
+  // Shapes and strides are u32 parameters; an empty problem launches nothing worth timing.
+  constexpr uint64_t kMax = 0xffffffffu;
+  if (variant >= 2 || m == 0 || n == 0 || k == 0 || m * k > kMax || k * n > kMax || m * n > kMax)
+    return false;
+  const uint64_t tile = kTiles[variant];
+  launch.grid = {static_cast<uint32_t>((n + tile - 1) / tile),
+                 static_cast<uint32_t>((m + tile - 1) / tile), 1};
+  launch.buffer_elements = {m * k, k * n, m * n};
+  auto u32 = [](uint64_t v) { return static_cast<uint32_t>(v); };
+  launch.values = {u32(m), u32(k), u32(k), 1u,  // a: shape, strides
+                   u32(k), u32(n), u32(n), 1u,  // b
+                   u32(m), u32(n), u32(n), 1u}; // c
+  return true;
+}
+
+} // namespace
+
+// Both variants add the K products of an element in the same order with fma, so they agree
+// bit for bit: the tuner's cross-check is exact.
+static const bool registered_matmul_tunable = dsl::register_tunable({
+    .name = "matmul",
+    .variants = {"matmul_16x16x16", "matmul_32x32x8"},
+    .dimensions = {"m", "n", "k"},
+    .anchors = {{128, 128, 128}, {256, 256, 256}},
+    .element_types = "f32",
+    .relative_tolerance = 0,
+    .describe = describe_matmul,
+});
+
 } // namespace cubecc::examples

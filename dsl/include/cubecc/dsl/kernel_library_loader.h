@@ -1,10 +1,13 @@
 //===- kernel_library_loader.h - Reading the kernels of a kernel library (.so) ---------------===//
 #pragma once
 
+#include "cubecc/dsl/tunable.h"
 #include "cubecc/ir/diagnostic.h"
 #include "cubecc/ir/ir.h"
 
+#include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -31,12 +34,33 @@ public:
   /// appends diagnostics on failure.
   bool trace(size_t index, ir::Module &module, std::vector<ir::Diagnostic> &errors) const;
 
+  /// A tunable of the library (ABI version 2; none in a version 1 library).
+  struct Tunable {
+    std::string name;
+    std::vector<size_t> variants; ///< indices into kernels()
+    std::vector<std::string> dimensions;
+    std::vector<std::vector<uint64_t>> anchors;
+    std::string element_types;
+    double relative_tolerance = 0;
+  };
+  const std::vector<Tunable> &tunables() const { return tunables_; }
+  uint32_t abi_version() const;
+
+  enum class Described { Launch, Invalid, Failed };
+  /// How to launch variant `variant` (index into tunables()[tunable].variants) at `shape`:
+  /// Launch (`launch` filled), Invalid (the variant cannot run that shape) or Failed (`error`
+  /// says why, naming the library and the tunable).
+  Described describe(size_t tunable, size_t variant, std::span<const uint64_t> shape,
+                     TunableLaunch &launch, std::string &error) const;
+
 private:
   KernelLibrary() = default;
+  bool read_tunables(std::string &error);
   std::string path_;
   void *handle_ = nullptr;
   const cubecc_kernel_library *library_ = nullptr;
   std::vector<Entry> entries_;
+  std::vector<Tunable> tunables_;
 };
 
 } // namespace cubecc::dsl

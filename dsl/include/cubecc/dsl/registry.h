@@ -11,6 +11,7 @@
 #pragma once
 
 #include "cubecc/dsl/trace.h"
+#include "cubecc/dsl/tunable.h"
 
 #include <string>
 #include <vector>
