@@ -115,18 +115,23 @@ int env_build_command(const EnvBuildOptions &options) {
     std::cerr << "cubecc: error: " << error << "\n";
     return kUsageError;
   }
-  ir::Module module;
+  // Each input in a module of its own: kernels are keyed by their hashes, so two inputs may
+  // both hold a kernel of the same name (e.g. one kernel per .cir file).
+  std::vector<std::unique_ptr<ir::Module>> modules;
   std::vector<ir::Diagnostic> errors;
   std::map<std::string, std::string> configurations;
-  if (!load_inputs(options.inputs, module, errors, &configurations))
-    return report(errors);
-  if (module.kernels().empty()) {
+  std::vector<environments::KernelInput> kernels;
+  for (const std::string &input : options.inputs) {
+    modules.push_back(std::make_unique<ir::Module>("inputs"));
+    if (!load_inputs({input}, *modules.back(), errors, &configurations))
+      return report(errors);
+    for (const auto &k : modules.back()->kernels())
+      kernels.push_back({k.get(), configurations[k->name()]});
+  }
+  if (kernels.empty()) {
     std::cerr << "cubecc: error: the inputs hold no kernels\n";
     return kUserError;
   }
-  std::vector<environments::KernelInput> kernels;
-  for (const auto &k : module.kernels())
-    kernels.push_back({k.get(), configurations[k->name()]});
 
   auto start = std::chrono::steady_clock::now();
   environments::BuildOptions build;

@@ -1,8 +1,16 @@
 //===- device_launcher.cpp --------------------------------------------------------------------===//
 #include "device_launcher.h"
 
+#include "cubecc/ir/clone.h"
+#include "cubecc/ir/printer.h"
 #include "cubecc/ir/structural_hash.h"
+#include "cubecc/runtime/environment_source.h"
 
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 
@@ -38,6 +46,78 @@ bool device_is_optional(const std::string &name) {
   return name == "cuda" || name == "hip";
 }
 
+namespace {
+
+/// The compile options the e2e suite's kernels are keyed under: they are run as given (each test
+/// optimizes them itself, or not).
+constexpr std::string_view kAsGiven = "-O0";
+
+/// CUBECC_ENV: the environment bundle to load kernels from before compiling them. Every kernel
+/// the devices accept must then come from it: the count of JIT compilations that succeeded is
+/// checked to be zero when the suite ends (kernels a device refuses are still compiled, to check
+/// the refusal).
+struct EnvironmentRun {
+  std::shared_ptr<const runtime::EnvironmentSource> environment;
+  runtime::EnvironmentStatistics statistics;
+  uint64_t jit_compiles = 0;
+  std::string collect_dir; ///< CUBECC_E2E_COLLECT: every kernel compiled is written here
+
+  static EnvironmentRun &get() {
+    static EnvironmentRun run = [] {
+      EnvironmentRun r;
+      if (const char *path = std::getenv("CUBECC_ENV"); path && *path)
+        r.environment = runtime::open_environment(path);
+      if (const char *dir = std::getenv("CUBECC_E2E_COLLECT"); dir && *dir)
+        r.collect_dir = dir;
+      return r;
+    }();
+    return run;
+  }
+};
+
+class EnvironmentCheck : public testing::Environment {
+public:
+  void TearDown() override {
+    EnvironmentRun &run = EnvironmentRun::get();
+    if (!run.environment)
+      return;
+    std::cout << "[          ] environment " << run.environment->name() << ": "
+              << run.statistics.hits << " hits, " << run.statistics.misses << " misses, "
+              << run.statistics.rejected << " rejected; " << run.jit_compiles
+              << " JIT compilations\n";
+    EXPECT_GT(run.statistics.hits, 0u);
+    EXPECT_EQ(run.statistics.rejected, 0u);
+    EXPECT_EQ(run.jit_compiles, 0u) << "kernels were compiled that the environment should hold";
+  }
+};
+const auto *const environment_check = testing::AddGlobalTestEnvironment(new EnvironmentCheck);
+
+/// Writes `kernel` to <dir>/<backend>/<hash>.cir, for `cubecc env build`.
+void collect(const std::string &dir, const std::string &backend, const ir::Kernel &kernel,
+             const std::string &hash) {
+  std::filesystem::path path = std::filesystem::path(dir) / backend;
+  std::filesystem::create_directories(path);
+  std::ofstream(path / (hash + ".cir")) << ir::to_string(*ir::copy_kernel(kernel));
+}
+
+/// The kernel from the environment, or compiled.
+std::unique_ptr<runtime::CompiledKernel> compile(runtime::Device &device, const ir::Kernel &kernel,
+                                                 const ir::Hash128 &hash) {
+  EnvironmentRun &run = EnvironmentRun::get();
+  if (run.environment)
+    if (auto loaded = runtime::load_from_environment(*run.environment, device, kernel, hash,
+                                                     kAsGiven, {}, run.statistics))
+      return loaded;
+  auto compiled = device.compile(kernel);
+  if (run.environment)
+    ++run.jit_compiles;
+  if (!run.collect_dir.empty())
+    collect(run.collect_dir, device.info().backend, kernel, hash.hex());
+  return compiled;
+}
+
+} // namespace
+
 std::vector<ir::Diagnostic> run_on_device(runtime::Device &device, const ir::Kernel &kernel,
                                           std::span<const ir::Argument> args,
                                           const ir::LaunchConfig &config) {
@@ -48,9 +128,10 @@ std::vector<ir::Diagnostic> run_on_device(runtime::Device &device, const ir::Ker
   std::vector<ir::Diagnostic> problems;
   std::vector<runtime::DeviceMemory> memories;
   try {
-    auto &slot = compiled[{&device, ir::structural_hash(kernel).hex()}];
+    ir::Hash128 hash = ir::structural_hash(kernel);
+    auto &slot = compiled[{&device, hash.hex()}];
     if (!slot)
-      slot = device.compile(kernel);
+      slot = compile(device, kernel, hash);
     std::vector<runtime::LaunchArg> launch_args;
     memories.reserve(args.size()); // the launch arguments point into it
     for (const ir::Argument &a : args) {
