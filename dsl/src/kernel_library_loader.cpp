@@ -28,14 +28,14 @@ std::unique_ptr<KernelLibrary> KernelLibrary::open(const std::string &path, std:
     return nullptr;
   }
   const cubecc_kernel_library *library = symbol();
-  // Every version up to this cubecc's: later versions only append fields.
-  if (!library || library->abi_version < 1 ||
-      library->abi_version > CUBECC_KERNEL_LIBRARY_ABI_VERSION) {
+  // Every version up to this cubecc's: later versions only append fields. The version is read
+  // before dlclose, which unmaps the table.
+  const uint32_t version = library ? library->abi_version : 0;
+  if (version < 1 || version > CUBECC_KERNEL_LIBRARY_ABI_VERSION) {
     dlclose(handle);
-    error =
-        fmt::format("{}: error: the kernel library uses ABI version {}, this cubecc reads 1 "
-                    "to {}; rebuild the library against this cubecc",
-                    path, library ? library->abi_version : 0, CUBECC_KERNEL_LIBRARY_ABI_VERSION);
+    error = fmt::format("{}: error: the kernel library uses ABI version {}, this cubecc reads 1 "
+                        "to {}; rebuild the library against this cubecc",
+                        path, version, CUBECC_KERNEL_LIBRARY_ABI_VERSION);
     return nullptr;
   }
   std::unique_ptr<KernelLibrary> out(new KernelLibrary);
@@ -66,8 +66,12 @@ bool KernelLibrary::read_tunables(std::string &error) {
     };
     if (t.name.empty())
       return fail("it has no name");
-    if (entry.variant_count == 0)
+    if (entry.variant_count == 0 || !entry.variants)
       return fail("it has no variants");
+    if (entry.dimension_count == 0 || !entry.dimensions)
+      return fail("it has no dimensions");
+    if (entry.anchor_count > 0 && !entry.anchors)
+      return fail("it lists anchors without their table");
     for (uint32_t v = 0; v < entry.variant_count; ++v) {
       std::string variant = entry.variants[v] ? entry.variants[v] : "";
       size_t index = 0;
@@ -82,8 +86,6 @@ bool KernelLibrary::read_tunables(std::string &error) {
           return fail(fmt::format("variant '{}' is listed twice", variant));
       t.variants.push_back(index);
     }
-    if (entry.dimension_count == 0)
-      return fail("it has no dimensions");
     for (uint32_t d = 0; d < entry.dimension_count; ++d)
       t.dimensions.emplace_back(entry.dimensions[d] ? entry.dimensions[d] : "");
     for (uint32_t a = 0; a < entry.anchor_count; ++a)

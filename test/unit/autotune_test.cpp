@@ -525,6 +525,29 @@ TEST(LibraryTunables, the_example_library_declares_matmul_through_the_c_abi) {
             dsl::KernelLibrary::Described::Failed);
 }
 
+TEST(LibraryTunables, the_loader_reads_version_1_tables_and_refuses_unknown_versions) {
+  std::string error;
+  {
+    ScopedEnv v1("CUBECC_TEST_LIBRARY_ABI", "1");
+    auto library = dsl::KernelLibrary::open(CUBECC_VERSIONS_LIBRARY, error);
+    ASSERT_TRUE(library) << error;
+    EXPECT_EQ(library->abi_version(), 1u);
+    ASSERT_EQ(library->kernels().size(), 1u);
+    EXPECT_EQ(library->kernels()[0].name, "empty");
+    EXPECT_TRUE(library->tunables().empty()); // version 1 has no tunable fields to read
+  }
+  for (const char *version : {"0", "3"}) {
+    ScopedEnv v("CUBECC_TEST_LIBRARY_ABI", version);
+    EXPECT_FALSE(dsl::KernelLibrary::open(CUBECC_VERSIONS_LIBRARY, error)) << version;
+    EXPECT_THAT(error,
+                HasSubstr(fmt::format("uses ABI version {}, this cubecc reads 1 to 2", version)));
+  }
+  ScopedEnv v2("CUBECC_TEST_LIBRARY_ABI", "2");
+  EXPECT_FALSE(dsl::KernelLibrary::open(CUBECC_VERSIONS_LIBRARY, error));
+  EXPECT_THAT(error, HasSubstr("tunable 'broken': variant 'missing' is not a kernel of the "
+                               "library"));
+}
+
 size_t matmul_index(const dsl::KernelLibrary &library) {
   for (size_t i = 0; i < library.tunables().size(); ++i)
     if (library.tunables()[i].name == "matmul")
