@@ -6,7 +6,6 @@
 #include "cubecc/ir/parser.h"
 #include "cubecc/ir/verifier.h"
 
-
 #include <fmt/format.h>
 
 #include <chrono>

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <set>
 
 namespace cubecc::runtime {
 
@@ -42,7 +44,17 @@ void log_message(LogLevel level, std::string_view message) {
 //===- Environments --------------------------------------------------------------------------===//
 
 namespace {
+
 std::atomic<EnvironmentOpener> registered_opener{nullptr};
+
+/// Whether `key` is new to this process.
+bool first_time(const std::string &key) {
+  static std::mutex mutex;
+  static std::set<std::string> seen;
+  std::lock_guard lock(mutex);
+  return seen.insert(key).second;
+}
+
 } // namespace
 
 void register_environment_opener(EnvironmentOpener opener) {
@@ -83,10 +95,16 @@ std::unique_ptr<CompiledKernel> load_from_environment(const EnvironmentSource &e
     ++statistics.rejected;
   if (!options.fallback_to_jit)
     throw Error(message + " (and compiling instead is off)");
-  if (found.outcome == EnvironmentLookup::Miss)
+  if (found.outcome == EnvironmentLookup::Miss) {
     log_debug("{}; compiling it", message);
-  else
-    log_warning("{}; compiling it", message);
+  } else if (first_time(environment.name() + '\n' + found.why)) {
+    // A reason that holds for the whole bundle (another cubecc) is said once, not per kernel.
+    log_warning("{}; compiling it (further kernels rejected for this reason are logged at debug "
+                "level)",
+                message);
+  } else {
+    log_debug("{}; compiling it", message);
+  }
   return nullptr;
 }
 

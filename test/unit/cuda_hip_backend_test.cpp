@@ -14,6 +14,7 @@
 #include "cubecc/passes/pass_manager.h"
 #include "random_ir.h"
 #include "test_support.h"
+#include "toolkit_support.h"
 
 // Not public headers: the compile steps one at a time, and the log mapping.
 #include "common/compiler_log.h"
@@ -34,33 +35,6 @@ namespace fs = std::filesystem;
 
 const std::vector<std::string> kCudaArchs = {"sm_80", "sm_90"};
 const std::vector<std::string> kHipArchs = {"gfx90a"};
-
-/// Runs `command` through the shell; returns its exit status and sets `output`.
-int run(const std::string &command, std::string &output) {
-  output.clear();
-  FILE *pipe = popen((command + " 2>&1").c_str(), "r");
-  if (!pipe)
-    return -1;
-  char buffer[4096];
-  while (size_t n = fread(buffer, 1, sizeof buffer, pipe))
-    output.append(buffer, n);
-  int status = pclose(pipe);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-/// ptxas -arch=sm_90 on `ptx`: empty on success, else its output.
-std::string ptxas(const std::string &ptx, const std::string &what) {
-  char path[] = "/tmp/cubecc-ptx-XXXXXX";
-  int fd = mkstemp(path);
-  if (fd < 0)
-    return "cannot create a temporary file";
-  close(fd);
-  { std::ofstream(path, std::ios::binary) << ptx; }
-  std::string output;
-  int rc = run(std::string("'") + CUBECC_PTXAS + "' -arch=sm_90 " + path + " -o /dev/null", output);
-  fs::remove(path);
-  return rc == 0 ? "" : what + ": ptxas exited with " + std::to_string(rc) + ":\n" + output;
-}
 
 struct Counts {
   size_t compiled = 0;
@@ -97,7 +71,7 @@ void compile_all_cuda(const ir::Module &module, const std::string &what, Counts 
                                     "ELF"),
                 0)
           << what << " " << cubin.arch;
-    std::string problems = ptxas(binary->ptx, what + ": kernel " + kernel->name());
+    std::string problems = test::ptxas(binary->ptx, what + ": kernel " + kernel->name());
     EXPECT_EQ(problems, "") << "\n" << binary->source.text << "\n" << binary->ptx;
     ++counts.compiled;
   }
@@ -325,7 +299,7 @@ TEST(CudaBackend, ptx_and_cubin_of_a_valid_source) {
   EXPECT_NE(binary->ptx.find("mul.rn.f32"), std::string::npos) << binary->ptx;
   ASSERT_EQ(binary->cubins.size(), 2u);
   EXPECT_EQ(binary->cubins[0].arch, "sm_90");
-  EXPECT_EQ(ptxas(binary->ptx, "scale"), "");
+  EXPECT_EQ(test::ptxas(binary->ptx, "scale"), "");
 }
 
 // --- HIP ----------------------------------------------------------------------------------------

@@ -1,0 +1,459 @@
+//===- environment_test.cpp - Environment bundles: build, load, hit, miss, and damage ---------===//
+//
+// Bundles of the example kernels are built in process (environments::build_entries, what
+// `cubecc env build` runs), written, mapped and used by a Runtime on interp and vulkan:
+//   - every kernel loads without a compilation, and computes what a compiled one computes;
+//   - a kernel changed after the bundle was built misses (and is compiled), the rest hit;
+//   - a bundle from another cubecc, or a binary from another toolkit, is never used;
+//   - a CUBIN from a bundle is the CUBIN a fresh compile makes, and its PTX passes ptxas;
+//   - every truncation and every single-byte flip of a small bundle is detected or harmless.
+//
+//===-----------------------------------------------------------------------------------------===//
+#include "cubecc/codegen/cuda.h"
+#include "cubecc/dsl/registry.h"
+#include "cubecc/environments/builder.h"
+#include "cubecc/environments/bundle.h"
+#include "cubecc/ir/clone.h"
+#include "cubecc/ir/structural_hash.h"
+#include "cubecc/passes/pass_manager.h"
+#include "cubecc/runtime/runtime.h"
+#include "toolkit_support.h"
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <thread>
+
+using namespace cubecc;
+namespace fs = std::filesystem;
+
+namespace {
+
+/// The registered example kernels, as traced (not optimized): what an application loads.
+std::unique_ptr<ir::Module> traced_examples() {
+  auto module = std::make_unique<ir::Module>("examples");
+  std::vector<ir::Diagnostic> errors;
+  for (const auto &k : dsl::registered_kernels())
+    k.trace(*module, k, errors);
+  EXPECT_TRUE(errors.empty()) << ir::to_string(errors);
+  return module;
+}
+
+environments::BundleContents build(const ir::Module &module,
+                                   const std::vector<std::string> &targets, int opt_level = 2) {
+  std::vector<environments::KernelInput> kernels;
+  for (const auto &k : module.kernels())
+    kernels.push_back({k.get(), "config of " + k->name()});
+  environments::BuildOptions options;
+  options.targets = targets;
+  options.opt_level = opt_level;
+  std::vector<ir::Diagnostic> errors;
+  auto contents = environments::build_entries(kernels, options, errors);
+  EXPECT_TRUE(contents) << ir::to_string(errors);
+  if (!contents)
+    return {};
+  contents->metadata = environments::current_metadata("environment_test");
+  contents->metadata.targets = targets;
+  return std::move(*contents);
+}
+
+/// A file under a directory of this test's own (removed at the end of the process).
+std::string temp_file(const std::string &name) {
+  static const struct TempDir {
+    fs::path path = fs::temp_directory_path() / ("cubecc-env-test-" + std::to_string(getpid()));
+    TempDir() { fs::create_directories(path); }
+    ~TempDir() {
+      std::error_code ignored;
+      fs::remove_all(path, ignored);
+    }
+  } dir;
+  return (dir.path / name).string();
+}
+
+const runtime::BinaryTarget kInterp{"interp", "ir", "", ""};
+
+std::vector<float> host_axpy(const std::vector<float> &x, std::vector<float> y, float a) {
+  for (size_t i = 0; i < y.size(); ++i)
+    y[i] = std::fma(a, x[i], y[i]);
+  return y;
+}
+
+/// Runs the example axpy through `rt` on 1000 elements; returns y.
+std::vector<float> run_axpy(runtime::Runtime &rt, const runtime::KernelHandle &axpy) {
+  std::vector<float> x(1000), y(1000);
+  for (size_t i = 0; i < x.size(); ++i) {
+    x[i] = 0.25f * float(i);
+    y[i] = 1.0f - float(i);
+  }
+  runtime::Buffer bx = rt.upload(x), by = rt.upload(y);
+  // A DSL tensor parameter is a buffer with its shape and stride.
+  uint32_t n = static_cast<uint32_t>(x.size());
+  rt.launch(axpy, runtime::grid_1d(n, axpy.abi().workgroup_size[0]), bx, n, 1u, by, n, 1u, 3.0f);
+  return rt.download<float>(by);
+}
+
+class EnvironmentOnDevice : public testing::TestWithParam<const char *> {};
+
+} // namespace
+
+//===- The format --------------------------------------------------------------------------===//
+
+TEST(Bundle, round_trips_every_example_kernel_for_interp_and_vulkan) {
+  auto module = traced_examples();
+  auto contents = build(*module, {"vulkan", "interp"});
+  ASSERT_EQ(contents.entries.size(), module->kernels().size());
+  std::string path = temp_file("round_trip.cubeenv");
+  environments::write_bundle(path, contents);
+  auto bundle = environments::Bundle::open(path);
+  EXPECT_EQ(bundle->num_entries(), contents.entries.size());
+  EXPECT_EQ(bundle->metadata().created_by, "environment_test");
+  EXPECT_EQ(bundle->metadata().targets, (std::vector<std::string>{"vulkan", "interp"}));
+
+  for (const auto &k : module->kernels()) {
+    ir::Hash128 hash = ir::structural_hash(*k);
+    auto found = bundle->find_kernel(hash, "-O2", std::span(&kInterp, 1));
+    ASSERT_EQ(found.outcome, runtime::EnvironmentLookup::Hit) << k->name() << ": " << found.why;
+    EXPECT_EQ(found.binary.abi.name, k->name());
+    // The IR text is the optimized kernel's module.
+    EXPECT_NE(found.binary.bytes.find("kernel @" + k->name()), std::string::npos);
+    // Another compile option is another key.
+    EXPECT_EQ(bundle->find_kernel(hash, "-O3", std::span(&kInterp, 1)).outcome,
+              runtime::EnvironmentLookup::Miss);
+  }
+  // Decoded entries equal what was written.
+  for (size_t i = 0; i < bundle->num_entries(); ++i) {
+    std::string error;
+    auto entry = bundle->read_entry(i, error);
+    ASSERT_TRUE(entry) << error;
+    auto original = std::find_if(contents.entries.begin(), contents.entries.end(),
+                                 [&](const auto &e) { return e.hash == entry->hash; });
+    ASSERT_NE(original, contents.entries.end());
+    EXPECT_EQ(entry->name, original->name);
+    EXPECT_EQ(entry->configuration, "config of " + original->name);
+    ASSERT_EQ(entry->artifacts.size(), 2u);
+    for (size_t a = 0; a < 2; ++a) {
+      EXPECT_EQ(entry->artifacts[a].data, original->artifacts[a].data);
+      EXPECT_EQ(entry->artifacts[a].target.features, original->artifacts[a].target.features);
+      EXPECT_EQ(entry->artifacts[a].abi.workgroup_size, original->artifacts[a].abi.workgroup_size);
+      EXPECT_EQ(entry->artifacts[a].abi.params.size(), original->artifacts[a].abi.params.size());
+    }
+  }
+}
+
+TEST(Bundle, two_entries_with_one_key_are_refused) {
+  auto module = traced_examples();
+  auto contents = build(*module, {"interp"});
+  contents.entries.push_back(contents.entries.front());
+  EXPECT_THROW(environments::serialize_bundle(contents), runtime::Error);
+}
+
+TEST(Bundle, merge_joins_binaries_and_replaces_tuning_records) {
+  auto module = traced_examples();
+  auto interp = build(*module, {"interp"});
+  auto vulkan = build(*module, {"vulkan"});
+  vulkan.tuning.push_back({"matmul|m=128|dev", R"({"winner":"a"})"});
+  environments::BundleContents merged = interp;
+  EXPECT_TRUE(environments::merge_contents(merged, vulkan).empty());
+  ASSERT_EQ(merged.entries.size(), module->kernels().size());
+  for (const auto &e : merged.entries)
+    EXPECT_EQ(e.artifacts.size(), 2u) << e.name;
+  environments::BundleContents retuned;
+  retuned.tuning.push_back({"matmul|m=128|dev", R"({"winner":"b"})"});
+  auto notes = environments::merge_contents(merged, retuned);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("replaced"), std::string::npos);
+  auto bundle = environments::Bundle::from_bytes(environments::serialize_bundle(merged), "merged");
+  EXPECT_EQ(bundle->find_tuning("matmul|m=128|dev"),
+            std::optional<std::string>(R"({"winner":"b"})"));
+  EXPECT_EQ(bundle->find_tuning("matmul|m=256|dev"), std::nullopt);
+  EXPECT_EQ(bundle->contents().entries.size(), module->kernels().size());
+}
+
+TEST(Bundle, cubins_are_those_of_a_fresh_compile_and_the_ptx_passes_ptxas) {
+  std::string why;
+  if (codegen::nvrtc_version(&why).empty())
+    GTEST_SKIP() << why;
+  auto module = traced_examples();
+  auto contents = build(*module, {"cuda:sm_80", "cuda:sm_90"});
+  auto bundle = environments::Bundle::from_bytes(environments::serialize_bundle(contents), "cuda");
+  size_t checked = 0;
+  for (const auto &k : module->kernels()) {
+    auto optimized = ir::copy_kernel(*k);
+    ASSERT_TRUE(passes::optimize(*optimized, 2).empty());
+    std::vector<ir::Diagnostic> errors;
+    auto fresh = codegen::compile_cuda(*optimized->kernels().front(), {"sm_80", "sm_90"}, errors);
+    ASSERT_TRUE(fresh) << ir::to_string(errors);
+    std::string toolkit = "NVRTC " + codegen::nvrtc_version();
+    for (const auto &cubin : fresh->cubins) {
+      runtime::BinaryTarget want{"cuda:" + cubin.arch, "cubin", "", toolkit};
+      auto found = bundle->find_kernel(ir::structural_hash(*k), "-O2", std::span(&want, 1));
+      ASSERT_EQ(found.outcome, runtime::EnvironmentLookup::Hit) << found.why;
+      EXPECT_EQ(found.binary.bytes, cubin.bytes) << k->name() << " " << cubin.arch;
+      EXPECT_EQ(found.binary.bytes.substr(0, 4), "\x7f"
+                                                 "ELF");
+      EXPECT_EQ(found.binary.entry, fresh->source.entry);
+      ++checked;
+    }
+    // A GPU newer than every CUBIN (a device that wants sm_120 first) falls back to the PTX.
+    runtime::BinaryTarget newer[] = {{"cuda:sm_120", "cubin", "", toolkit},
+                                     {"cuda:compute_80", "ptx", "", toolkit}};
+    auto ptx = bundle->find_kernel(ir::structural_hash(*k), "-O2", newer);
+    ASSERT_EQ(ptx.outcome, runtime::EnvironmentLookup::Hit) << ptx.why;
+    EXPECT_EQ(ptx.binary.target.format, "ptx");
+    EXPECT_EQ(ptx.binary.bytes, fresh->ptx);
+    EXPECT_EQ(test::ptxas(std::string(ptx.binary.bytes), k->name()), "");
+  }
+  EXPECT_EQ(checked, 2 * module->kernels().size());
+}
+
+TEST(Bundle, a_binary_from_another_toolkit_is_rejected_naming_both) {
+  environments::BundleContents contents;
+  environments::Entry entry;
+  entry.hash = {1, 2};
+  entry.options = "-O2";
+  entry.name = "k";
+  environments::Artifact cubin;
+  cubin.target = {"cuda:sm_90", "cubin", "", "NVRTC 12.0"};
+  cubin.abi.name = "k";
+  cubin.data = "\x7f"
+               "ELF...";
+  entry.artifacts.push_back(cubin);
+  contents.entries.push_back(entry);
+  auto bundle = environments::Bundle::from_bytes(environments::serialize_bundle(contents), "b");
+  runtime::BinaryTarget newer{"cuda:sm_90", "cubin", "", "NVRTC 13.0"};
+  auto found = bundle->find_kernel({1, 2}, "-O2", std::span(&newer, 1));
+  EXPECT_EQ(found.outcome, runtime::EnvironmentLookup::Rejected);
+  EXPECT_NE(found.why.find("NVRTC 12.0"), std::string::npos) << found.why;
+  EXPECT_NE(found.why.find("NVRTC 13.0"), std::string::npos) << found.why;
+  // A runtime without a compiler of its own (toolkit "") takes the binary as built.
+  runtime::BinaryTarget any{"cuda:sm_90", "cubin", "", ""};
+  EXPECT_EQ(bundle->find_kernel({1, 2}, "-O2", std::span(&any, 1)).outcome,
+            runtime::EnvironmentLookup::Hit);
+  // SPIR-V generated for other device features is never used.
+  runtime::BinaryTarget sm80{"cuda:sm_80", "cubin", "", ""};
+  EXPECT_EQ(bundle->find_kernel({1, 2}, "-O2", std::span(&sm80, 1)).outcome,
+            runtime::EnvironmentLookup::Miss);
+}
+
+TEST(Bundle, lookups_from_many_threads_agree) {
+  auto module = traced_examples();
+  auto bundle = environments::Bundle::from_bytes(
+      environments::serialize_bundle(build(*module, {"interp"})), "threads");
+  std::atomic<size_t> hits{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&] {
+      for (const auto &k : module->kernels())
+        if (bundle->find_kernel(ir::structural_hash(*k), "-O2", std::span(&kInterp, 1)).outcome ==
+            runtime::EnvironmentLookup::Hit)
+          ++hits;
+    });
+  for (auto &t : threads)
+    t.join();
+  EXPECT_EQ(hits.load(), 8 * module->kernels().size());
+}
+
+//===- The runtime with a bundle ------------------------------------------------------------===//
+
+TEST_P(EnvironmentOnDevice, every_example_kernel_loads_without_compiling_and_computes_the_same) {
+  auto module = traced_examples();
+  std::string path = temp_file(std::string("examples-") + GetParam() + ".cubeenv");
+  environments::write_bundle(path, build(*module, {GetParam()}));
+
+  runtime::Runtime with = runtime::Runtime::open(GetParam());
+  with.use_environment(path, {.fallback_to_jit = false});
+  std::vector<runtime::KernelHandle> handles;
+  for (const auto &k : module->kernels())
+    handles.push_back(with.load(*k));
+  EXPECT_EQ(with.cache_statistics().compiles, 0u);
+  EXPECT_EQ(with.environment_statistics().hits, module->kernels().size());
+  EXPECT_EQ(with.environment_statistics().misses, 0u);
+
+  runtime::Runtime without = runtime::Runtime::open(GetParam());
+  const ir::Kernel *axpy = module->find_kernel("axpy");
+  ASSERT_TRUE(axpy);
+  runtime::KernelHandle jit = without.load(*axpy);
+  EXPECT_EQ(without.cache_statistics().compiles, 1u);
+  runtime::KernelHandle bundled = with.load(*axpy); // from the in-process cache now
+  EXPECT_EQ(with.cache_statistics().compiles, 0u);
+  std::vector<float> from_bundle = run_axpy(with, bundled);
+  EXPECT_EQ(from_bundle, run_axpy(without, jit));
+  std::vector<float> x(1000), y(1000);
+  for (size_t i = 0; i < x.size(); ++i) {
+    x[i] = 0.25f * float(i);
+    y[i] = 1.0f - float(i);
+  }
+  EXPECT_EQ(from_bundle, host_axpy(x, y, 3.0f));
+}
+
+TEST_P(EnvironmentOnDevice, a_kernel_changed_after_the_build_misses_and_the_rest_hit) {
+  auto module = traced_examples();
+  std::string path = temp_file(std::string("before-change-") + GetParam() + ".cubeenv");
+  environments::write_bundle(path, build(*module, {GetParam()}));
+
+  // The application is rebuilt with one kernel changed (axpy's workgroup size): same name and
+  // parameters, different code.
+  auto changed = ir::copy_kernel(*module->find_kernel("axpy"));
+  ir::Kernel &axpy = *changed->kernels().front();
+  axpy.set_workgroup_size({64, 1, 1});
+  runtime::Runtime rt = runtime::Runtime::open(GetParam());
+  rt.use_environment(path);
+  for (const auto &k : module->kernels())
+    if (k->name() != "axpy")
+      rt.load(*k);
+  runtime::KernelHandle handle = rt.load(axpy);
+  EXPECT_EQ(rt.environment_statistics().hits, module->kernels().size() - 1);
+  EXPECT_EQ(rt.environment_statistics().misses, 1u);
+  EXPECT_EQ(rt.cache_statistics().compiles, 1u);
+  EXPECT_EQ(handle.abi().workgroup_size[0], 64u); // the new kernel, not the stale binary
+  std::vector<float> x(1000), y(1000);
+  for (size_t i = 0; i < x.size(); ++i) {
+    x[i] = 0.25f * float(i);
+    y[i] = 1.0f - float(i);
+  }
+  EXPECT_EQ(run_axpy(rt, handle), host_axpy(x, y, 3.0f));
+
+  // With compiling off, the changed kernel is an error that names it.
+  runtime::Runtime strict = runtime::Runtime::open(GetParam());
+  strict.use_environment(path, {.fallback_to_jit = false});
+  try {
+    strict.load(axpy);
+    ADD_FAILURE() << "a miss loaded with compiling off";
+  } catch (const runtime::Error &e) {
+    EXPECT_NE(std::string(e.what()).find("kernel 'axpy'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("is not there"), std::string::npos) << e.what();
+  }
+}
+
+TEST_P(EnvironmentOnDevice, a_bundle_from_another_cubecc_is_never_used) {
+  auto module = traced_examples();
+  auto contents = build(*module, {GetParam()});
+  contents.metadata.cubecc_version = "0.0.1-elsewhere";
+  std::string path = temp_file(std::string("old-") + GetParam() + ".cubeenv");
+  environments::write_bundle(path, contents);
+  runtime::Runtime rt = runtime::Runtime::open(GetParam());
+  rt.use_environment(path);
+  for (const auto &k : module->kernels())
+    rt.load(*k);
+  EXPECT_EQ(rt.environment_statistics().hits, 0u);
+  EXPECT_EQ(rt.environment_statistics().rejected, module->kernels().size());
+  EXPECT_EQ(rt.cache_statistics().compiles, module->kernels().size());
+
+  runtime::Runtime strict = runtime::Runtime::open(GetParam());
+  strict.use_environment(path, {.fallback_to_jit = false});
+  try {
+    strict.load(*module->kernels().front());
+    ADD_FAILURE() << "a bundle of another cubecc was used";
+  } catch (const runtime::Error &e) {
+    EXPECT_NE(std::string(e.what()).find("0.0.1-elsewhere"), std::string::npos) << e.what();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, EnvironmentOnDevice, testing::Values("interp", "vulkan"),
+                         [](const auto &info) { return std::string(info.param); });
+
+TEST(RuntimeEnvironment, CUBECC_ENV_names_the_bundle_Runtime_open_uses) {
+  auto module = traced_examples();
+  std::string path = temp_file("from-env-var.cubeenv");
+  environments::write_bundle(path, build(*module, {"interp"}));
+  setenv("CUBECC_ENV", path.c_str(), 1);
+  runtime::Runtime rt = runtime::Runtime::open("interp");
+  unsetenv("CUBECC_ENV");
+  ASSERT_NE(rt.environment(), nullptr);
+  EXPECT_EQ(rt.environment()->name(), path);
+  rt.load(*module->kernels().front());
+  EXPECT_EQ(rt.environment_statistics().hits, 1u);
+  EXPECT_EQ(rt.cache_statistics().compiles, 0u);
+}
+
+//===- Damage --------------------------------------------------------------------------------===//
+
+TEST(BundleDamage, a_missing_file_or_another_kind_of_file_is_a_clear_error) {
+  try {
+    environments::Bundle::open(temp_file("no-such.cubeenv"));
+    ADD_FAILURE() << "opened a missing file";
+  } catch (const runtime::Error &e) {
+    EXPECT_NE(std::string(e.what()).find("no-such.cubeenv: cannot open"), std::string::npos)
+        << e.what();
+  }
+  std::string text = temp_file("text.cubeenv");
+  std::ofstream(text) << "module @m {\n}\n" << std::string(100, ' ');
+  try {
+    environments::Bundle::open(text);
+    ADD_FAILURE() << "opened a text file";
+  } catch (const runtime::Error &e) {
+    EXPECT_NE(std::string(e.what()).find("not an environment bundle"), std::string::npos)
+        << e.what();
+  }
+  runtime::Runtime rt = runtime::Runtime::open("interp");
+  EXPECT_THROW(rt.use_environment(text), runtime::Error);
+}
+
+namespace {
+
+/// A small bundle: axpy for interp, and a tuning record.
+std::string small_bundle() {
+  auto module = traced_examples();
+  auto axpy = ir::copy_kernel(*module->find_kernel("axpy"));
+  auto contents = build(*axpy, {"interp"});
+  contents.tuning.push_back({"axpy|n=1024|interp", R"({"winner":"width=1"})"});
+  return environments::serialize_bundle(contents);
+}
+
+} // namespace
+
+TEST(BundleDamage, every_truncation_is_an_error_at_open) {
+  std::string bytes = small_bundle();
+  for (size_t size = 0; size < bytes.size(); ++size)
+    EXPECT_THROW(environments::Bundle::from_bytes(std::string_view(bytes).substr(0, size), "cut"),
+                 runtime::Error)
+        << "truncated to " << size << " of " << bytes.size() << " bytes";
+  // Extended is damage too.
+  EXPECT_THROW(environments::Bundle::from_bytes(bytes + "x", "long"), runtime::Error);
+}
+
+TEST(BundleDamage, every_single_byte_flip_is_detected_or_harmless) {
+  std::string bytes = small_bundle();
+  auto good = environments::Bundle::from_bytes(bytes, "good");
+  auto module = traced_examples();
+  ir::Hash128 hash = ir::structural_hash(*module->find_kernel("axpy"));
+  auto reference = good->find_kernel(hash, "-O2", std::span(&kInterp, 1));
+  ASSERT_EQ(reference.outcome, runtime::EnvironmentLookup::Hit);
+  std::string reference_bytes(reference.binary.bytes);
+
+  size_t at_open = 0, at_lookup = 0, harmless = 0;
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    std::string flipped = bytes;
+    flipped[i] = static_cast<char>(flipped[i] ^ 0xff);
+    std::shared_ptr<const environments::Bundle> bundle;
+    try {
+      bundle = environments::Bundle::from_bytes(flipped, "flipped");
+    } catch (const runtime::Error &) {
+      ++at_open;
+      continue;
+    }
+    auto found = bundle->find_kernel(hash, "-O2", std::span(&kInterp, 1));
+    if (found.outcome != runtime::EnvironmentLookup::Hit) {
+      EXPECT_EQ(found.outcome, runtime::EnvironmentLookup::Rejected) << "byte " << i;
+      ++at_lookup;
+      continue;
+    }
+    // Used: it must be exactly the original kernel, launch metadata included.
+    EXPECT_EQ(found.binary.bytes, reference_bytes) << "byte " << i;
+    EXPECT_EQ(found.binary.abi.workgroup_size, reference.binary.abi.workgroup_size);
+    EXPECT_EQ(found.binary.abi.param_block_bytes, reference.binary.abi.param_block_bytes);
+    EXPECT_EQ(found.binary.abi.num_buffers, reference.binary.abi.num_buffers);
+    EXPECT_EQ(bundle->find_tuning("axpy|n=1024|interp"), good->find_tuning("axpy|n=1024|interp"));
+    ++harmless;
+  }
+  std::cout << "[          ] " << bytes.size() << " flips: " << at_open << " detected at open, "
+            << at_lookup << " at lookup, " << harmless << " harmless (padding)\n";
+  EXPECT_EQ(at_open + at_lookup + harmless, bytes.size());
+  EXPECT_GT(at_lookup, 0u); // the entry's own checksum caught some
+  EXPECT_LT(harmless, 16u); // only the alignment padding after the entry is unchecked
+}
