@@ -141,6 +141,37 @@ bool trace_library(const std::string &path, ir::Module &module, std::vector<ir::
 
 } // namespace
 
+std::unique_ptr<dsl::KernelLibrary> open_kernel_library(const std::string &input,
+                                                        std::vector<ir::Diagnostic> &errors) {
+  std::string error;
+  if (ends_with(input, ".so")) {
+    auto library = dsl::KernelLibrary::open(input, error);
+    if (!library)
+      errors.push_back({"", 0, 0, error, {}});
+    return library;
+  }
+  if (ends_with(input, ".cpp") || ends_with(input, ".cc") || ends_with(input, ".cxx")) {
+    if (!fs::exists(input)) {
+      errors.push_back({input, 0, 0, "cannot open the file: no such file", {}});
+      return nullptr;
+    }
+    TempDir dir; // removed on return: a loaded library stays mapped
+    if (dir.path().empty()) {
+      errors.push_back({input, 0, 0, "cannot create a temporary directory", {}});
+      return nullptr;
+    }
+    fs::path path = dir.path() / "kernels.so";
+    if (!build_kernel_library(input, path, errors))
+      return nullptr;
+    auto library = dsl::KernelLibrary::open(path.string(), error);
+    if (!library)
+      errors.push_back({input, 0, 0, error, {}});
+    return library;
+  }
+  errors.push_back({input, 0, 0, "give a kernel library (.so) or a DSL source (.cpp)", {}});
+  return nullptr;
+}
+
 bool load_inputs(const std::vector<std::string> &inputs, ir::Module &module,
                  std::vector<ir::Diagnostic> &errors,
                  std::map<std::string, std::string> *configurations) {

@@ -1,10 +1,12 @@
 //===- compile.h - `cubecc compile`: inputs to IR, IR to each target's code -------------------===//
 #pragma once
 
+#include "cubecc/dsl/kernel_library_loader.h"
 #include "cubecc/ir/diagnostic.h"
 #include "cubecc/ir/ir.h"
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -29,6 +31,10 @@ struct CompileOptions {
 bool load_inputs(const std::vector<std::string> &inputs, ir::Module &module,
                  std::vector<ir::Diagnostic> &errors,
                  std::map<std::string, std::string> *configurations = nullptr);
+
+/// Opens a kernel library (.so), or builds a DSL source (.cpp) into one first.
+std::unique_ptr<dsl::KernelLibrary> open_kernel_library(const std::string &input,
+                                                        std::vector<ir::Diagnostic> &errors);
 
 /// Runs `cubecc compile`; returns the process exit code.
 int compile_command(const CompileOptions &options);

@@ -23,6 +23,7 @@
 #include "devices.h"
 #include "env.h"
 #include "tool_support.h"
+#include "tune.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -129,6 +130,22 @@ int run(int argc, char **argv) {
   env_merge->add_option("bundles", merge_inputs, "the bundles to merge")->required();
   env_merge->add_option("-o", merge_output, "the bundle to write")->required();
 
+  CLI::App *tune = app.add_subcommand(
+      "tune", "tune every tunable of kernel libraries on a device; write the records to a bundle");
+  TuneCommandOptions tune_options;
+  tune->add_option("inputs", tune_options.inputs, "kernel libraries (.so) or DSL sources (.cpp)")
+      ->required();
+  tune->add_option("--device", tune_options.device,
+                   "vulkan | cuda | hip | interp (default: CUBECC_DEVICE or the best present)");
+  tune->add_option("-o", tune_options.output, "the bundle of tuning records to write")->required();
+  tune->add_option("--tunable", tune_options.tunable, "tune only this tunable");
+  tune->add_option("--samples", tune_options.samples, "timed runs per variant (default 10)")
+      ->check(CLI::Range(1, 1000));
+  tune->add_option("--warmup", tune_options.warmup, "untimed runs per variant (default 2)")
+      ->check(CLI::Range(0, 100));
+  tune->footer("Example:\n  cubecc tune build/examples/libcubecc_examples.so --device vulkan -o "
+               "tuning.cubeenv\n  cubecc env merge kernels.cubeenv tuning.cubeenv -o app.cubeenv");
+
   CLI::App *devices =
       app.add_subcommand("devices", "list the backends built in and the devices present");
   bool devices_json = false;
@@ -159,6 +176,10 @@ int run(int argc, char **argv) {
   std::string command_line;
   for (int i = 0; i < argc; ++i)
     command_line += (i ? " " : "") + std::string(argv[i]);
+  if (tune->parsed()) {
+    tune_options.command_line = command_line;
+    return tune_command(tune_options);
+  }
   if (env_build->parsed()) {
     build_options.command_line = command_line;
     return env_build_command(build_options);

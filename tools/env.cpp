@@ -4,6 +4,7 @@
 #include "compile.h"
 #include "tool_support.h"
 
+#include "cubecc/autotune/record.h"
 #include "cubecc/codegen/spirv.h"
 #include "cubecc/environments/builder.h"
 #include "cubecc/environments/bundle.h"
@@ -268,12 +269,20 @@ int env_inspect_command(const std::string &path, bool json) {
   }
   fmt::print("\n{} kernels; {} tuning records\n", entries.size(), tuning.size());
   for (const auto &t : tuning) {
-    nlohmann::json record = nlohmann::json::parse(t.record, nullptr, false);
-    std::string winner =
-        record.is_object() && record.contains("winner") && record["winner"].is_string()
-            ? record["winner"].get<std::string>()
-            : "?";
-    fmt::print("  {} -> {}\n", t.key, winner);
+    std::string error;
+    std::optional<autotune::TuningRecord> r = autotune::parse_record(t.record, error);
+    if (!r) {
+      fmt::print("  {}: DAMAGED: {}\n", t.key, error);
+      continue;
+    }
+    std::vector<std::string> timings;
+    for (const autotune::VariantTiming &v : r->timings)
+      timings.push_back(v.invalid ? v.configuration + " invalid"
+                        : v.eliminated
+                            ? v.configuration + " eliminated"
+                            : fmt::format("{} {:.1f} us", v.configuration, v.median_ns / 1e3));
+    fmt::print("  {} [{}] -> {}  ({})\n    on {}\n", r->tunable, r->bucket, r->configuration,
+               fmt::join(timings, "; "), r->device);
   }
   return kSuccess;
 }
@@ -300,11 +309,15 @@ int env_verify_command(const std::string &path) {
       }
     }
   }
-  for (const auto &t : bundle->tuning_records())
-    if (nlohmann::json::parse(t.record, nullptr, false).is_discarded()) {
-      std::cerr << fmt::format("{}: tuning record '{}' is not JSON\n", path, t.key);
+  for (const auto &t : bundle->tuning_records()) {
+    std::string error;
+    std::optional<autotune::TuningRecord> r = autotune::parse_record(t.record, error);
+    if (!r || autotune::record_key(*r) != t.key) {
+      std::cerr << fmt::format("{}: tuning record '{}': {}\n", path, t.key,
+                               r ? "stored under another record's key" : error);
       ++problems;
     }
+  }
   if (problems) {
     std::cerr << fmt::format("{}: {} problem{} found\n", path, problems, problems == 1 ? "" : "s");
     return kUserError;
@@ -329,6 +342,14 @@ int env_merge_command(const std::vector<std::string> &inputs, const std::string 
       return kUserError;
     }
     version = bundle->metadata().cubecc_version;
+    for (const auto &t : bundle->tuning_records()) {
+      std::string error;
+      if (!autotune::parse_record(t.record, error)) {
+        std::cerr << fmt::format("cubecc: error: {}: tuning record '{}': {}\n", input, t.key,
+                                 error);
+        return kUserError;
+      }
+    }
     try {
       for (const std::string &note : environments::merge_contents(merged, bundle->contents()))
         std::cerr << fmt::format("cubecc: note: {}: {}\n", input, note);

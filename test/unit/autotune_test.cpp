@@ -16,6 +16,7 @@
 #include "cubecc/ir/printer.h"
 #include "cubecc/ir/version.h"
 #include "cubecc/runtime/runtime.h"
+#include "library_tunable.h"
 
 #include <fmt/format.h>
 #include <gmock/gmock.h>
@@ -423,61 +424,6 @@ TEST(CompareOutputs, integers_are_exact_and_floats_within_the_relative_tolerance
 
 //===- The example library's tunables --------------------------------------------------------===//
 
-/// What tools/ does: the dsl::KernelLibrary's tunable as autotune sees it.
-autotune::LibraryTunable library_tunable(const dsl::KernelLibrary &library, size_t index) {
-  const dsl::KernelLibrary::Tunable &t = library.tunables().at(index);
-  autotune::LibraryTunable out;
-  out.name = t.name;
-  out.dimensions = t.dimensions;
-  out.anchors = t.anchors;
-  out.relative_tolerance = t.relative_tolerance;
-  std::string_view types = t.element_types;
-  while (!types.empty()) {
-    size_t comma = types.find(',');
-    std::optional<ir::Scalar> s = ir::parse_scalar(types.substr(0, comma));
-    if (!s)
-      throw runtime::Error("bad element type in " + t.element_types);
-    out.element_types.push_back(*s);
-    types = comma == std::string_view::npos ? "" : types.substr(comma + 1);
-  }
-  for (size_t kernel : t.variants) {
-    const dsl::KernelLibrary::Entry &entry = library.kernels()[kernel];
-    out.variants.push_back({entry.name, entry.configuration, [&library, kernel] {
-                              auto module = std::make_unique<ir::Module>("tune");
-                              std::vector<ir::Diagnostic> errors;
-                              if (!library.trace(kernel, *module, errors))
-                                throw runtime::Error(ir::to_string(errors));
-                              return module;
-                            }});
-  }
-  out.describe = [&library, index](size_t variant, std::span<const uint64_t> shape,
-                                   autotune::LaunchDescription &launch) {
-    dsl::TunableLaunch described;
-    std::string error;
-    switch (library.describe(index, variant, shape, described, error)) {
-    case dsl::KernelLibrary::Described::Invalid:
-      return false;
-    case dsl::KernelLibrary::Described::Failed:
-      throw runtime::Error(error);
-    case dsl::KernelLibrary::Described::Launch:
-      break;
-    }
-    launch.grid = described.grid;
-    launch.buffer_elements = described.buffer_elements;
-    launch.values.clear();
-    for (const dsl::LaunchValue &v : described.values) {
-      if (v.kind == dsl::LaunchValue::Int)
-        launch.values.emplace_back(v.i);
-      else if (v.kind == dsl::LaunchValue::UInt)
-        launch.values.emplace_back(v.u);
-      else
-        launch.values.emplace_back(v.f);
-    }
-    return true;
-  };
-  return out;
-}
-
 std::unique_ptr<dsl::KernelLibrary> open_examples() {
   std::string error;
   auto library = dsl::KernelLibrary::open(CUBECC_EXAMPLES_LIBRARY, error);
@@ -568,7 +514,7 @@ TEST(LibraryTunables, matmul_tunes_at_its_anchors_on_vulkan_with_outputs_cross_c
     GTEST_SKIP() << "no Vulkan device";
   auto library = open_examples();
   ASSERT_TRUE(library);
-  autotune::LibraryTunable matmul = library_tunable(*library, matmul_index(*library));
+  autotune::LibraryTunable matmul = tools::library_tunable(*library, matmul_index(*library));
   auto start = std::chrono::steady_clock::now();
   std::vector<TuningRecord> records = autotune::tune_library(rt, matmul);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -593,7 +539,7 @@ TEST(LibraryTunables, a_wrong_variant_is_caught_by_the_cross_check) {
   Runtime rt = Runtime::open("interp");
   auto library = open_examples();
   ASSERT_TRUE(library);
-  autotune::LibraryTunable matmul = library_tunable(*library, matmul_index(*library));
+  autotune::LibraryTunable matmul = tools::library_tunable(*library, matmul_index(*library));
   matmul.anchors = {{40, 24, 16}};
   // Variant 1 launches one row of workgroups too few: the last rows of C keep their inputs.
   auto describe = matmul.describe;
@@ -616,7 +562,7 @@ TEST(LibraryTunables, a_wrong_variant_is_caught_by_the_cross_check) {
                                     "'tm=16,tn=16,tk=16'"));
   }
   // Unchanged, the same problem cross-checks (the variants agree bit for bit).
-  autotune::LibraryTunable right = library_tunable(*library, matmul_index(*library));
+  autotune::LibraryTunable right = tools::library_tunable(*library, matmul_index(*library));
   right.anchors = {{40, 24, 16}};
   std::vector<TuningRecord> records = autotune::tune_library(rt, right, options);
   ASSERT_EQ(records.size(), 1u);

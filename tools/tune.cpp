@@ -1,0 +1,98 @@
+//===- tune.cpp - `cubecc tune`: every tunable of the inputs, on one device, into a bundle ----===//
+#include "tune.h"
+
+#include "compile.h"
+#include "library_tunable.h"
+#include "tool_support.h"
+
+#include "cubecc/autotune/library.h"
+#include "cubecc/environments/bundle.h"
+#include "cubecc/runtime/runtime.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <iostream>
+
+namespace cubecc::tools {
+
+int tune_command(const TuneCommandOptions &options) {
+  std::vector<std::unique_ptr<dsl::KernelLibrary>> libraries;
+  std::vector<ir::Diagnostic> errors;
+  for (const std::string &input : options.inputs) {
+    libraries.push_back(open_kernel_library(input, errors));
+    if (!libraries.back())
+      return report(errors);
+  }
+  std::optional<runtime::Runtime> rt;
+  try {
+    rt.emplace(runtime::Runtime::open(options.device));
+  } catch (const runtime::Error &e) {
+    std::cerr << "cubecc: error: " << e.what() << "\n";
+    return kUserError;
+  }
+  std::cerr << fmt::format("cubecc: tuning on {} ({})\n", rt->info().backend, rt->info().name);
+
+  autotune::TuneOptions tune;
+  tune.samples = options.samples;
+  tune.warmup_runs = options.warmup;
+  environments::BundleContents contents;
+  size_t tunables = 0;
+  for (size_t l = 0; l < libraries.size(); ++l) {
+    const dsl::KernelLibrary &library = *libraries[l];
+    for (size_t t = 0; t < library.tunables().size(); ++t) {
+      const std::string &name = library.tunables()[t].name;
+      if (!options.tunable.empty() && name != options.tunable)
+        continue;
+      ++tunables;
+      auto start = std::chrono::steady_clock::now();
+      std::vector<autotune::TuningRecord> records;
+      try {
+        autotune::LibraryTunable tunable = library_tunable(library, t);
+        tune.relative_tolerance = tunable.relative_tolerance;
+        records = autotune::tune_library(*rt, tunable, tune);
+      } catch (const runtime::Error &e) {
+        std::cerr << fmt::format("cubecc: error: {}: tunable '{}': {}\n", options.inputs[l], name,
+                                 e.what());
+        return kUserError;
+      }
+      double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      for (const autotune::TuningRecord &r : records) {
+        std::string timings;
+        for (const autotune::VariantTiming &v : r.timings)
+          timings +=
+              fmt::format("{}{} {}", timings.empty() ? "" : "; ", v.configuration,
+                          v.invalid      ? "invalid"
+                          : v.eliminated ? fmt::format("eliminated ({:.1f} us)", v.min_ns / 1e3)
+                                         : fmt::format("{:.1f} us", v.median_ns / 1e3));
+        std::cerr << fmt::format("cubecc: {} [{}] -> {}   ({})\n", r.tunable, r.bucket,
+                                 r.configuration, timings);
+        contents.tuning.push_back({autotune::record_key(r), autotune::to_json(r)});
+      }
+      std::cerr << fmt::format("cubecc: tuned '{}' at {} shapes in {:.1f} s\n", name,
+                               records.size(), seconds);
+    }
+  }
+  if (tunables == 0) {
+    std::cerr << (options.tunable.empty()
+                      ? std::string("cubecc: error: the inputs declare no tunables "
+                                    "(dsl::register_tunable)\n")
+                      : fmt::format("cubecc: error: no tunable named '{}'\n", options.tunable));
+    return kUserError;
+  }
+  environments::Metadata metadata = environments::current_metadata(options.command_line);
+  contents.metadata = std::move(metadata);
+  try {
+    environments::write_bundle(options.output, contents);
+  } catch (const runtime::Error &e) {
+    std::cerr << "cubecc: error: " << e.what() << "\n";
+    return kUserError;
+  }
+  std::cerr << fmt::format("cubecc: {}: {} tuning records (merge them with compiled kernels: "
+                           "cubecc env merge kernels.cubeenv {} -o app.cubeenv)\n",
+                           options.output, contents.tuning.size(), options.output);
+  return kSuccess;
+}
+
+} // namespace cubecc::tools
