@@ -138,36 +138,42 @@ std::optional<codegen::KernelAbi> read_abi(const fb::Abi *abi, std::string_view 
   return out;
 }
 
-std::optional<Entry> decode_entry(const fb::Entry *e, std::string &error) {
+/// Decodes an entry (a copy), or with `out` null only checks that it would decode: the first use
+/// of an entry checks it without copying its binaries.
+bool decode_entry(const fb::Entry *e, std::string &error, Entry *out) {
   if (!e->name() || e->name()->size() == 0 || !e->options() || !e->artifacts()) {
     error = "the entry lacks its kernel name, options or artifacts";
-    return std::nullopt;
+    return false;
   }
-  Entry out;
-  out.hash = {e->hash_high(), e->hash_low()};
-  out.options = std::string(view(e->options()));
-  out.name = std::string(view(e->name()));
-  out.configuration = std::string(view(e->configuration()));
+  std::string_view name = view(e->name());
+  if (out) {
+    out->hash = {e->hash_high(), e->hash_low()};
+    out->options = std::string(view(e->options()));
+    out->name = std::string(name);
+    out->configuration = std::string(view(e->configuration()));
+  }
   for (const fb::Artifact *a : *e->artifacts()) {
     if (!a->target() || !a->format() || !a->data()) {
-      error = fmt::format("kernel '{}': an artifact lacks its target, format or data", out.name);
-      return std::nullopt;
+      error = fmt::format("kernel '{}': an artifact lacks its target, format or data", name);
+      return false;
     }
+    std::string why;
+    std::optional<codegen::KernelAbi> abi = read_abi(a->abi(), name, why);
+    if (!abi) {
+      error = fmt::format("kernel '{}' for {}: {}", name, view(a->target()), why);
+      return false;
+    }
+    if (!out)
+      continue;
     Artifact artifact;
     artifact.target = {std::string(view(a->target())), std::string(view(a->format())),
                        std::string(view(a->features())), std::string(view(a->toolkit()))};
     artifact.entry = std::string(view(a->entry()));
-    std::string why;
-    std::optional<codegen::KernelAbi> abi = read_abi(a->abi(), out.name, why);
-    if (!abi) {
-      error = fmt::format("kernel '{}' for {}: {}", out.name, artifact.target.target, why);
-      return std::nullopt;
-    }
     artifact.abi = std::move(*abi);
     artifact.data.assign(reinterpret_cast<const char *>(a->data()->data()), a->data()->size());
-    out.artifacts.push_back(std::move(artifact));
+    out->artifacts.push_back(std::move(artifact));
   }
-  return out;
+  return true;
 }
 
 std::string serialize_entry(const Entry &entry) {
@@ -558,7 +564,7 @@ std::string Bundle::verify_entry(size_t i) const {
                                      flatbuffers::Verifier::Options{64, kMaxTables, true, true});
       sound = verifier.VerifyBuffer<fb::Entry>(nullptr);
       std::string error;
-      sound = sound && decode_entry(flatbuffers::GetRoot<fb::Entry>(bytes), error).has_value();
+      sound = sound && decode_entry(flatbuffers::GetRoot<fb::Entry>(bytes), error, nullptr);
     }
     state = sound ? 1 : 2;
     entry_state_[i].store(state, std::memory_order_release);
@@ -575,7 +581,7 @@ std::string Bundle::verify_entry(size_t i) const {
   if (!verifier.VerifyBuffer<fb::Entry>(nullptr))
     return fmt::format("entry {} at offset {} is not a valid entry", i, ref->offset());
   std::string error;
-  decode_entry(flatbuffers::GetRoot<fb::Entry>(bytes), error);
+  decode_entry(flatbuffers::GetRoot<fb::Entry>(bytes), error, nullptr);
   return fmt::format("entry {} at offset {}: {}", i, ref->offset(), error);
 }
 
@@ -588,7 +594,10 @@ std::optional<Entry> Bundle::read_entry(size_t i, std::string &error) const {
     return std::nullopt;
   const fb::EntryRef *ref =
       fb::GetIndex(index())->entries()->Get(static_cast<flatbuffers::uoffset_t>(i));
-  return decode_entry(flatbuffers::GetRoot<fb::Entry>(data_ + ref->offset()), error);
+  Entry entry;
+  if (!decode_entry(flatbuffers::GetRoot<fb::Entry>(data_ + ref->offset()), error, &entry))
+    return std::nullopt;
+  return entry;
 }
 
 std::vector<TuningEntry> Bundle::tuning_records() const {

@@ -1,0 +1,59 @@
+//===- bundle_fuzzer.cpp - libFuzzer target for the environment bundle reader -----------------===//
+//
+// Any input: opening, decoding every entry, looking kernels and tuning records up and merging
+// must not crash, hang or leak; a damaged bundle is an Error at open or a rejected entry. What
+// opens must also keep the reader's promises: every tuning record listed is found by its key, a
+// damaged entry says why, a hit names its binary.
+//
+//===-----------------------------------------------------------------------------------------===//
+#include "cubecc/environments/bundle.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
+
+using namespace cubecc;
+
+namespace {
+
+[[noreturn]] void broken(const char *promise) {
+  std::fprintf(stderr, "bundle reader broke its promise: %s\n", promise);
+  std::abort();
+}
+
+} // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  std::shared_ptr<const environments::Bundle> bundle;
+  try {
+    bundle = environments::Bundle::from_bytes(
+        std::string_view(reinterpret_cast<const char *>(data), size), "fuzz.cubeenv");
+  } catch (const runtime::Error &) {
+    return 0;
+  }
+  for (const environments::TuningEntry &t : bundle->tuning_records())
+    if (bundle->find_tuning(t.key) != t.record)
+      broken("a listed tuning record is found by its key");
+  bundle->find_tuning("");
+  for (size_t i = 0; i < bundle->num_entries(); ++i) {
+    std::string error;
+    std::optional<environments::Entry> entry = bundle->read_entry(i, error);
+    if (!entry) {
+      if (error.empty())
+        broken("a damaged entry says why");
+      continue;
+    }
+    std::vector<runtime::BinaryTarget> targets;
+    for (const environments::Artifact &a : entry->artifacts)
+      targets.push_back(a.target);
+    runtime::EnvironmentLookup found = bundle->find_kernel(entry->hash, entry->options, targets);
+    if (found.outcome == runtime::EnvironmentLookup::Hit && found.binary.target.format.empty())
+      broken("a hit names its binary's format");
+  }
+  try {
+    environments::BundleContents contents = bundle->contents();
+    environments::merge_contents(contents, bundle->contents());
+  } catch (const runtime::Error &) {
+  }
+  return 0;
+}
