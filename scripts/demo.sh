@@ -9,9 +9,12 @@
 #   4. compile every example kernel for the vulkan target (SPIR-V, validated in process and again
 #      by the standalone spirv-val) and show one as GLSL through SPIRV-Cross;
 #   5. compile them for CUDA (PTX, CUBIN for sm_90 through NVRTC) and HIP (gfx90a through hipRTC);
-#   6. list the devices, and run example kernels on the default one (CUBECC_DEVICE, or the best
-#      present: vulkan through lavapipe here) through the runtime, checked against the host.
-# Environment bundles join as they land.
+#   6. build an environment bundle of every example kernel for cuda:sm_80, cuda:sm_90, hip:gfx90a,
+#      vulkan and interp (no GPU needed), tune the matmul variants on the default device, merge
+#      the two, inspect and verify the bundle;
+#   7. list the devices, and run example kernels on the default one (CUBECC_DEVICE, or the best
+#      present: vulkan through lavapipe here) through the runtime, checked against the host:
+#      once compiling them (JIT), once loading them from the bundle (CUBECC_ENV: no compilation).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cubecc=build/tools/cubecc
@@ -88,9 +91,22 @@ for module in "$tmp"/ptx/*.ptx; do
 done
 
 echo
+echo "== an environment bundle: every example kernel for every target, tuning records, merged =="
+"$cubecc" env build "$library" --target cuda:sm_80,cuda:sm_90,hip:gfx90a,vulkan,interp \
+  -o "$tmp/kernels.cubeenv"
+"$cubecc" tune "$library" -o "$tmp/tuning.cubeenv"
+"$cubecc" env merge "$tmp/kernels.cubeenv" "$tmp/tuning.cubeenv" -o "$tmp/app.cubeenv"
+"$cubecc" env inspect "$tmp/app.cubeenv"
+"$cubecc" env verify "$tmp/app.cubeenv"
+
+echo
 echo "== devices =="
 "$cubecc" devices
 echo
 echo "== example kernels on the default device, through the runtime, checked against the host =="
+echo "-- compiled at the first launch (JIT):"
 "$runner"
-echo "demo: every example kernel traced, verified, round-tripped, compiled to SPIR-V, PTX, CUBIN and a HIP code object, and run"
+echo "-- loaded from the environment bundle (CUBECC_ENV): nothing compiled"
+CUBECC_ENV="$tmp/app.cubeenv" "$runner" | tee "$tmp/run.txt"
+grep -q ', 0 compiles$' "$tmp/run.txt" || { echo "demo: kernels were compiled despite the bundle" >&2; exit 1; }
+echo "demo: every example kernel traced, verified, round-tripped, compiled to SPIR-V, PTX, CUBIN and a HIP code object, bundled with tuning records, and run with and without the bundle"

@@ -2,8 +2,9 @@
 # Runs the whole test suite, as CI does:
 #   1. build-test/: a debug build with ASan + UBSan and warnings as errors; ctest runs the unit
 #      tests, the lit golden tests, the must-fail inputs and the repository checks;
-#   2. build-fuzz/: the libFuzzer targets (clang 14, ASan + UBSan); ctest runs the parser fuzzer
-#      for CUBECC_FUZZ_SECONDS (default 60) from the repository's .cir files.
+#   2. build-fuzz/: the libFuzzer targets (clang 14, ASan + UBSan); ctest runs the IR parser
+#      fuzzer (from the repository's .cir files) and the environment bundle reader fuzzer (from
+#      small valid bundles) for CUBECC_FUZZ_SECONDS (default 60) each.
 # Expects the packages from scripts/setup.sh. Exits non-zero if anything fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,7 +23,7 @@ ctest --preset test -j "$jobs" || status=1
 say "configuring and building build-fuzz/ (clang 14, libFuzzer, ASan + UBSan)"
 cmake --preset fuzz -DCUBECC_FUZZ_SECONDS="${CUBECC_FUZZ_SECONDS:-60}" >/dev/null
 cmake --build --preset fuzz -j "$jobs"
-say "running the parser fuzzer for ${CUBECC_FUZZ_SECONDS:-60} s"
+say "running the IR parser and bundle reader fuzzers for ${CUBECC_FUZZ_SECONDS:-60} s each"
 ctest --preset fuzz || status=1
 
 if [ "$status" -eq 0 ]; then

@@ -3,8 +3,10 @@
 // What an application embedding cubecc does: open the runtime (CUBECC_DEVICE, or the best device:
 // vulkan, then interp), upload data, launch registered DSL kernels by a stable key (the first
 // launch traces, optimizes and compiles; the second finds the compiled kernel in the in-process
-// cache without tracing), download and check the results against the host. Prints the device,
-// each kernel's device time and the cache and pool statistics. Exit code 1 on a wrong result.
+// cache without tracing), download and check the results against the host. With CUBECC_ENV naming
+// an environment bundle (cubecc env build), the first launch loads the kernel from it instead of
+// compiling. Prints the device, each kernel's device time and the cache, pool and environment
+// statistics. Exit code 1 on a wrong result.
 //
 //===-----------------------------------------------------------------------------------------===//
 #include "cubecc/dsl/registry.h"
@@ -74,7 +76,7 @@ int main() try {
         y[i] = product + y[i];
         ok &= got[i] == y[i];
       }
-      report(round == 0 ? "axpy (cold: trace + compile)" : "axpy (warm: cached)", ok, ns,
+      report(round == 0 ? "axpy (cold: first launch)" : "axpy (warm: cached)", ok, ns,
              "n = 2^20, bit-exact");
     }
   }
@@ -124,6 +126,12 @@ int main() try {
   std::printf("memory pool: %llu allocations, %llu reused, peak %llu bytes live\n",
               (unsigned long long)pool.allocations, (unsigned long long)pool.reuses,
               (unsigned long long)pool.peak_bytes_live);
+  if (const runtime::EnvironmentSource *env = rt.environment()) {
+    runtime::EnvironmentStatistics e = rt.environment_statistics();
+    std::printf("environment %s: %llu kernels loaded from it, %llu not in it, %llu unusable\n",
+                env->name().c_str(), (unsigned long long)e.hits, (unsigned long long)e.misses,
+                (unsigned long long)e.rejected);
+  }
   if (failures)
     std::printf("run_examples: %d wrong result(s)\n", failures);
   return failures ? 1 : 0;

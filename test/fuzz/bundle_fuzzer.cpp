@@ -1,6 +1,7 @@
 //===- bundle_fuzzer.cpp - libFuzzer target for the environment bundle reader -----------------===//
 //
-// Any input: opening, decoding every entry, looking kernels and tuning records up and merging
+// Any input (or, behind a first byte that is not the magic's, any input with its checksums
+// recomputed): opening, decoding every entry, looking kernels and tuning records up and merging
 // must not crash, hang or leak; a damaged bundle is an Error at open or a rejected entry. What
 // opens must also keep the reader's promises: every tuning record listed is found by its key, a
 // damaged entry says why, a hit names its binary.
@@ -24,10 +25,15 @@ namespace {
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  // Mutations almost never keep the checksums right. An input that does not start like a bundle
+  // (its first byte is not the magic's) is its first byte then a bundle whose checksums are
+  // recomputed, so that the checks behind them are fuzzed too.
+  std::string bytes(reinterpret_cast<const char *>(data), size);
+  if (!bytes.empty() && bytes[0] != environments::kMagic[0])
+    bytes = environments::reseal_for_testing(bytes.substr(1));
   std::shared_ptr<const environments::Bundle> bundle;
   try {
-    bundle = environments::Bundle::from_bytes(
-        std::string_view(reinterpret_cast<const char *>(data), size), "fuzz.cubeenv");
+    bundle = environments::Bundle::from_bytes(bytes, "fuzz.cubeenv");
   } catch (const runtime::Error &) {
     return 0;
   }

@@ -56,13 +56,19 @@ int main(int argc, char **argv) {
   std::ostringstream ir;
   ir << file.rdbuf();
   std::string dir = argv[1];
+  // Each seed twice: as is, and behind a byte that tells the fuzzer to reseal it.
+  auto write = [&](const std::string &name, const environments::BundleContents &contents) {
+    std::string bytes = environments::serialize_bundle(contents);
+    std::ofstream(dir + "/" + name, std::ios::binary) << bytes;
+    std::ofstream(dir + "/resealed-" + name, std::ios::binary) << 'R' << bytes;
+  };
   environments::BundleContents contents;
-  environments::write_bundle(dir + "/empty.cubeenv", contents);
+  write("empty.cubeenv", contents);
   contents.entries.push_back(entry(1, "axpy", ir.str()));
   contents.tuning.push_back({"tuning/v1|axpy|n=1024;f32|dev", R"({"configuration":"width=1"})"});
-  environments::write_bundle(dir + "/one.cubeenv", contents);
+  write("one.cubeenv", contents);
   contents.entries.push_back(entry(2, "scale", "module @m {\n}\n"));
   contents.tuning.push_back({"tuning/v1|axpy|n=2048;f32|dev", R"({"configuration":"width=4"})"});
-  environments::write_bundle(dir + "/two.cubeenv", contents);
+  write("two.cubeenv", contents);
   return 0;
 }

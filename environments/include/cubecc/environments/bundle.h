@@ -92,6 +92,11 @@ std::string serialize_bundle(const BundleContents &contents);
 /// (other processes with the old file mapped) are never torn. Throws runtime::Error.
 void write_bundle(const std::string &path, const BundleContents &contents);
 
+/// `bytes` with every checksum recomputed (the header's, the index's, and each entry's that lies
+/// inside the file) and the size field set: damaged in any way but its checksums. For fuzzing and
+/// tests of the checks behind the checksums; never for repairing a real bundle.
+std::string reseal_for_testing(std::string bytes);
+
 /// Merges `from` into `into`: entries with the same key gain the artifacts they lack (an artifact
 /// for the same target, format, features and toolkit is replaced), tuning records with the same
 /// key are replaced. Returns one line per replacement, for the user.
