@@ -234,7 +234,18 @@ KernelHandle Runtime::adopt(const ir::Kernel &kernel, std::unique_ptr<CompiledKe
 }
 
 void Runtime::use_environment(const std::string &path, EnvironmentOptions options) {
-  use_environment(open_environment(path), options);
+  std::shared_ptr<const EnvironmentSource> environment;
+  try {
+    environment = open_environment(path);
+  } catch (const Error &e) {
+    if (!options.fallback_to_jit)
+      throw;
+    // The application still runs, compiling what it needs: said loudly, once.
+    log_warning("{}; running without it (kernels are compiled as they are needed)", e.what());
+    environment_.reset();
+    return;
+  }
+  use_environment(std::move(environment), options);
 }
 
 void Runtime::use_environment(std::shared_ptr<const EnvironmentSource> environment,

@@ -390,8 +390,21 @@ TEST(BundleDamage, a_missing_file_or_another_kind_of_file_is_a_clear_error) {
     EXPECT_NE(std::string(e.what()).find("not an environment bundle"), std::string::npos)
         << e.what();
   }
+  // A runtime told to use it runs without it (a warning), or refuses when it must never compile.
   runtime::Runtime rt = runtime::Runtime::open("interp");
-  EXPECT_THROW(rt.use_environment(text), runtime::Error);
+  rt.use_environment(text);
+  EXPECT_EQ(rt.environment(), nullptr);
+  auto module = traced_examples();
+  rt.load(*module->kernels().front());
+  EXPECT_EQ(rt.cache_statistics().compiles, 1u);
+  try {
+    rt.use_environment(text, {.fallback_to_jit = false});
+    ADD_FAILURE() << "a strict runtime took a text file as its environment";
+  } catch (const runtime::Error &e) {
+    EXPECT_NE(std::string(e.what()).find("text.cubeenv: not an environment bundle"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 namespace {

@@ -274,8 +274,9 @@ public:
   //===- Environments ----------------------------------------------------------------------===//
   /// Loads kernels from the environment bundle at `path` before compiling them: load() of a
   /// kernel it holds (same structural hash, compiled at -O2 for this device) neither optimizes
-  /// nor compiles. Needs cubecc::environments linked in. Throws Error when the file does not open
-  /// or is not a valid bundle.
+  /// nor compiles. Needs cubecc::environments linked in. A file that does not open or is not a
+  /// valid bundle is a logged warning and the runtime compiles as without one — or, with
+  /// `options.fallback_to_jit` false, an Error naming the file and what is wrong.
   void use_environment(const std::string &path, EnvironmentOptions options = {});
   void use_environment(std::shared_ptr<const EnvironmentSource> environment,
                        EnvironmentOptions options = {});
