@@ -1,21 +1,19 @@
 //===- cache.cpp - One file per record, written atomically ------------------------------------===//
 #include "cubecc/autotune/cache.h"
 
+#include "cubecc/runtime/files.h"
 #include "cubecc/runtime/log.h"
 
 #include <fmt/format.h>
 #include <xxhash.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <random>
 #include <sstream>
 
-#include <fcntl.h>
 #include <unistd.h>
 
 namespace cubecc::autotune {
@@ -31,28 +29,6 @@ std::string non_empty_env(const char *name) {
 
 std::string tuning_folder(const std::string &directory) {
   return (fs::path(directory) / "tuning").string();
-}
-
-/// Writes all of `data` to `fd`; false (errno set) on failure.
-bool write_all(int fd, const std::string &data) {
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
-
-/// A name no other writer uses: the process, a per-process counter and random bits (O_EXCL
-/// still guards against the unlikely clash).
-std::string temporary_name(const std::string &final_name) {
-  static std::atomic<uint64_t> counter{0};
-  thread_local std::mt19937_64 random{std::random_device{}()};
-  return fmt::format(".{}.{}.{}.{:016x}.tmp", final_name, ::getpid(), counter++, random());
 }
 
 std::optional<std::string> read_file(const std::string &path, std::string &error) {
@@ -126,34 +102,10 @@ void TuningCache::store(const TuningRecord &record) const {
   if (!fs::is_directory(folder))
     throw runtime::Error(fmt::format("tuning cache: cannot create {}: {}", folder.string(),
                                      ec ? ec.message() : "not a folder"));
-  const std::string text = to_json(record);
-  for (int attempt = 0;; ++attempt) {
-    const fs::path temporary = folder / temporary_name(path.filename().string());
-    int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0 && errno == EEXIST && attempt < 8)
-      continue;
-    if (fd < 0)
-      throw runtime::Error(fmt::format("tuning cache: cannot create {}: {}", temporary.string(),
-                                       std::strerror(errno)));
-    std::string failure;
-    if (!write_all(fd, text))
-      failure = fmt::format("write: {}", std::strerror(errno));
-    else if (::fsync(fd) != 0)
-      failure = fmt::format("fsync: {}", std::strerror(errno));
-    if (::close(fd) != 0 && failure.empty())
-      failure = fmt::format("close: {}", std::strerror(errno));
-    if (failure.empty() && ::rename(temporary.c_str(), path.c_str()) != 0)
-      failure = fmt::format("rename: {}", std::strerror(errno));
-    if (failure.empty())
-      break;
-    ::unlink(temporary.c_str());
-    throw runtime::Error(fmt::format("tuning cache: cannot write {}: {}", path.string(), failure));
-  }
-  // The rename itself reaches the disk with the folder.
-  int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir >= 0) {
-    ::fsync(dir);
-    ::close(dir);
+  try {
+    runtime::write_file_atomically(path.string(), to_json(record));
+  } catch (const runtime::Error &e) {
+    throw runtime::Error(fmt::format("tuning cache: {}", e.what()));
   }
 }
 

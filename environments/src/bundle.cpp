@@ -19,7 +19,6 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
-#include <random>
 #include <set>
 #include <tuple>
 
@@ -320,43 +319,6 @@ std::string serialize_bundle(const BundleContents &contents) {
   write_le<uint64_t>(out, kOffHeaderChecksum,
                      checksum(reinterpret_cast<const uint8_t *>(out.data()), kOffHeaderChecksum));
   return out;
-}
-
-void write_bundle(const std::string &path, const BundleContents &contents) {
-  std::string bytes = serialize_bundle(contents);
-  fs::path target(path);
-  fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  std::string temp = (dir / fmt::format(".{}.tmp.{}.{}", target.filename().string(), getpid(),
-                                        std::random_device{}()))
-                         .string();
-  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0)
-    throw Error(fmt::format("{}: cannot create a temporary file in {}: {}", path, dir.string(),
-                            std::strerror(errno)));
-  const char *p = bytes.data();
-  size_t left = bytes.size();
-  bool ok = true;
-  while (ok && left > 0) {
-    ssize_t n = ::write(fd, p, left);
-    if (n < 0 && errno == EINTR)
-      continue;
-    ok = n > 0;
-    if (ok) {
-      p += n;
-      left -= static_cast<size_t>(n);
-    }
-  }
-  int saved = errno;
-  ok = ok && ::fsync(fd) == 0;
-  if (!ok)
-    saved = errno;
-  ::close(fd);
-  if (!ok || ::rename(temp.c_str(), path.c_str()) != 0) {
-    if (ok)
-      saved = errno;
-    ::unlink(temp.c_str());
-    throw Error(fmt::format("{}: cannot write the bundle: {}", path, std::strerror(saved)));
-  }
 }
 
 std::string reseal_for_testing(std::string bytes) {
