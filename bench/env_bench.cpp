@@ -144,7 +144,7 @@ void time_environment_path(const dsl::RegisteredKernel &k, const std::string &bu
 std::vector<ColdStartRow> cold_start(const std::vector<const dsl::RegisteredKernel *> &kernels,
                                      const std::string &bundle_path, int reps) {
   const runtime::BinaryTarget cuda_target{"cuda:sm_90", "cubin", "",
-                                          "NVRTC " + codegen::nvrtc_version()};
+                                          codegen::cuda_toolkit()};
   const codegen::TargetFeatures vulkan_features = codegen::TargetFeatures::vulkan_baseline();
   const runtime::BinaryTarget vulkan_target{"vulkan", "spirv", vulkan_features.fingerprint(), ""};
   std::vector<ColdStartRow> rows;
@@ -228,7 +228,7 @@ SyntheticResult synthetic(size_t count, const std::string &path, int reps) {
   std::unique_ptr<ir::Module> axpy = trace(registered("axpy"));
   codegen::KernelAbi abi = codegen::KernelAbi::of(*axpy->kernels()[0]);
   const std::string fingerprint = codegen::TargetFeatures::vulkan_baseline().fingerprint();
-  const std::string toolkit = "NVRTC " + codegen::nvrtc_version();
+  const std::string toolkit = codegen::cuda_toolkit();
 
   environments::BundleContents contents;
   contents.metadata = environments::current_metadata("env_bench (synthetic)");

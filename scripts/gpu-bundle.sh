@@ -12,6 +12,7 @@ bundle=$root/gpu-bundle
 rm -rf "$bundle"
 mkdir -p "$bundle/bin" "$bundle/lib"
 for tool in build/tools/cubecc build/test/cubecc_e2e_tests build/bench/vulkan_vs_glsl \
+            build/examples/run_examples build/examples/libcubecc_examples.so \
             "$(command -v glslangValidator)"; do
   cp "$root/$tool" "$bundle/bin/" 2>/dev/null || cp "$tool" "$bundle/bin/"
 done

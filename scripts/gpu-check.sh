@@ -94,6 +94,27 @@ else
   note "e2e cuda: not run, the cuda device does not open: $cuda_line"
 fi
 
+# Environment bundles on the GPU: every example kernel built for the device's arch (by NVRTC here,
+# as a CI machine would), then the examples run with the bundle: nothing may be compiled. Then the
+# matmul variants tuned on the GPU into a bundle of records.
+if echo "$cuda_line" | grep -q '"available": true' && [ -e "$bundle/bin/libcubecc_examples.so" ]; then
+  arch=$(sed -n 's/.*"arch": "\(sm_[0-9a-z]*\)".*/\1/p' "$out/devices.json" | head -1)
+  timeout "$(limit 60)" cubecc env build "$bundle/bin/libcubecc_examples.so" \
+    --target "cuda:${arch:-sm_90},interp" -o "$out/gpu.cubeenv" > "$out/env.txt" 2>&1
+  rc=$?
+  note "env build cuda:${arch:-sm_90}: rc=$rc"
+  CUBECC_DEVICE=cuda timeout "$(limit 30)" run_examples >> "$out/env.txt" 2>&1
+  CUBECC_ENV="$out/gpu.cubeenv" CUBECC_DEVICE=cuda timeout "$(limit 30)" run_examples \
+    >> "$out/env.txt" 2>&1
+  rc=$?
+  note "run_examples from the bundle on cuda: rc=$rc ($(grep -c ', 0 compiles$' "$out/env.txt") runs with 0 compiles)"
+  timeout "$(limit 60)" cubecc tune "$bundle/bin/libcubecc_examples.so" --device cuda \
+    -o "$out/tuning.cubeenv" >> "$out/env.txt" 2>&1
+  rc=$?
+  note "tune on cuda: rc=$rc"
+  tail -25 "$out/env.txt"
+fi
+
 # Benchmarks: whichever the bundle has.
 if [ -x "$bundle/bin/compile_bench" ]; then
   (cd "$out" && timeout "$(limit 60)" compile_bench --reps 3 > "$out/bench-compile.txt" 2>&1)

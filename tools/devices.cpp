@@ -52,10 +52,11 @@ std::string entry_json(const runtime::DeviceEntry &e) {
   }
   const runtime::DeviceInfo &info = *e.info;
   const codegen::TargetFeatures &f = info.features;
-  out += fmt::format(R"(, "name": {}, "driver": {}, "subgroup_size": {}, "max_buffer_bytes": {}, )"
-                     R"("timestamp_period_ns": {}, "features": {{)",
-                     json_string(info.name), json_string(info.driver), info.subgroup_size,
-                     info.max_buffer_bytes, info.timestamp_period_ns);
+  out += fmt::format(
+      R"(, "name": {}, "driver": {}, "vendor": {}, "arch": {}, "subgroup_size": {}, )"
+      R"("max_buffer_bytes": {}, "timestamp_period_ns": {}, "features": {{)",
+      json_string(info.name), json_string(info.driver), json_string(info.vendor),
+      json_string(info.arch), info.subgroup_size, info.max_buffer_bytes, info.timestamp_period_ns);
   for (const auto &[name, on] : feature_flags(f))
     out += fmt::format(R"("{}": {}, )", name, on);
   out += fmt::format(R"("max_shared_bytes": {}, "max_param_block_bytes": {}, )"

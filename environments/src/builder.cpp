@@ -88,7 +88,7 @@ std::vector<Artifact> compile_group(const ir::Kernel &kernel, const TargetGroup 
     std::optional<codegen::CudaBinary> binary = codegen::compile_cuda(kernel, group.archs, errors);
     if (!binary)
       return {};
-    std::string toolkit = "NVRTC " + codegen::nvrtc_version();
+    std::string toolkit = codegen::cuda_toolkit();
     for (const codegen::CudaBinary::Cubin &cubin : binary->cubins)
       out.push_back({{"cuda:" + cubin.arch, "cubin", "", toolkit},
                      binary->source.entry,
@@ -103,7 +103,7 @@ std::vector<Artifact> compile_group(const ir::Kernel &kernel, const TargetGroup 
     std::optional<codegen::HipBinary> binary = codegen::compile_hip(kernel, group.archs, errors);
     if (!binary)
       return {};
-    std::string toolkit = "hipRTC " + codegen::hiprtc_version();
+    std::string toolkit = codegen::hip_toolkit();
     for (const codegen::HipBinary::CodeObject &object : binary->code_objects)
       out.push_back({{"hip:" + object.arch, "hsaco", "", toolkit},
                      binary->source.entry,

@@ -599,7 +599,7 @@ std::unique_ptr<CompiledKernel> CudaDevice::compile(const ir::Kernel &kernel) {
 
 std::vector<BinaryTarget> CudaDevice::binary_targets() const {
   // The CUBIN for this arch first, then PTX for any virtual arch it can JIT, newest first.
-  std::string toolkit = codegen::nvrtc_version();
+  std::string toolkit = codegen::cuda_toolkit();
   std::vector<BinaryTarget> targets{{"cuda:" + impl_->arch, "cubin", "", toolkit}};
   int number = std::stoi(impl_->arch.substr(3)); // "sm_90a" -> 90
   static constexpr int kVirtualArchs[] = {120, 100, 90, 89, 87, 86, 80, 75, 72, 70, 62, 61, 60};

@@ -538,7 +538,7 @@ std::unique_ptr<CompiledKernel> HipDevice::compile(const ir::Kernel &kernel) {
 }
 
 std::vector<BinaryTarget> HipDevice::binary_targets() const {
-  return {{"hip:" + impl_->arch, "hsaco", "", codegen::hiprtc_version()}};
+  return {{"hip:" + impl_->arch, "hsaco", "", codegen::hip_toolkit()}};
 }
 
 std::unique_ptr<CompiledKernel> HipDevice::load_binary(const KernelBinary &binary) {

@@ -97,7 +97,28 @@ std::vector<float> run_axpy(runtime::Runtime &rt, const runtime::KernelHandle &a
   return rt.download<float>(by);
 }
 
-class EnvironmentOnDevice : public testing::TestWithParam<const char *> {};
+/// The tests below on each device: interp and vulkan here; cuda and hip where a GPU opens (the
+/// bundle is then built for the device's own arch, e.g. cuda:sm_90).
+class EnvironmentOnDevice : public testing::TestWithParam<const char *> {
+protected:
+  void SetUp() override {
+    std::string device = GetParam();
+    try {
+      runtime::Runtime::open(device);
+    } catch (const runtime::Error &e) {
+      if (device == "cuda" || device == "hip")
+        GTEST_SKIP() << e.what();
+      FAIL() << e.what();
+    }
+  }
+  /// The bundle target for this device.
+  static std::string target() {
+    std::string device = GetParam();
+    if (device == "cuda" || device == "hip")
+      return device + ":" + runtime::Runtime::open(device).info().arch;
+    return device;
+  }
+};
 
 } // namespace
 
@@ -188,7 +209,7 @@ TEST(Bundle, cubins_are_those_of_a_fresh_compile_and_the_ptx_passes_ptxas) {
     std::vector<ir::Diagnostic> errors;
     auto fresh = codegen::compile_cuda(*optimized->kernels().front(), {"sm_80", "sm_90"}, errors);
     ASSERT_TRUE(fresh) << ir::to_string(errors);
-    std::string toolkit = "NVRTC " + codegen::nvrtc_version();
+    std::string toolkit = codegen::cuda_toolkit(); // what a CUDA device asks for
     for (const auto &cubin : fresh->cubins) {
       runtime::BinaryTarget want{"cuda:" + cubin.arch, "cubin", "", toolkit};
       auto found = bundle->find_kernel(ir::structural_hash(*k), "-O2", std::span(&want, 1));
@@ -263,7 +284,7 @@ TEST(Bundle, lookups_from_many_threads_agree) {
 TEST_P(EnvironmentOnDevice, every_example_kernel_loads_without_compiling_and_computes_the_same) {
   auto module = traced_examples();
   std::string path = temp_file(std::string("examples-") + GetParam() + ".cubeenv");
-  environments::write_bundle(path, build(*module, {GetParam()}));
+  environments::write_bundle(path, build(*module, {target()}));
 
   runtime::Runtime with = runtime::Runtime::open(GetParam());
   with.use_environment(path, {.fallback_to_jit = false});
@@ -294,7 +315,7 @@ TEST_P(EnvironmentOnDevice, every_example_kernel_loads_without_compiling_and_com
 TEST_P(EnvironmentOnDevice, a_kernel_changed_after_the_build_misses_and_the_rest_hit) {
   auto module = traced_examples();
   std::string path = temp_file(std::string("before-change-") + GetParam() + ".cubeenv");
-  environments::write_bundle(path, build(*module, {GetParam()}));
+  environments::write_bundle(path, build(*module, {target()}));
 
   // The application is rebuilt with one kernel changed (axpy's workgroup size): same name and
   // parameters, different code.
@@ -332,7 +353,7 @@ TEST_P(EnvironmentOnDevice, a_kernel_changed_after_the_build_misses_and_the_rest
 
 TEST_P(EnvironmentOnDevice, a_bundle_from_another_cubecc_is_never_used) {
   auto module = traced_examples();
-  auto contents = build(*module, {GetParam()});
+  auto contents = build(*module, {target()});
   contents.metadata.cubecc_version = "0.0.1-elsewhere";
   std::string path = temp_file(std::string("old-") + GetParam() + ".cubeenv");
   environments::write_bundle(path, contents);
@@ -354,7 +375,8 @@ TEST_P(EnvironmentOnDevice, a_bundle_from_another_cubecc_is_never_used) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, EnvironmentOnDevice, testing::Values("interp", "vulkan"),
+INSTANTIATE_TEST_SUITE_P(Devices, EnvironmentOnDevice,
+                         testing::Values("interp", "vulkan", "cuda", "hip"),
                          [](const auto &info) { return std::string(info.param); });
 
 TEST(RuntimeEnvironment, CUBECC_ENV_names_the_bundle_Runtime_open_uses) {

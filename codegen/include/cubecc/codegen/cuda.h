@@ -71,4 +71,11 @@ std::optional<CudaBinary> compile_cuda(const ir::Kernel &kernel,
 /// NVRTC's version ("13.0"), or empty with `why` set when NVRTC is not available.
 std::string nvrtc_version(std::string *why = nullptr);
 
+/// The compiler of CUDA binaries as environment bundles and devices name it: "NVRTC 13.0", or ""
+/// when this process has no NVRTC.
+inline std::string cuda_toolkit() {
+  std::string version = nvrtc_version();
+  return version.empty() ? version : "NVRTC " + version;
+}
+
 } // namespace cubecc::codegen

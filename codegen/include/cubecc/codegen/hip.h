@@ -38,4 +38,11 @@ bool hip_arch_known(const std::string &arch, std::string *why = nullptr);
 /// hipRTC's version, or empty with `why` set when hipRTC is not available.
 std::string hiprtc_version(std::string *why = nullptr);
 
+/// The compiler of HIP code objects as environment bundles and devices name it: "hipRTC <version>",
+/// or "" when this process has no hipRTC.
+inline std::string hip_toolkit() {
+  std::string version = hiprtc_version();
+  return version.empty() ? version : "hipRTC " + version;
+}
+
 } // namespace cubecc::codegen
