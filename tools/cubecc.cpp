@@ -12,6 +12,7 @@
 //===-----------------------------------------------------------------------------------------===//
 #include "cubecc/codegen/hip.h"
 #include "cubecc/dsl/kernel_library_loader.h"
+#include "cubecc/environments/bundle.h"
 #include "cubecc/ir/parser.h"
 #include "cubecc/ir/printer.h"
 #include "cubecc/ir/structural_hash.h"
@@ -158,8 +159,10 @@ int run(int argc, char **argv) {
   }
 
   if (version) {
-    fmt::print("cubecc {}\nIR text format 1, structural hash version {}\n", cubecc::version(),
-               cubecc::ir::kStructuralHashVersion);
+    fmt::print("cubecc {}\nIR text format 1, structural hash version {}, environment bundle "
+               "format {}\n",
+               cubecc::version(), cubecc::ir::kStructuralHashVersion,
+               cubecc::environments::kFormatVersion);
     // The compilers the CUDA and HIP backends drive, as found at run time.
     std::string why;
     std::string nvrtc = cubecc::codegen::nvrtc_version(&why);
