@@ -130,9 +130,16 @@ void Runtime::trim() {
 
 namespace {
 
-/// A binary compiled elsewhere must take the kernel's parameters, laid out the same way.
+/// A binary compiled elsewhere must take the kernel's parameters, laid out the same way, and run
+/// its workgroup shape (launches are sized by it).
 void check_abi(const ir::Kernel &kernel, const codegen::KernelAbi &abi) {
   codegen::KernelAbi expected = codegen::KernelAbi::of(kernel);
+  if (abi.workgroup_size != expected.workgroup_size)
+    throw Error(fmt::format("kernel '{}': the compiled binary's workgroup size ({}, {}, {}) is not "
+                            "the kernel's ({}, {}, {})",
+                            kernel.name(), abi.workgroup_size[0], abi.workgroup_size[1],
+                            abi.workgroup_size[2], expected.workgroup_size[0],
+                            expected.workgroup_size[1], expected.workgroup_size[2]));
   bool same = abi.num_buffers == expected.num_buffers &&
               abi.param_block_bytes == expected.param_block_bytes &&
               abi.params.size() == expected.params.size();

@@ -379,6 +379,31 @@ INSTANTIATE_TEST_SUITE_P(Devices, EnvironmentOnDevice,
                          testing::Values("interp", "vulkan", "cuda", "hip"),
                          [](const auto &info) { return std::string(info.param); });
 
+TEST(RuntimeEnvironment, a_binary_whose_launch_shape_is_not_the_kernels_is_refused) {
+  // A bundle that lies (checksums intact: written so): its axpy runs 128-wide workgroups, the
+  // kernel 256. Launches are sized by the kernel's shape, so the binary must not be used.
+  auto module = traced_examples();
+  auto axpy = ir::copy_kernel(*module->find_kernel("axpy"));
+  auto contents = build(*axpy, {"interp"});
+  std::string &ir = contents.entries.at(0).artifacts.at(0).data;
+  size_t at = ir.find("workgroup(256, 1, 1)");
+  ASSERT_NE(at, std::string::npos) << ir;
+  ir.replace(at, 20, "workgroup(128, 1, 1)");
+  std::string path = temp_file("lying.cubeenv");
+  environments::write_bundle(path, contents);
+  runtime::Runtime rt = runtime::Runtime::open("interp");
+  rt.use_environment(path);
+  try {
+    rt.load(*axpy->kernels().front());
+    ADD_FAILURE() << "a binary of another workgroup shape was used";
+  } catch (const runtime::Error &e) {
+    EXPECT_NE(std::string(e.what()).find("workgroup size (128, 1, 1) is not the kernel's (256, "
+                                         "1, 1)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(RuntimeEnvironment, CUBECC_ENV_names_the_bundle_Runtime_open_uses) {
   auto module = traced_examples();
   std::string path = temp_file("from-env-var.cubeenv");
