@@ -5,12 +5,12 @@
 #include "cubecc/ir/printer.h"
 #include "cubecc/ir/structural_hash.h"
 #include "cubecc/runtime/environment_source.h"
+#include "cubecc/runtime/files.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 
@@ -92,12 +92,14 @@ public:
 };
 const auto *const environment_check = testing::AddGlobalTestEnvironment(new EnvironmentCheck);
 
-/// Writes `kernel` to <dir>/<backend>/<hash>.cir, for `cubecc env build`.
+/// Writes `kernel` to <dir>/<backend>/<hash>.cir, for `cubecc env build` (atomically: tests in
+/// other processes may write the same kernel at the same time).
 void collect(const std::string &dir, const std::string &backend, const ir::Kernel &kernel,
              const std::string &hash) {
   std::filesystem::path path = std::filesystem::path(dir) / backend;
   std::filesystem::create_directories(path);
-  std::ofstream(path / (hash + ".cir")) << ir::to_string(*ir::copy_kernel(kernel));
+  runtime::write_file_atomically((path / (hash + ".cir")).string(),
+                                 ir::to_string(*ir::copy_kernel(kernel)));
 }
 
 /// The kernel from the environment, or compiled.
