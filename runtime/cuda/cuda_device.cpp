@@ -42,6 +42,8 @@ using CUmodule = struct CUmod_st *;
 using CUfunction = struct CUfunc_st *;
 using CUstream = struct CUstream_st *;
 using CUevent = struct CUevent_st *;
+using CUgraph = struct CUgraph_st *;
+using CUgraphExec = struct CUgraphExec_st *;
 
 constexpr CUresult CUDA_SUCCESS = 0;
 constexpr CUresult CUDA_ERROR_STUB_LIBRARY = 34;
@@ -68,6 +70,8 @@ constexpr int kJitErrorLogBuffer = 5;
 constexpr int kJitErrorLogBufferSizeBytes = 6;
 constexpr unsigned kStreamNonBlocking = 0x1;
 constexpr unsigned kEventDefault = 0x0;
+// CUstreamCaptureMode: only this thread's unsafe calls are refused during a capture.
+constexpr int kCaptureModeThreadLocal = 1;
 
 /// The names of the errors a user is likely to meet, for when the driver cannot name them (the
 /// toolkit's stub library answers every call, cuGetErrorName included, with error 34).
@@ -155,6 +159,14 @@ struct Api {
   CUresult (*cuFuncSetAttribute)(CUfunction, int, int);
   CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                              unsigned, CUstream, void **, void **);
+  // Graphs (CUDA 11.4+); when one is missing graphs fall back to recorded launches.
+  CUresult (*cuStreamBeginCapture)(CUstream, int) = nullptr;
+  CUresult (*cuStreamEndCapture)(CUstream, CUgraph *) = nullptr;
+  CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec *, CUgraph, unsigned long long) = nullptr;
+  CUresult (*cuGraphLaunch)(CUgraphExec, CUstream) = nullptr;
+  CUresult (*cuGraphExecDestroy)(CUgraphExec) = nullptr;
+  CUresult (*cuGraphDestroy)(CUgraph) = nullptr;
+  bool graphs = false;
 };
 
 /// A loaded driver library, or why it could not be loaded.
@@ -229,6 +241,14 @@ Driver load_driver(const std::string &path, bool from_env) {
   if (const std::string &missing = symbols.missing(); !missing.empty())
     d.error =
         fmt::format("no device: cuda: {} lacks {} (a driver older than CUDA 11?)", path, missing);
+  SymbolLoader graph_symbols(library);
+  graph_symbols.need(a.cuStreamBeginCapture, {"cuStreamBeginCapture_v2"});
+  graph_symbols.need(a.cuStreamEndCapture, {"cuStreamEndCapture"});
+  graph_symbols.need(a.cuGraphInstantiateWithFlags, {"cuGraphInstantiateWithFlags"});
+  graph_symbols.need(a.cuGraphLaunch, {"cuGraphLaunch"});
+  graph_symbols.need(a.cuGraphExecDestroy, {"cuGraphExecDestroy"});
+  graph_symbols.need(a.cuGraphDestroy, {"cuGraphDestroy"});
+  a.graphs = graph_symbols.missing().empty();
   return d;
 }
 
@@ -308,6 +328,10 @@ struct CudaDevice::Impl {
   /// Waits for the stream, then turns the pending event pairs into completed launch times.
   void wait(std::string_view why);
   EventPair take_events();
+  /// Checks and queues a launch on the stream; `timed` puts it between two events (not during a
+  /// graph's capture).
+  void enqueue(const CompiledKernel &kernel, std::array<uint32_t, 3> num_workgroups,
+               std::span<const LaunchArg> args, bool timed);
 };
 
 //===- Opening --------------------------------------------------------------------------------===//
@@ -710,9 +734,14 @@ std::unique_ptr<CompiledKernel> CudaDevice::compile_binary(const codegen::CudaBi
 
 void CudaDevice::launch(const CompiledKernel &kernel, std::array<uint32_t, 3> num_workgroups,
                         std::span<const LaunchArg> args) {
-  Impl &d = *impl_;
+  impl_->enqueue(kernel, num_workgroups, args, true);
+}
+
+void CudaDevice::Impl::enqueue(const CompiledKernel &kernel, std::array<uint32_t, 3> num_workgroups,
+                               std::span<const LaunchArg> args, bool timed) {
+  Impl &d = *this;
   const auto *k = dynamic_cast<const CudaKernel *>(&kernel);
-  if (!k || k->owner() != impl_.get())
+  if (!k || k->owner() != this)
     throw Error(
         fmt::format("cuda: kernel '{}' was compiled for another device", kernel.abi().name));
   const codegen::KernelAbi &abi = k->abi();
@@ -772,16 +801,27 @@ void CudaDevice::launch(const CompiledKernel &kernel, std::array<uint32_t, 3> nu
   }
 
   Impl::Scope scope(d);
+  std::string what = fmt::format("the launch of kernel '{}'", abi.name);
+  bool empty = num_workgroups[0] == 0 || num_workgroups[1] == 0 || num_workgroups[2] == 0;
+  auto launch = [&] {
+    // An empty grid runs nothing (the driver would refuse it).
+    return empty ? CUDA_SUCCESS
+                 : d.api->cuLaunchKernel(k->function, num_workgroups[0], num_workgroups[1],
+                                         num_workgroups[2], abi.workgroup_size[0],
+                                         abi.workgroup_size[1], abi.workgroup_size[2],
+                                         k->dynamic_shared, d.stream, params.data(), nullptr);
+  };
+  if (!timed) { // a graph's capture: the parameters are copied into the graph's node
+    if (CUresult r = launch(); r != CUDA_SUCCESS)
+      throw Error(fmt::format("cuda: {} failed: cuLaunchKernel: {}", what, d.driver->describe(r)));
+    return;
+  }
   if (d.pending.size() >= Impl::kMaxPendingLaunches)
     d.wait("to collect launch times");
   EventPair events = d.take_events();
-  std::string what = fmt::format("the launch of kernel '{}'", abi.name);
   CUresult r = d.api->cuEventRecord(events.start, d.stream);
-  bool empty = num_workgroups[0] == 0 || num_workgroups[1] == 0 || num_workgroups[2] == 0;
-  if (r == CUDA_SUCCESS && !empty) // an empty grid runs nothing (the driver would refuse it)
-    r = d.api->cuLaunchKernel(k->function, num_workgroups[0], num_workgroups[1], num_workgroups[2],
-                              abi.workgroup_size[0], abi.workgroup_size[1], abi.workgroup_size[2],
-                              k->dynamic_shared, d.stream, params.data(), nullptr);
+  if (r == CUDA_SUCCESS)
+    r = launch();
   if (r == CUDA_SUCCESS)
     r = d.api->cuEventRecord(events.end, d.stream);
   if (r != CUDA_SUCCESS) {
@@ -789,6 +829,105 @@ void CudaDevice::launch(const CompiledKernel &kernel, std::array<uint32_t, 3> nu
     throw Error(fmt::format("cuda: {} failed: cuLaunchKernel: {}", what, d.driver->describe(r)));
   }
   d.pending.push_back(events);
+}
+
+//===- Graphs ---------------------------------------------------------------------------------===//
+
+namespace {
+
+/// A CUDA graph: the recorded launches are captured on the device's (non-default, non-blocking)
+/// stream with cuStreamBeginCapture (thread-local mode) and instantiated; replay is one
+/// cuGraphLaunch between two events (one launch time per replay, for the whole graph). A
+/// changed value re-captures and re-instantiates at the next replay.
+class CudaGraph final : public RecordedGraph {
+public:
+  CudaGraph(CudaDevice &device, std::shared_ptr<CudaDevice::Impl> impl)
+      : RecordedGraph(device), impl_(std::move(impl)) {}
+  ~CudaGraph() override { destroy(); }
+
+  void finish() override {
+    RecordedGraph::finish();
+    build();
+  }
+  void set_value(size_t launch, size_t param, std::span<const uint64_t> bits) override {
+    RecordedGraph::set_value(launch, param, bits);
+    dirty_ = true;
+  }
+  void replay() override {
+    if (launches_.empty())
+      return;
+    CudaDevice::Impl &d = *impl_;
+    if (dirty_)
+      build();
+    CudaDevice::Impl::Scope scope(d);
+    if (d.pending.size() >= CudaDevice::Impl::kMaxPendingLaunches)
+      d.wait("to collect launch times");
+    EventPair events = d.take_events();
+    CUresult r = d.api->cuEventRecord(events.start, d.stream);
+    if (r == CUDA_SUCCESS)
+      r = d.api->cuGraphLaunch(exec_, d.stream);
+    if (r == CUDA_SUCCESS)
+      r = d.api->cuEventRecord(events.end, d.stream);
+    if (r != CUDA_SUCCESS) {
+      d.free_events.push_back(events);
+      throw Error(fmt::format("cuda: the replay of a graph of {} launches failed: cuGraphLaunch: "
+                              "{}",
+                              launches_.size(), d.driver->describe(r)));
+    }
+    d.pending.push_back(events);
+  }
+
+private:
+  void build() {
+    destroy();
+    dirty_ = false;
+    if (launches_.empty())
+      return;
+    CudaDevice::Impl &d = *impl_;
+    const Api &a = *d.api;
+    CudaDevice::Impl::Scope scope(d);
+    d.check(a.cuStreamBeginCapture(d.stream, kCaptureModeThreadLocal), "cuStreamBeginCapture");
+    try {
+      for (const Launch &l : launches_)
+        d.enqueue(*l.kernel, l.num_workgroups, l.args, false);
+    } catch (...) {
+      CUgraph abandoned = nullptr;
+      if (a.cuStreamEndCapture(d.stream, &abandoned) == CUDA_SUCCESS && abandoned)
+        a.cuGraphDestroy(abandoned);
+      throw;
+    }
+    d.check(a.cuStreamEndCapture(d.stream, &graph_), "cuStreamEndCapture");
+    d.check(a.cuGraphInstantiateWithFlags(&exec_, graph_, 0), "cuGraphInstantiateWithFlags");
+  }
+  void destroy() {
+    const Api &a = *impl_->api;
+    if (!exec_ && !graph_)
+      return;
+    if (a.cuCtxPushCurrent(impl_->context) != CUDA_SUCCESS)
+      return;
+    a.cuStreamSynchronize(impl_->stream); // a replay may still run it
+    if (exec_)
+      a.cuGraphExecDestroy(exec_);
+    if (graph_)
+      a.cuGraphDestroy(graph_);
+    exec_ = nullptr;
+    graph_ = nullptr;
+    CUcontext popped = nullptr;
+    a.cuCtxPopCurrent(&popped);
+  }
+
+  std::shared_ptr<CudaDevice::Impl> impl_;
+  CUgraph graph_ = nullptr;
+  CUgraphExec exec_ = nullptr;
+  bool dirty_ = false;
+};
+
+} // namespace
+
+std::unique_ptr<DeviceGraph> CudaDevice::create_graph() {
+  if (!impl_->api->graphs)
+    return Device::create_graph(); // an old driver: launches recorded and launched again
+  return std::make_unique<CudaGraph>(*this, impl_);
 }
 
 void CudaDevice::synchronize() {

@@ -66,6 +66,7 @@ Runtime &Runtime::operator=(Runtime &&) noexcept = default;
 Runtime::~Runtime() {
   if (!device_)
     return; // moved from
+  capture_.reset(); // an unfinished capture is abandoned
   try {
     device_->synchronize();
   } catch (const Error &) {
@@ -103,6 +104,7 @@ void Runtime::check_host_copy(const Buffer &buffer, ir::Scalar element, size_t c
 }
 
 void Runtime::write(Buffer &buffer, const void *src, uint64_t bytes) {
+  check_not_capturing("upload");
   if (!buffer.valid() || bytes > buffer.bytes())
     throw Error(
         fmt::format("upload: {} bytes do not fit a buffer of {} bytes", bytes, buffer.bytes()));
@@ -111,6 +113,7 @@ void Runtime::write(Buffer &buffer, const void *src, uint64_t bytes) {
 }
 
 void Runtime::read(const Buffer &buffer, void *dst, uint64_t bytes) {
+  check_not_capturing("download");
   if (!buffer.valid() || bytes > buffer.bytes())
     throw Error(fmt::format("download: {} bytes are more than a buffer of {} bytes", bytes,
                             buffer.bytes()));
@@ -376,6 +379,7 @@ void Runtime::launch_values(const KernelHandle &kernel, std::array<uint32_t, 3> 
   const LoadedKernel &k = *kernel.kernel_;
   check_count(k, args.size());
   std::vector<LaunchArg> launch_args(args.size());
+  std::vector<std::pair<size_t, std::weak_ptr<const bool>>> buffer_tokens;
   for (size_t i = 0; i < args.size(); ++i) {
     const ArgumentValue &a = args[i];
     ir::Type type = k.params[i].type;
@@ -389,6 +393,11 @@ void Runtime::launch_values(const KernelHandle &kernel, std::array<uint32_t, 3> 
              fmt::format("needs a buffer of {}, got a buffer of {}",
                          ir::scalar_name(type.element()), ir::scalar_name(a.buffer->element())));
       launch_args[i] = a.buffer->arg();
+      if (capture_) {
+        if (!a.buffer->capture_token_)
+          a.buffer->capture_token_ = std::make_shared<const bool>(true);
+        buffer_tokens.emplace_back(i, a.buffer->capture_token_);
+      }
       continue;
     }
     if (a.kind == ArgumentValue::BufferArg)
@@ -399,7 +408,10 @@ void Runtime::launch_values(const KernelHandle &kernel, std::array<uint32_t, 3> 
     for (uint32_t l = 0; l < a.lanes; ++l)
       launch_args[i].bits[l] = convert_lane(k, i, type.element(), a.kind, a.bits[l]);
   }
-  device_->launch(*k.compiled, num_workgroups, launch_args);
+  if (capture_)
+    record(kernel, num_workgroups, launch_args, std::move(buffer_tokens));
+  else
+    device_->launch(*k.compiled, num_workgroups, launch_args);
 }
 
 void Runtime::launch(const KernelHandle &kernel, std::array<uint32_t, 3> num_workgroups,
@@ -430,15 +442,134 @@ void Runtime::launch(const KernelHandle &kernel, std::array<uint32_t, 3> num_wor
         fail(k, i, fmt::format("needs {} lane(s), got {}", type.lanes(), a.bits.size()));
     }
   }
-  device_->launch(*k.compiled, num_workgroups, args);
+  if (capture_)
+    record(kernel, num_workgroups, args, {});
+  else
+    device_->launch(*k.compiled, num_workgroups, args);
 }
 
 void Runtime::synchronize() {
+  check_not_capturing("synchronize");
   device_->synchronize();
 }
 
 std::vector<double> Runtime::last_launch_times_ns() const {
   return device_->last_launch_times_ns();
+}
+
+//===- Graphs --------------------------------------------------------------------------------===//
+
+/// One captured launch: the kernel (kept alive) and, for launches with Buffers, which parameter
+/// used which Buffer (held weakly: replay checks them).
+struct CapturedLaunch {
+  KernelHandle kernel;
+  std::vector<std::pair<size_t, std::weak_ptr<const bool>>> buffers;
+};
+
+struct GraphState {
+  std::shared_ptr<Device> device; ///< the runtime's: identifies it and outlives the graph below
+  std::vector<CapturedLaunch> launches;
+  std::unique_ptr<DeviceGraph> graph; ///< last: destroyed before the kernels it uses
+};
+
+Graph::Graph() = default;
+Graph::Graph(Graph &&) noexcept = default;
+Graph &Graph::operator=(Graph &&) noexcept = default;
+Graph::~Graph() = default;
+
+size_t Graph::num_launches() const {
+  return state_ ? state_->launches.size() : 0;
+}
+
+const std::string &Graph::kernel_name(size_t launch) const {
+  if (!state_ || launch >= state_->launches.size())
+    throw Error(fmt::format("graph: no launch {} (the graph has {})", launch, num_launches()));
+  return state_->launches[launch].kernel.name();
+}
+
+void Graph::set_value(size_t launch, size_t param, const ArgumentValue &value) {
+  if (!state_ || launch >= state_->launches.size())
+    throw Error(fmt::format("graph: set_value: no launch {} (the graph has {})", launch,
+                            num_launches()));
+  const LoadedKernel &k = *state_->launches[launch].kernel.kernel_;
+  std::string where = fmt::format("graph launch {} (kernel '{}')", launch, k.name);
+  if (param >= k.params.size())
+    throw Error(fmt::format("{}: set_value: no parameter {} (the kernel has {})", where, param,
+                            k.params.size()));
+  ir::Type type = k.params[param].type;
+  if (type.kind() == ir::TypeKind::Buffer || value.kind == ArgumentValue::BufferArg)
+    throw Error(fmt::format("{}: set_value: {} is {}; only value parameters can be changed "
+                            "(capture again to use other buffers)",
+                            where, describe_parameter(k, param),
+                            type.kind() == ir::TypeKind::Buffer ? "a buffer" : "given a buffer"));
+  if (value.lanes != type.lanes())
+    throw Error(fmt::format("{}: set_value: {}: needs {} lane(s), got {}", where,
+                            describe_parameter(k, param), type.lanes(), value.lanes));
+  std::vector<uint64_t> bits(value.lanes);
+  try {
+    for (uint32_t l = 0; l < value.lanes; ++l)
+      bits[l] = convert_lane(k, param, type.element(), value.kind, value.bits[l]);
+  } catch (const Error &e) {
+    throw Error(fmt::format("graph launch {}: set_value: {}", launch, e.what()));
+  }
+  state_->graph->set_value(launch, param, bits);
+}
+
+void Runtime::check_not_capturing(const char *what) const {
+  if (capture_)
+    throw Error(fmt::format("{}: a graph capture is in progress ({} launch(es) recorded); "
+                            "copies and waits cannot be captured: call end_capture() first",
+                            what, capture_->launches.size()));
+}
+
+void Runtime::begin_capture() {
+  if (capture_)
+    throw Error(fmt::format("begin_capture: a capture is already in progress ({} launch(es) "
+                            "recorded); captures do not nest: call end_capture() first",
+                            capture_->launches.size()));
+  auto state = std::make_unique<GraphState>();
+  state->device = device_;
+  state->graph = device_->create_graph();
+  capture_ = std::move(state);
+}
+
+Graph Runtime::end_capture() {
+  if (!capture_)
+    throw Error("end_capture: no capture in progress (call begin_capture() first)");
+  std::unique_ptr<GraphState> state = std::move(capture_);
+  state->graph->finish();
+  Graph graph;
+  graph.state_ = std::move(state);
+  return graph;
+}
+
+void Runtime::record(const KernelHandle &kernel, std::array<uint32_t, 3> num_workgroups,
+                     std::span<const LaunchArg> args,
+                     std::vector<std::pair<size_t, std::weak_ptr<const bool>>> buffers) {
+  capture_->graph->add_launch(kernel.compiled(), num_workgroups, args);
+  capture_->launches.push_back({kernel, std::move(buffers)});
+}
+
+void Runtime::replay(Graph &graph) {
+  if (!graph.valid())
+    throw Error("replay: the graph is empty (moved from or default-constructed)");
+  check_not_capturing("replay");
+  GraphState &state = *graph.state_;
+  if (state.device != device_)
+    throw Error(fmt::format("replay: the graph was captured on another runtime (device {}: {}); "
+                            "replay it on the runtime that captured it",
+                            state.device->info().backend, state.device->info().name));
+  for (size_t i = 0; i < state.launches.size(); ++i) {
+    const CapturedLaunch &launch = state.launches[i];
+    for (const auto &[param, token] : launch.buffers)
+      if (token.expired())
+        throw Error(fmt::format("replay: graph launch {} (kernel '{}'): {}: its Buffer was "
+                                "destroyed after the capture (a graph does not own its buffers: "
+                                "keep them alive while it is replayed)",
+                                i, launch.kernel.name(),
+                                describe_parameter(*launch.kernel.kernel_, param)));
+  }
+  state.graph->replay();
 }
 
 } // namespace cubecc::runtime

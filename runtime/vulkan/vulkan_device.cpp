@@ -1080,11 +1080,24 @@ std::unique_ptr<CompiledKernel> VulkanDevice::compile_spirv(const codegen::Spirv
   return compiled;
 }
 
-void VulkanDevice::launch(const CompiledKernel &kernel, std::array<uint32_t, 3> num_workgroups,
-                          std::span<const LaunchArg> args) {
-  Impl &d = *impl_;
+namespace {
+
+/// A launch checked against the device and laid out: the buffer ranges by binding (the
+/// parameter block's slot, if any, is filled in by whoever places the block) and the packed
+/// parameter block.
+struct PreparedLaunch {
+  const VulkanKernel *kernel = nullptr;
+  std::array<uint32_t, 3> num_workgroups{};
+  std::vector<VkDescriptorBufferInfo> buffers;
+  std::vector<uint8_t> block;
+  uint32_t num_bindings() const { return static_cast<uint32_t>(buffers.size()); }
+};
+
+PreparedLaunch prepare_launch(const VulkanDevice::Impl &d, const CompiledKernel &kernel,
+                              std::array<uint32_t, 3> num_workgroups,
+                              std::span<const LaunchArg> args) {
   const auto *k = dynamic_cast<const VulkanKernel *>(&kernel);
-  if (!k || k->owner() != impl_.get())
+  if (!k || k->owner() != &d)
     throw Error(
         fmt::format("vulkan: kernel '{}' was compiled for another device", kernel.abi().name));
   const codegen::KernelAbi &abi = k->abi();
@@ -1100,10 +1113,16 @@ void VulkanDevice::launch(const CompiledKernel &kernel, std::array<uint32_t, 3> 
   if (args.size() != abi.params.size())
     throw Error(fmt::format("vulkan: launch of kernel '{}': {} arguments for {} parameters",
                             abi.name, args.size(), abi.params.size()));
+  if (abi.param_block_in_buffer && abi.param_block_bytes > VulkanDevice::Impl::kParamArenaBytes)
+    throw Error(fmt::format("vulkan: launch of kernel '{}': {} bytes of value parameters are "
+                            "more than the runtime passes ({})",
+                            abi.name, abi.param_block_bytes, VulkanDevice::Impl::kParamArenaBytes));
 
-  uint32_t num_bindings = abi.num_buffers + (abi.param_block_in_buffer ? 1 : 0);
-  std::vector<VkDescriptorBufferInfo> buffers(num_bindings);
-  std::vector<uint8_t> block(abi.param_block_bytes);
+  PreparedLaunch p;
+  p.kernel = k;
+  p.num_workgroups = num_workgroups;
+  p.buffers.resize(abi.num_buffers + (abi.param_block_in_buffer ? 1 : 0));
+  p.block.resize(abi.param_block_bytes);
   for (size_t i = 0; i < args.size(); ++i) {
     const codegen::ParamSlot &slot = abi.params[i];
     const LaunchArg &a = args[i];
@@ -1111,7 +1130,7 @@ void VulkanDevice::launch(const CompiledKernel &kernel, std::array<uint32_t, 3> 
       if (a.memory || a.bits.size() != slot.type.lanes())
         throw Error(fmt::format("vulkan: launch of kernel '{}': parameter {} needs {} lane(s)",
                                 abi.name, i, slot.type.lanes()));
-      codegen::pack_value(slot, a.bits.data(), block.data());
+      codegen::pack_value(slot, a.bits.data(), p.block.data());
       continue;
     }
     if (!a.memory)
@@ -1130,68 +1149,30 @@ void VulkanDevice::launch(const CompiledKernel &kernel, std::array<uint32_t, 3> 
       throw Error(fmt::format("vulkan: launch of kernel '{}': parameter {} binds {} bytes; the "
                               "device binds at most {}",
                               abi.name, i, a.bytes, limits.maxStorageBufferRange));
-    buffers[slot.binding] = {static_cast<Allocation *>(a.memory->handle)->buffer, a.offset,
-                             a.bytes};
+    p.buffers[slot.binding] = {static_cast<Allocation *>(a.memory->handle)->buffer, a.offset,
+                               a.bytes};
   }
+  return p;
+}
 
-  uint64_t alignment = limits.minStorageBufferOffsetAlignment;
-  uint64_t param_offset = (d.param_arena_used + alignment - 1) / alignment * alignment;
-  if (abi.param_block_in_buffer) {
-    if (abi.param_block_bytes > Impl::kParamArenaBytes)
-      throw Error(fmt::format("vulkan: launch of kernel '{}': {} bytes of value parameters are "
-                              "more than the runtime passes ({})",
-                              abi.name, abi.param_block_bytes, Impl::kParamArenaBytes));
-    if (!d.param_arena)
-      d.param_arena = d.create_allocation(Impl::kParamArenaBytes, d.staging_memory_type, true);
-  }
-  if (d.recording && (d.batch_launches == Impl::kBatchLaunches ||
-                      d.batch_descriptors + num_bindings > Impl::kBatchDescriptors ||
-                      (abi.param_block_in_buffer &&
-                       param_offset + abi.param_block_bytes > Impl::kParamArenaBytes)))
-    d.flush();
-  if (!d.recording)
-    d.begin_batch();
-  if (abi.param_block_in_buffer) {
-    param_offset = (d.param_arena_used + alignment - 1) / alignment * alignment;
-    std::memcpy(static_cast<uint8_t *>(d.param_arena->mapped) + param_offset, block.data(),
-                abi.param_block_bytes);
-    buffers[abi.num_buffers] = {d.param_arena->buffer, param_offset,
-                                std::max<uint64_t>(abi.param_block_bytes, 4)};
-    d.param_arena_used = param_offset + abi.param_block_bytes;
-  }
-  std::string what = fmt::format("the launch of kernel '{}'", abi.name);
-  VkCommandBuffer cmd = d.command_buffer;
-  d.vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k->pipeline);
-  if (num_bindings) {
-    VkDescriptorSetAllocateInfo set_info{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
-    set_info.descriptorPool = d.descriptor_pool;
-    set_info.descriptorSetCount = 1;
-    set_info.pSetLayouts = &k->set_layout;
-    VkDescriptorSet set = VK_NULL_HANDLE;
-    d.check(d.vk.vkAllocateDescriptorSets(d.device, &set_info, &set), what);
-    std::vector<VkWriteDescriptorSet> writes(num_bindings);
-    for (uint32_t b = 0; b < num_bindings; ++b) {
-      writes[b].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
-      writes[b].dstSet = set;
-      writes[b].dstBinding = b;
-      writes[b].descriptorCount = 1;
-      writes[b].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-      writes[b].pBufferInfo = &buffers[b];
-    }
-    d.vk.vkUpdateDescriptorSets(d.device, num_bindings, writes.data(), 0, nullptr);
-    d.vk.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k->pipeline_layout, 0, 1,
-                                 &set, 0, nullptr);
-    d.batch_descriptors += num_bindings;
-  }
+/// Records one prepared launch into `cmd`: pipeline, descriptor set, push constants, timestamps
+/// around the dispatch (queries `query` and `query + 1` when `query_pool` is set), barrier.
+void record_launch(VulkanDevice::Impl &d, VkCommandBuffer cmd, const PreparedLaunch &p,
+                   VkDescriptorSet set, VkQueryPool query_pool, uint32_t query) {
+  const VulkanKernel &k = *p.kernel;
+  const codegen::KernelAbi &abi = k.abi();
+  d.vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k.pipeline);
+  if (set)
+    d.vk.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k.pipeline_layout, 0, 1, &set,
+                                 0, nullptr);
   if (abi.param_block_bytes && !abi.param_block_in_buffer)
-    d.vk.vkCmdPushConstants(cmd, k->pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
-                            abi.param_block_bytes, block.data());
-  uint32_t query = 2 * d.batch_launches;
-  if (d.query_pool)
-    d.vk.vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, d.query_pool, query);
-  d.vk.vkCmdDispatch(cmd, num_workgroups[0], num_workgroups[1], num_workgroups[2]);
-  if (d.query_pool)
-    d.vk.vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, d.query_pool, query + 1);
+    d.vk.vkCmdPushConstants(cmd, k.pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                            abi.param_block_bytes, p.block.data());
+  if (query_pool)
+    d.vk.vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, query_pool, query);
+  d.vk.vkCmdDispatch(cmd, p.num_workgroups[0], p.num_workgroups[1], p.num_workgroups[2]);
+  if (query_pool)
+    d.vk.vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, query_pool, query + 1);
   VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
   barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
   barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
@@ -1201,8 +1182,257 @@ void VulkanDevice::launch(const CompiledKernel &kernel, std::array<uint32_t, 3> 
                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT |
                                 VK_PIPELINE_STAGE_HOST_BIT,
                             0, 1, &barrier, 0, nullptr, 0, nullptr);
+}
+
+void write_descriptor_set(VulkanDevice::Impl &d, VkDescriptorSet set,
+                          const std::vector<VkDescriptorBufferInfo> &buffers) {
+  std::vector<VkWriteDescriptorSet> writes(buffers.size());
+  for (uint32_t b = 0; b < buffers.size(); ++b) {
+    writes[b].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
+    writes[b].dstSet = set;
+    writes[b].dstBinding = b;
+    writes[b].descriptorCount = 1;
+    writes[b].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    writes[b].pBufferInfo = &buffers[b];
+  }
+  d.vk.vkUpdateDescriptorSets(d.device, static_cast<uint32_t>(writes.size()), writes.data(), 0,
+                              nullptr);
+}
+
+} // namespace
+
+void VulkanDevice::launch(const CompiledKernel &kernel, std::array<uint32_t, 3> num_workgroups,
+                          std::span<const LaunchArg> args) {
+  Impl &d = *impl_;
+  PreparedLaunch p = prepare_launch(d, kernel, num_workgroups, args);
+  const codegen::KernelAbi &abi = p.kernel->abi();
+  uint32_t num_bindings = p.num_bindings();
+  uint64_t alignment = d.properties.limits.minStorageBufferOffsetAlignment;
+  uint64_t param_offset = (d.param_arena_used + alignment - 1) / alignment * alignment;
+  if (abi.param_block_in_buffer && !d.param_arena)
+    d.param_arena = d.create_allocation(Impl::kParamArenaBytes, d.staging_memory_type, true);
+  if (d.recording && (d.batch_launches == Impl::kBatchLaunches ||
+                      d.batch_descriptors + num_bindings > Impl::kBatchDescriptors ||
+                      (abi.param_block_in_buffer &&
+                       param_offset + abi.param_block_bytes > Impl::kParamArenaBytes)))
+    d.flush();
+  if (!d.recording)
+    d.begin_batch();
+  if (abi.param_block_in_buffer) {
+    param_offset = (d.param_arena_used + alignment - 1) / alignment * alignment;
+    std::memcpy(static_cast<uint8_t *>(d.param_arena->mapped) + param_offset, p.block.data(),
+                abi.param_block_bytes);
+    p.buffers[abi.num_buffers] = {d.param_arena->buffer, param_offset,
+                                  std::max<uint64_t>(abi.param_block_bytes, 4)};
+    d.param_arena_used = param_offset + abi.param_block_bytes;
+  }
+  std::string what = fmt::format("the launch of kernel '{}'", abi.name);
+  VkDescriptorSet set = VK_NULL_HANDLE;
+  if (num_bindings) {
+    VkDescriptorSetAllocateInfo set_info{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+    set_info.descriptorPool = d.descriptor_pool;
+    set_info.descriptorSetCount = 1;
+    set_info.pSetLayouts = &p.kernel->set_layout;
+    d.check(d.vk.vkAllocateDescriptorSets(d.device, &set_info, &set), what);
+    write_descriptor_set(d, set, p.buffers);
+    d.batch_descriptors += num_bindings;
+  }
+  record_launch(d, d.command_buffer, p, set, d.query_pool, 2 * d.batch_launches);
   ++d.batch_launches;
   d.raise_messages(what);
+}
+
+//===- Graphs ---------------------------------------------------------------------------------===//
+
+namespace {
+
+/// A graph recorded once into a reusable command buffer of its own, with its own descriptor
+/// sets (bound at record time), query pool (one time per replay, for the whole graph: on
+/// lavapipe a timestamp pair per dispatch costs more than the dispatch) and, for kernels whose
+/// parameter block is a buffer, a host-visible parameter buffer. Replay submits that command buffer
+/// and waits for it. set_value() writes a buffer-held parameter block in place; a changed push
+/// constant makes the next replay re-record the command buffer (the sets stay).
+class VulkanGraph final : public DeviceGraph {
+public:
+  explicit VulkanGraph(std::shared_ptr<VulkanDevice::Impl> impl) : impl_(std::move(impl)) {}
+  ~VulkanGraph() override {
+    VulkanDevice::Impl &d = *impl_;
+    if (command_pool)
+      d.vk.vkDestroyCommandPool(d.device, command_pool, nullptr);
+    if (descriptor_pool)
+      d.vk.vkDestroyDescriptorPool(d.device, descriptor_pool, nullptr);
+    if (query_pool)
+      d.vk.vkDestroyQueryPool(d.device, query_pool, nullptr);
+    if (params)
+      d.destroy_allocation(params);
+  }
+
+  void add_launch(const CompiledKernel &kernel, std::array<uint32_t, 3> num_workgroups,
+                  std::span<const LaunchArg> args) override {
+    if (finished_)
+      throw Error(fmt::format("vulkan: cannot add a launch of kernel '{}' to a finished graph",
+                              kernel.abi().name));
+    launches_.push_back(prepare_launch(*impl_, kernel, num_workgroups, args));
+  }
+
+  void finish() override {
+    finished_ = true;
+    VulkanDevice::Impl &d = *impl_;
+    if (launches_.empty())
+      return;
+    std::string what = fmt::format("building a graph of {} launches", launches_.size());
+    uint64_t alignment = d.properties.limits.minStorageBufferOffsetAlignment;
+    uint32_t sets = 0, descriptors = 0;
+    uint64_t param_bytes = 0;
+    param_offsets_.assign(launches_.size(), 0);
+    for (size_t i = 0; i < launches_.size(); ++i) {
+      const PreparedLaunch &p = launches_[i];
+      if (p.num_bindings()) {
+        ++sets;
+        descriptors += p.num_bindings();
+      }
+      if (p.kernel->abi().param_block_in_buffer) {
+        param_offsets_[i] = (param_bytes + alignment - 1) / alignment * alignment;
+        param_bytes = param_offsets_[i] + std::max<uint64_t>(p.block.size(), 4);
+      }
+    }
+    if (param_bytes) {
+      params = d.create_allocation(param_bytes, d.staging_memory_type, true);
+      for (size_t i = 0; i < launches_.size(); ++i) {
+        PreparedLaunch &p = launches_[i];
+        if (!p.kernel->abi().param_block_in_buffer)
+          continue;
+        std::memcpy(static_cast<uint8_t *>(params->mapped) + param_offsets_[i], p.block.data(),
+                    p.block.size());
+        p.buffers[p.kernel->abi().num_buffers] = {params->buffer, param_offsets_[i],
+                                                  std::max<uint64_t>(p.block.size(), 4)};
+      }
+    }
+    if (sets) {
+      VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptors};
+      VkDescriptorPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+      pool_info.maxSets = sets;
+      pool_info.poolSizeCount = 1;
+      pool_info.pPoolSizes = &size;
+      d.check(d.vk.vkCreateDescriptorPool(d.device, &pool_info, nullptr, &descriptor_pool), what);
+    }
+    sets_.assign(launches_.size(), VK_NULL_HANDLE);
+    for (size_t i = 0; i < launches_.size(); ++i) {
+      const PreparedLaunch &p = launches_[i];
+      if (!p.num_bindings())
+        continue;
+      VkDescriptorSetAllocateInfo set_info{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+      set_info.descriptorPool = descriptor_pool;
+      set_info.descriptorSetCount = 1;
+      set_info.pSetLayouts = &p.kernel->set_layout;
+      d.check(d.vk.vkAllocateDescriptorSets(d.device, &set_info, &sets_[i]), what);
+      write_descriptor_set(d, sets_[i], p.buffers);
+    }
+    if (d.info.timestamp_period_ns > 0) {
+      VkQueryPoolCreateInfo query_info{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+      query_info.queryType = VK_QUERY_TYPE_TIMESTAMP;
+      query_info.queryCount = 2;
+      d.check(d.vk.vkCreateQueryPool(d.device, &query_info, nullptr, &query_pool), what);
+    }
+    VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+    pool_info.queueFamilyIndex = d.queue_family;
+    d.check(d.vk.vkCreateCommandPool(d.device, &pool_info, nullptr, &command_pool), what);
+    VkCommandBufferAllocateInfo buffer_info{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    buffer_info.commandPool = command_pool;
+    buffer_info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    buffer_info.commandBufferCount = 1;
+    d.check(d.vk.vkAllocateCommandBuffers(d.device, &buffer_info, &command_buffer), what);
+    record();
+  }
+
+  void set_value(size_t launch, size_t param, std::span<const uint64_t> bits) override {
+    if (launch >= launches_.size())
+      throw Error(
+          fmt::format("vulkan: graph: no launch {} (the graph has {})", launch, launches_.size()));
+    PreparedLaunch &p = launches_[launch];
+    const codegen::KernelAbi &abi = p.kernel->abi();
+    if (param >= abi.params.size() || abi.params[param].kind != codegen::ParamSlot::Value ||
+        abi.params[param].type.lanes() != bits.size())
+      throw Error(fmt::format("vulkan: graph launch {} (kernel '{}'): parameter {} is not a "
+                              "value of {} lane(s)",
+                              launch, abi.name, param, bits.size()));
+    codegen::pack_value(abi.params[param], bits.data(), p.block.data());
+    if (!finished_)
+      return;
+    if (abi.param_block_in_buffer) // replays wait for completion: the buffer is not in use
+      std::memcpy(static_cast<uint8_t *>(params->mapped) + param_offsets_[launch], p.block.data(),
+                  p.block.size());
+    else
+      dirty_ = true;
+  }
+
+  void replay() override {
+    if (!finished_)
+      throw Error("vulkan: replay of a graph whose capture has not ended");
+    if (launches_.empty())
+      return;
+    VulkanDevice::Impl &d = *impl_;
+    d.flush(); // the launches queued before the graph
+    std::string what = fmt::format("the replay of a graph of {} launches", launches_.size());
+    if (dirty_) {
+      d.check(d.vk.vkResetCommandPool(d.device, command_pool, 0), what);
+      record();
+    }
+    VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+    submit.commandBufferCount = 1;
+    submit.pCommandBuffers = &command_buffer;
+    d.check(d.vk.vkQueueSubmit(d.queue, 1, &submit, d.fence), what);
+    VkResult waited = d.vk.vkWaitForFences(d.device, 1, &d.fence, VK_TRUE, UINT64_MAX);
+    d.check(d.vk.vkResetFences(d.device, 1, &d.fence), what);
+    d.check(waited, what);
+    if (query_pool) {
+      uint64_t ticks[2] = {0, 0};
+      d.check(d.vk.vkGetQueryPoolResults(d.device, query_pool, 0, 2, sizeof(ticks), ticks,
+                                         sizeof(uint64_t),
+                                         VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+              what);
+      d.completed_times.push_back(double(ticks[1] - ticks[0]) * d.info.timestamp_period_ns);
+    }
+  }
+
+  size_t num_launches() const override { return launches_.size(); }
+
+  VkCommandPool command_pool = VK_NULL_HANDLE;
+  VkCommandBuffer command_buffer = VK_NULL_HANDLE;
+  VkDescriptorPool descriptor_pool = VK_NULL_HANDLE;
+  VkQueryPool query_pool = VK_NULL_HANDLE;
+  Allocation *params = nullptr;
+
+private:
+  void record() {
+    VulkanDevice::Impl &d = *impl_;
+    std::string what = fmt::format("recording a graph of {} launches", launches_.size());
+    VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    d.check(d.vk.vkBeginCommandBuffer(command_buffer, &begin), what);
+    if (query_pool) {
+      d.vk.vkCmdResetQueryPool(command_buffer, query_pool, 0, 2);
+      d.vk.vkCmdWriteTimestamp(command_buffer, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, query_pool, 0);
+    }
+    for (size_t i = 0; i < launches_.size(); ++i)
+      record_launch(d, command_buffer, launches_[i], sets_[i], VK_NULL_HANDLE, 0);
+    if (query_pool)
+      d.vk.vkCmdWriteTimestamp(command_buffer, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, query_pool, 1);
+    d.check(d.vk.vkEndCommandBuffer(command_buffer), what);
+    dirty_ = false;
+  }
+
+  std::shared_ptr<VulkanDevice::Impl> impl_;
+  std::vector<PreparedLaunch> launches_;
+  std::vector<VkDescriptorSet> sets_;
+  std::vector<uint64_t> param_offsets_;
+  bool finished_ = false;
+  bool dirty_ = false;
+};
+
+} // namespace
+
+std::unique_ptr<DeviceGraph> VulkanDevice::create_graph() {
+  return std::make_unique<VulkanGraph>(impl_);
 }
 
 void VulkanDevice::synchronize() {

@@ -46,6 +46,9 @@ public:
               std::span<const LaunchArg> args) override;
   void synchronize() override;
   std::vector<double> last_launch_times_ns() const override;
+  /// A CUDA graph captured from the stream (cuStreamBeginCapture, cuGraphInstantiateWithFlags),
+  /// replayed with cuGraphLaunch: one launch time per replay.
+  std::unique_ptr<DeviceGraph> create_graph() override;
 
   struct Impl;
 

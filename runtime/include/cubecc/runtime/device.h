@@ -86,6 +86,32 @@ protected:
   codegen::KernelAbi abi_;
 };
 
+class Device;
+
+/// A recorded sequence of launches, queued again as a whole by replay() (Runtime::begin_capture
+/// and end_capture make one). Made by Device::create_graph: add_launch() records, finish() ends
+/// the recording, then replay() queues the launches in order after everything queued before it,
+/// and set_value() changes a value argument for the following replays. The kernels and the
+/// memory it records must outlive the graph (the Runtime's Graph keeps the kernels and checks the
+/// buffers). Backends: a native graph (Vulkan: one reusable command buffer; CUDA/HIP: a captured
+/// stream graph), or RecordedGraph below, which launches each recorded launch again.
+class DeviceGraph {
+public:
+  virtual ~DeviceGraph() = default;
+  /// Records a launch; throws Error for what Device::launch would refuse (the device checks it
+  /// here or, for RecordedGraph, at replay).
+  virtual void add_launch(const CompiledKernel &kernel, std::array<uint32_t, 3> num_workgroups,
+                          std::span<const LaunchArg> args) = 0;
+  /// Ends the recording (a native graph is built here).
+  virtual void finish() = 0;
+  /// Replaces the bits of value parameter `param` of launch `launch` (one entry per lane, as in
+  /// LaunchArg::bits) for the following replays.
+  virtual void set_value(size_t launch, size_t param, std::span<const uint64_t> bits) = 0;
+  /// Queues every recorded launch, in order. Launch times: see the backend.
+  virtual void replay() = 0;
+  virtual size_t num_launches() const = 0;
+};
+
 class Device {
 public:
   virtual ~Device() = default;
@@ -114,6 +140,36 @@ public:
   /// Device time of the launches completed by the last synchronize(), in nanoseconds, one entry
   /// per launch in order (empty if the device has no timestamps).
   virtual std::vector<double> last_launch_times_ns() const = 0;
+  /// An empty graph for this device. The default is a RecordedGraph.
+  virtual std::unique_ptr<DeviceGraph> create_graph();
+};
+
+/// The portable graph: keeps each launch (kernel, grid, memory handles and values copied) and
+/// replays by calling Device::launch for each, in order. The interp device uses it; native graphs
+/// reuse its bookkeeping.
+class RecordedGraph : public DeviceGraph {
+public:
+  explicit RecordedGraph(Device &device) : device_(device) {}
+  void add_launch(const CompiledKernel &kernel, std::array<uint32_t, 3> num_workgroups,
+                  std::span<const LaunchArg> args) override;
+  void finish() override { finished_ = true; }
+  void set_value(size_t launch, size_t param, std::span<const uint64_t> bits) override;
+  void replay() override;
+  size_t num_launches() const override { return launches_.size(); }
+
+protected:
+  /// One recorded launch; `args[i].memory` points into `memories` (its own copies).
+  struct Launch {
+    const CompiledKernel *kernel = nullptr;
+    std::array<uint32_t, 3> num_workgroups{};
+    std::vector<DeviceMemory> memories;
+    std::vector<LaunchArg> args;
+  };
+  /// The launch and value parameter set_value() names; throws Error when there is none.
+  LaunchArg &value_argument(size_t launch, size_t param, size_t lanes);
+  Device &device_;
+  std::vector<Launch> launches_;
+  bool finished_ = false;
 };
 
 /// Names of the backends built into this cubecc, and whether each has a device now.

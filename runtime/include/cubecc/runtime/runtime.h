@@ -43,6 +43,7 @@ namespace cubecc::runtime {
 class MemoryPool;
 class KernelCache;
 struct LoadedKernel;
+struct GraphState;
 
 /// A non-owning reference to a callable, for callbacks that run only during the call.
 template <class Signature> class FunctionRef;
@@ -114,11 +115,15 @@ private:
     std::swap(memory_, other.memory_);
     std::swap(element_, other.element_);
     std::swap(count_, other.count_);
+    std::swap(capture_token_, other.capture_token_);
   }
   std::shared_ptr<MemoryPool> pool_;
   DeviceMemory memory_;
   ir::Scalar element_ = ir::Scalar::U8;
   size_t count_ = 0;
+  /// Made when a capture first uses the Buffer: graphs hold it weakly, so a replay sees that the
+  /// Buffer (and with it the block) is gone. Follows the block through moves.
+  mutable std::shared_ptr<const bool> capture_token_;
 };
 
 /// What the memory pool did. Byte counts are of pool blocks (bucket sizes).
@@ -154,6 +159,7 @@ public:
 
 private:
   friend class Runtime;
+  friend class Graph;
   explicit KernelHandle(std::shared_ptr<const LoadedKernel> kernel) : kernel_(std::move(kernel)) {}
   std::shared_ptr<const LoadedKernel> kernel_;
 };
@@ -197,6 +203,32 @@ private:
       bits[i] = static_cast<uint64_t>(value);
     }
   }
+};
+
+/// A captured sequence of launches (Runtime::begin_capture / end_capture), replayed with
+/// Runtime::replay on the runtime that captured it. Move-only. It keeps its kernels and its
+/// device alive, not its buffers: replay checks that every Buffer it uses still exists.
+class Graph {
+public:
+  Graph();
+  Graph(Graph &&) noexcept;
+  Graph &operator=(Graph &&) noexcept;
+  ~Graph();
+
+  bool valid() const { return state_ != nullptr; }
+  size_t num_launches() const;
+  /// The kernel of launch `launch` (in capture order).
+  const std::string &kernel_name(size_t launch) const;
+  /// Changes value parameter `param` of launch `launch` for the following replays, checked as a
+  /// launch argument is (type, lanes, range). E.g. `graph.set_scalar(2, 3, 0.5f)`.
+  void set_value(size_t launch, size_t param, const ArgumentValue &value);
+  template <class T> void set_scalar(size_t launch, size_t param, const T &value) {
+    set_value(launch, param, ArgumentValue(value));
+  }
+
+private:
+  friend class Runtime;
+  std::unique_ptr<GraphState> state_;
 };
 
 class Runtime {
@@ -306,10 +338,28 @@ public:
   /// Device time of each launch completed by the last synchronize(), in nanoseconds.
   std::vector<double> last_launch_times_ns() const;
 
+  //===- Graphs ----------------------------------------------------------------------------===//
+  /// Starts recording: launches until end_capture() are checked as usual and recorded, not run.
+  /// Captures do not nest; synchronize(), uploads and downloads during a capture are Errors
+  /// (allocating is fine). A launch that fails its checks throws and is not recorded; the
+  /// capture goes on.
+  void begin_capture();
+  /// Ends the recording and returns the graph (the device builds its native form here).
+  Graph end_capture();
+  bool capturing() const { return capture_ != nullptr; }
+  /// Queues the graph's launches in order, after those queued before, with the buffers they
+  /// were captured with and the values last set. Throws Error when the graph was captured on
+  /// another runtime, a Buffer it uses was destroyed, or a capture is in progress.
+  void replay(Graph &graph);
+
 private:
   void check_host_copy(const Buffer &buffer, ir::Scalar element, size_t count,
                        const char *what) const;
   KernelHandle load_keyed(std::string_view key, const ir::Kernel &kernel);
+  void check_not_capturing(const char *what) const;
+  void record(const KernelHandle &kernel, std::array<uint32_t, 3> num_workgroups,
+              std::span<const LaunchArg> args,
+              std::vector<std::pair<size_t, std::weak_ptr<const bool>>> buffers);
 
   std::shared_ptr<Device> device_;
   std::shared_ptr<MemoryPool> pool_;
@@ -317,6 +367,7 @@ private:
   std::shared_ptr<const EnvironmentSource> environment_;
   EnvironmentOptions environment_options_;
   EnvironmentStatistics environment_statistics_;
+  std::unique_ptr<GraphState> capture_; ///< the graph being captured, or null
 };
 
 /// The options under which Runtime::load compiles, as environment keys spell them.

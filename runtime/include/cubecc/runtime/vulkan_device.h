@@ -46,6 +46,9 @@ public:
               std::span<const LaunchArg> args) override;
   void synchronize() override;
   std::vector<double> last_launch_times_ns() const override;
+  /// A graph recorded once into a reusable command buffer (descriptor sets and push constants
+  /// bound at record time) and resubmitted by each replay, which waits for it; one time per replay.
+  std::unique_ptr<DeviceGraph> create_graph() override;
 
   /// Whether validation layers are on (CUBECC_VULKAN_VALIDATION=1).
   bool validation_enabled() const;
