@@ -2,7 +2,9 @@
 # Runs the whole test suite, as CI does:
 #   1. build-test/: a debug build with ASan + UBSan and warnings as errors; ctest runs the unit
 #      tests, the lit golden tests, the must-fail inputs and the repository checks;
-#   2. build-fuzz/: the libFuzzer targets (clang 14, ASan + UBSan); ctest runs the IR parser
+#   2. build-tsan/: the memory pool and its tests (test/tsan) under ThreadSanitizer, which cannot
+#      share a build with ASan;
+#   3. build-fuzz/: the libFuzzer targets (clang 14, ASan + UBSan); ctest runs the IR parser
 #      fuzzer (from the repository's .cir files) and the environment bundle reader fuzzer (from
 #      small valid bundles) for CUBECC_FUZZ_SECONDS (default 60) each.
 # Expects the packages from scripts/setup.sh. Exits non-zero if anything fails.
@@ -19,6 +21,14 @@ cmake --preset test >/dev/null
 cmake --build --preset test -j "$jobs"
 say "running the test suite under ASan + UBSan"
 ctest --preset test -j "$jobs" || status=1
+
+say "configuring, building and running the memory pool tests under ThreadSanitizer (build-tsan/)"
+if cmake -S test/tsan -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null &&
+  cmake --build build-tsan -j "$jobs"; then
+  ctest --test-dir build-tsan --output-on-failure || status=1
+else
+  status=1
+fi
 
 say "configuring and building build-fuzz/ (clang 14, libFuzzer, ASan + UBSan)"
 cmake --preset fuzz -DCUBECC_FUZZ_SECONDS="${CUBECC_FUZZ_SECONDS:-60}" >/dev/null

@@ -1,53 +1,185 @@
-//===- memory_pool.cpp - Size-bucketed device memory with free lists --------------------------===//
+//===- memory_pool.cpp - Device memory blocks with adaptive size classes and free lists -------===//
 #include "memory_pool.h"
 
 #include <algorithm>
 #include <bit>
+#include <cstdio>
+#include <cstdlib>
 
 namespace cubecc::runtime {
+
+namespace {
+
+/// How many distinct request sizes the adaptive policy counts before it forgets the ones seen
+/// only once (a workload of ever-new sizes must not grow the table without bound).
+constexpr size_t kMaxTrackedSizes = 4096;
+
+uint64_t round_up(uint64_t bytes, uint64_t step) {
+  return (bytes + step - 1) / step * step;
+}
+
+} // namespace
+
+std::string_view pool_policy_name(PoolPolicy policy) {
+  switch (policy) {
+  case PoolPolicy::Adaptive:
+    return "adaptive";
+  case PoolPolicy::PowerOfTwo:
+    return "power_of_two";
+  }
+  return "unknown";
+}
+
+MemoryPool::MemoryPool(std::shared_ptr<Device> device, PoolOptions options)
+    : device_(std::move(device)), options_(options) {}
 
 MemoryPool::~MemoryPool() {
   std::lock_guard lock(mutex_);
   trim_locked();
 }
 
-uint64_t MemoryPool::bucket_bytes(uint64_t bytes) {
+uint64_t MemoryPool::power_of_two_bytes(uint64_t bytes) {
   return std::max(kMinBlockBytes, std::bit_ceil(bytes));
 }
 
-DeviceMemory MemoryPool::acquire(uint64_t bytes) {
-  uint64_t bucket = bucket_bytes(bytes);
-  std::lock_guard lock(mutex_);
-  ++stats_.allocations;
-  DeviceMemory memory;
-  if (auto it = free_.find(bucket); it != free_.end() && !it->second.empty()) {
-    memory = it->second.back();
-    it->second.pop_back();
-    ++stats_.reuses;
-    stats_.bytes_cached -= bucket;
+uint64_t MemoryPool::fine_class_bytes(uint64_t bytes) {
+  if (bytes <= kMinBlockBytes)
+    return kMinBlockBytes;
+  return round_up(bytes, std::max(kMinBlockBytes, std::bit_ceil(bytes) / 16));
+}
+
+uint64_t MemoryPool::exact_class_bytes(uint64_t bytes) {
+  return std::max(kMinBlockBytes, round_up(bytes, kMinBlockBytes));
+}
+
+uint64_t MemoryPool::class_bytes_locked(uint64_t bytes) {
+  if (options_.policy == PoolPolicy::PowerOfTwo)
+    return power_of_two_bytes(bytes);
+  uint64_t exact = exact_class_bytes(bytes);
+  if (requests_.size() >= kMaxTrackedSizes && !requests_.contains(exact))
+    std::erase_if(requests_, [&](const auto &entry) { return entry.second < 2; });
+  uint32_t &seen = requests_[exact];
+  seen = std::min<uint32_t>(seen + 1, 1u << 30);
+  return seen >= options_.exact_class_after ? exact : fine_class_bytes(bytes);
+}
+
+bool MemoryPool::take_cached_locked(uint64_t bytes, uint64_t class_bytes, DeviceMemory &out) {
+  BySize::iterator it;
+  if (options_.policy == PoolPolicy::PowerOfTwo) {
+    it = by_size_.find(class_bytes);
   } else {
-    try {
-      memory = device_->allocate(bucket);
-    } catch (const Error &) {
-      if (stats_.bytes_cached == 0)
-        throw;
-      trim_locked(); // make room from the cached blocks, then try once more
-      memory = device_->allocate(bucket);
-    }
-    ++stats_.device_allocations;
+    // The smallest cached block that covers the request, if it spares at most a fine class's
+    // rounding.
+    it = by_size_.lower_bound(std::max<uint64_t>(bytes, 1));
+    if (it != by_size_.end() && it->first > fine_class_bytes(bytes))
+      it = by_size_.end();
   }
-  stats_.bytes_live += bucket;
+  if (it == by_size_.end())
+    return false;
+  out = it->second->memory;
+  lru_.erase(it->second);
+  by_size_.erase(it);
+  stats_.bytes_cached -= out.bytes;
+  return true;
+}
+
+void MemoryPool::free_oldest_cached_locked() {
+  CachedBlock &oldest = lru_.front();
+  DeviceMemory memory = oldest.memory;
+  by_size_.erase(oldest.by_size);
+  lru_.pop_front();
+  stats_.bytes_cached -= memory.bytes;
+  ++stats_.device_frees;
+  device_->free(memory);
+}
+
+DeviceMemory MemoryPool::allocate_from_device_locked(uint64_t class_bytes, uint64_t bytes) {
+  if (options_.policy == PoolPolicy::Adaptive && options_.max_reserved_ratio > 0) {
+    uint64_t peak = std::max(stats_.peak_bytes_requested, stats_.bytes_requested + bytes);
+    auto limit = static_cast<uint64_t>(options_.max_reserved_ratio * double(peak));
+    while (!lru_.empty() && stats_.bytes_live + stats_.bytes_cached + class_bytes > limit)
+      free_oldest_cached_locked();
+  }
+  DeviceMemory memory;
+  try {
+    memory = device_->allocate(class_bytes);
+  } catch (const Error &) {
+    if (lru_.empty())
+      throw;
+    trim_locked(); // make room from the cached blocks, then try once more
+    memory = device_->allocate(class_bytes);
+  }
+  ++stats_.device_allocations;
+  classes_.insert(class_bytes);
+  stats_.size_classes = classes_.size();
+  return memory;
+}
+
+DeviceMemory MemoryPool::acquire(uint64_t bytes) {
+  std::lock_guard lock(mutex_);
+  const uint64_t now = stats_.allocations + 1; // this allocation, if it succeeds
+  if (options_.idle_release_allocations > 0)
+    while (!lru_.empty() && now - lru_.front().freed_at > options_.idle_release_allocations)
+      free_oldest_cached_locked();
+
+  uint64_t class_bytes = class_bytes_locked(bytes);
+  DeviceMemory memory;
+  if (take_cached_locked(bytes, class_bytes, memory))
+    ++stats_.reuses;
+  else
+    memory = allocate_from_device_locked(class_bytes, bytes);
+
+  if (!live_.emplace(memory.handle, bytes).second) {
+    std::fprintf(stderr,
+                 "cubecc: internal error (a bug in cubecc, %s:%d): the memory pool handed "
+                 "out a block that is already live\n",
+                 __FILE__, __LINE__);
+    std::abort();
+  }
+  ++stats_.allocations;
+  stats_.bytes_requested += bytes;
+  stats_.bytes_live += memory.bytes;
+  stats_.bytes_reserved = stats_.bytes_live + stats_.bytes_cached;
+  stats_.peak_bytes_requested = std::max(stats_.peak_bytes_requested, stats_.bytes_requested);
   stats_.peak_bytes_live = std::max(stats_.peak_bytes_live, stats_.bytes_live);
-  stats_.peak_bytes_device =
-      std::max(stats_.peak_bytes_device, stats_.bytes_live + stats_.bytes_cached);
+  stats_.peak_bytes_reserved = std::max(stats_.peak_bytes_reserved, stats_.bytes_reserved);
   return memory;
 }
 
 void MemoryPool::release(DeviceMemory memory) {
   std::lock_guard lock(mutex_);
+  auto live = live_.find(memory.handle);
+  if (live == live_.end()) {
+    std::fprintf(stderr,
+                 "cubecc: internal error (a bug in cubecc, %s:%d): a block of %llu bytes "
+                 "came back to the memory pool that it did not hand out or got back "
+                 "already\n",
+                 __FILE__, __LINE__, static_cast<unsigned long long>(memory.bytes));
+    std::abort();
+  }
+  uint64_t requested = live->second;
+  live_.erase(live);
+  stats_.bytes_requested -= requested;
   stats_.bytes_live -= memory.bytes;
-  stats_.bytes_cached += memory.bytes;
-  free_[memory.bytes].push_back(memory);
+
+  // A generic block that served a size which now has an exact class goes back: the next request
+  // of that size gets a block without the rounding.
+  bool refine = false;
+  if (options_.policy == PoolPolicy::Adaptive && memory.bytes > exact_class_bytes(requested)) {
+    auto seen = requests_.find(exact_class_bytes(requested));
+    refine = seen != requests_.end() && seen->second >= options_.exact_class_after;
+  }
+  if (refine || options_.max_cached_bytes < memory.bytes) {
+    ++stats_.device_frees;
+    device_->free(memory);
+  } else {
+    while (stats_.bytes_cached + memory.bytes > options_.max_cached_bytes)
+      free_oldest_cached_locked();
+    auto entry = lru_.insert(lru_.end(), CachedBlock{memory, stats_.allocations, {}});
+    entry->by_size = by_size_.emplace(memory.bytes, entry);
+    stats_.bytes_cached += memory.bytes;
+  }
+  stats_.bytes_reserved = stats_.bytes_live + stats_.bytes_cached;
 }
 
 void MemoryPool::trim() {
@@ -56,15 +188,9 @@ void MemoryPool::trim() {
 }
 
 void MemoryPool::trim_locked() {
-  for (auto &[bucket, blocks] : free_) {
-    for (DeviceMemory &block : blocks) {
-      device_->free(block);
-      ++stats_.device_frees;
-      stats_.bytes_cached -= bucket;
-    }
-    blocks.clear();
-  }
-  free_.clear();
+  while (!lru_.empty())
+    free_oldest_cached_locked();
+  stats_.bytes_reserved = stats_.bytes_live + stats_.bytes_cached;
 }
 
 PoolStatistics MemoryPool::statistics() const {

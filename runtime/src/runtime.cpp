@@ -49,15 +49,15 @@ const CompiledKernel &KernelHandle::compiled() const {
 
 //===- Runtime -------------------------------------------------------------------------------===//
 
-Runtime Runtime::open(const std::string &name) {
-  Runtime runtime(open_device(name));
+Runtime Runtime::open(const std::string &name, PoolOptions pool) {
+  Runtime runtime(open_device(name), pool);
   if (const char *path = std::getenv("CUBECC_ENV"); path && *path)
     runtime.use_environment(path);
   return runtime;
 }
 
-Runtime::Runtime(std::unique_ptr<Device> device)
-    : device_(std::move(device)), pool_(std::make_shared<MemoryPool>(device_)),
+Runtime::Runtime(std::unique_ptr<Device> device, PoolOptions pool)
+    : device_(std::move(device)), pool_(std::make_shared<MemoryPool>(device_, pool)),
       cache_(std::make_unique<KernelCache>(device_->info().backend + ":" + device_->info().name)) {}
 
 Runtime::Runtime(Runtime &&) noexcept = default;
@@ -123,6 +123,10 @@ void Runtime::read(const Buffer &buffer, void *dst, uint64_t bytes) {
 
 PoolStatistics Runtime::pool_statistics() const {
   return pool_->statistics();
+}
+
+const PoolOptions &Runtime::pool_options() const {
+  return pool_->options();
 }
 
 void Runtime::trim() {

@@ -313,7 +313,7 @@ TEST(Runtime, opens_the_first_backend_that_opens_when_none_is_named) {
 //===- Memory pool ---------------------------------------------------------------------------===//
 
 TEST(MemoryPool, rounds_requests_up_to_power_of_two_buckets_from_256_bytes) {
-  Runtime rt = Runtime::open("interp");
+  Runtime rt = Runtime::open("interp", {.policy = PoolPolicy::PowerOfTwo});
   EXPECT_EQ(rt.allocate<uint8_t>(1).memory().bytes, 256u);
   EXPECT_EQ(rt.allocate<uint8_t>(257).memory().bytes, 512u);
   EXPECT_EQ(rt.allocate<float>(1024).memory().bytes, 4096u);
@@ -324,7 +324,7 @@ TEST(MemoryPool, rounds_requests_up_to_power_of_two_buckets_from_256_bytes) {
 }
 
 TEST(MemoryPool, reuses_a_freed_block_of_the_same_bucket_and_counts_it) {
-  Runtime rt = Runtime::open("interp");
+  Runtime rt = Runtime::open("interp", {.policy = PoolPolicy::PowerOfTwo});
   {
     Buffer a = rt.allocate<float>(100); // 400 bytes: the 512 bucket
     PoolStatistics s = rt.pool_statistics();
@@ -343,6 +343,7 @@ TEST(MemoryPool, reuses_a_freed_block_of_the_same_bucket_and_counts_it) {
     EXPECT_EQ(s.allocations, 3u);
     EXPECT_EQ(s.reuses, 1u);
     EXPECT_EQ(s.device_allocations, 2u);
+    EXPECT_EQ(s.bytes_requested, 960u);
     EXPECT_EQ(s.bytes_live, 1024u);
     EXPECT_EQ(s.peak_bytes_live, 1024u);
   }
@@ -351,7 +352,22 @@ TEST(MemoryPool, reuses_a_freed_block_of_the_same_bucket_and_counts_it) {
   s = rt.pool_statistics();
   EXPECT_EQ(s.bytes_cached, 0u);
   EXPECT_EQ(s.device_frees, 2u);
-  EXPECT_EQ(s.peak_bytes_device, 1024u);
+  EXPECT_EQ(s.peak_bytes_reserved, 1024u);
+}
+
+TEST(MemoryPool, the_default_policy_is_adaptive_and_fits_recurring_sizes_closely) {
+  Runtime rt = Runtime::open("interp");
+  EXPECT_EQ(rt.pool_options().policy, PoolPolicy::Adaptive);
+  for (int i = 0; i < 3; ++i) {
+    Buffer a = rt.allocate<float>(300'000), b = rt.allocate<float>(300'000); // 1,200,000 bytes
+    if (i > 0) {
+      EXPECT_EQ(a.memory().bytes, 1'200'128u); // the exact class: 256-byte granule
+      EXPECT_EQ(b.memory().bytes, 1'200'128u);
+    }
+  }
+  PoolStatistics s = rt.pool_statistics();
+  EXPECT_EQ(s.bytes_cached, 2 * 1'200'128u);
+  EXPECT_LT(s.peak_reserved_ratio(), 1.1);
 }
 
 TEST(MemoryPool, a_moved_buffer_returns_its_block_once) {

@@ -2,7 +2,7 @@
 //---------------===//
 //
 // A Runtime owns one Device (device.h) and adds what every application needs on top of it:
-//   - Buffers: move-only handles to typed device memory from a size-bucketed pool, so that
+//   - Buffers: move-only handles to typed device memory from an adaptive pool, so that
 //     allocating in a loop reuses blocks instead of calling the driver;
 //   - load(): optimizes a kernel (-O2, verified), compiles it on the device and caches the result
 //     by the kernel's structural hash, so loading an equal kernel again never re-lowers it;
@@ -19,6 +19,7 @@
 #include "cubecc/ir/types.h"
 #include "cubecc/runtime/device.h"
 #include "cubecc/runtime/environment_source.h"
+#include "cubecc/runtime/memory_pool.h"
 
 #include <array>
 #include <bit>
@@ -126,18 +127,6 @@ private:
   mutable std::shared_ptr<const bool> capture_token_;
 };
 
-/// What the memory pool did. Byte counts are of pool blocks (bucket sizes).
-struct PoolStatistics {
-  uint64_t allocations = 0;        ///< buffers handed out
-  uint64_t reuses = 0;             ///< of those, served from a free list (pool hits)
-  uint64_t device_allocations = 0; ///< blocks allocated from the device
-  uint64_t device_frees = 0;       ///< blocks returned to the device (trim, destruction)
-  uint64_t bytes_live = 0;         ///< held by live buffers
-  uint64_t bytes_cached = 0;       ///< free blocks kept for reuse
-  uint64_t peak_bytes_live = 0;
-  uint64_t peak_bytes_device = 0; ///< most bytes_live + bytes_cached at any time
-};
-
 /// What the kernel cache did.
 struct KernelCacheStatistics {
   uint64_t hits = 0;     ///< load() or kernel() answered from the cache
@@ -235,10 +224,11 @@ class Runtime {
 public:
   /// Opens `name` ("vulkan", "interp", ...), or when empty the CUBECC_DEVICE environment
   /// variable, or the best device present (cuda, hip, vulkan, then interp). Throws Error.
-  /// When CUBECC_ENV names an environment bundle, uses it (use_environment).
-  static Runtime open(const std::string &name = {});
+  /// When CUBECC_ENV names an environment bundle, uses it (use_environment). `pool` configures
+  /// the memory pool (memory_pool.h).
+  static Runtime open(const std::string &name = {}, PoolOptions pool = {});
   /// A runtime over a device the caller opened.
-  explicit Runtime(std::unique_ptr<Device> device);
+  explicit Runtime(std::unique_ptr<Device> device, PoolOptions pool = {});
   Runtime(Runtime &&) noexcept;
   Runtime &operator=(Runtime &&) noexcept;
   ~Runtime();
@@ -286,7 +276,10 @@ public:
   /// Raw byte copies (any element type, e.g. f16 bit patterns).
   void write(Buffer &buffer, const void *src, uint64_t bytes);
   void read(const Buffer &buffer, void *dst, uint64_t bytes);
+  /// Exact at the moment of the call (the pool is shared with Buffers on other threads).
   PoolStatistics pool_statistics() const;
+  /// The pool's policy and limits, as given at open().
+  const PoolOptions &pool_options() const;
   /// Gives every cached (free) block back to the device.
   void trim();
 
@@ -356,6 +349,7 @@ private:
   void check_host_copy(const Buffer &buffer, ir::Scalar element, size_t count,
                        const char *what) const;
   KernelHandle load_keyed(std::string_view key, const ir::Kernel &kernel);
+
   void check_not_capturing(const char *what) const;
   void record(const KernelHandle &kernel, std::array<uint32_t, 3> num_workgroups,
               std::span<const LaunchArg> args,
