@@ -2,11 +2,13 @@
 #include "devices.h"
 
 #include "cubecc/runtime/device.h"
+#include "cubecc/runtime/memory_pool.h"
 
 #include "tool_support.h"
 
 #include <fmt/format.h>
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -66,6 +68,22 @@ std::string entry_json(const runtime::DeviceEntry &e) {
   return out;
 }
 
+/// The memory pool a Runtime opens with: its policy and limits (a fresh process has allocated
+/// nothing, so there are no statistics to show). A limit that is off is null.
+std::string pool_json(const runtime::PoolOptions &pool) {
+  auto limit = [](uint64_t value, uint64_t off) {
+    return value == off ? std::string("null") : fmt::format("{}", value);
+  };
+  return fmt::format(R"({{"policy": "{}", "max_cached_bytes": {}, "idle_release_allocations": {}, )"
+                     R"("max_reserved_ratio": {}, "exact_class_after": {}}})",
+                     runtime::pool_policy_name(pool.policy),
+                     limit(pool.max_cached_bytes, std::numeric_limits<uint64_t>::max()),
+                     limit(pool.idle_release_allocations, 0),
+                     pool.max_reserved_ratio > 0 ? fmt::format("{}", pool.max_reserved_ratio)
+                                                 : std::string("null"),
+                     pool.exact_class_after);
+}
+
 } // namespace
 
 int devices_command(bool json) {
@@ -74,7 +92,7 @@ int devices_command(bool json) {
     std::string out = "{\"devices\": [";
     for (size_t i = 0; i < entries.size(); ++i)
       out += (i ? ",\n  " : "\n  ") + entry_json(entries[i]);
-    fmt::print("{}\n]}}\n", out);
+    fmt::print("{}\n],\n\"pool\": {}}}\n", out, pool_json(runtime::PoolOptions{}));
     return kSuccess;
   }
   for (const runtime::DeviceEntry &e : entries) {
@@ -93,6 +111,14 @@ int devices_command(bool json) {
                info.features.max_param_block_bytes, info.features.max_workgroup_invocations);
     fmt::print("{:<21} {}\n", "", features);
   }
+  runtime::PoolOptions pool;
+  fmt::print("memory pool: {}, cached bytes {}, idle blocks freed after {} allocations, reserved "
+             "at most {} x peak requested, exact class after {} requests\n",
+             runtime::pool_policy_name(pool.policy),
+             pool.max_cached_bytes == std::numeric_limits<uint64_t>::max()
+                 ? std::string("uncapped")
+                 : fmt::format("capped at {}", pool.max_cached_bytes),
+             pool.idle_release_allocations, pool.max_reserved_ratio, pool.exact_class_after);
   return kSuccess;
 }
 
