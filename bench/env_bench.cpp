@@ -143,8 +143,7 @@ void time_environment_path(const dsl::RegisteredKernel &k, const std::string &bu
 
 std::vector<ColdStartRow> cold_start(const std::vector<const dsl::RegisteredKernel *> &kernels,
                                      const std::string &bundle_path, int reps) {
-  const runtime::BinaryTarget cuda_target{"cuda:sm_90", "cubin", "",
-                                          codegen::cuda_toolkit()};
+  const runtime::BinaryTarget cuda_target{"cuda:sm_90", "cubin", "", codegen::cuda_toolkit()};
   const codegen::TargetFeatures vulkan_features = codegen::TargetFeatures::vulkan_baseline();
   const runtime::BinaryTarget vulkan_target{"vulkan", "spirv", vulkan_features.fingerprint(), ""};
   std::vector<ColdStartRow> rows;

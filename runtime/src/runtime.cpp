@@ -65,7 +65,7 @@ Runtime &Runtime::operator=(Runtime &&) noexcept = default;
 
 Runtime::~Runtime() {
   if (!device_)
-    return; // moved from
+    return;         // moved from
   capture_.reset(); // an unfinished capture is abandoned
   try {
     device_->synchronize();
@@ -493,8 +493,8 @@ const std::string &Graph::kernel_name(size_t launch) const {
 
 void Graph::set_value(size_t launch, size_t param, const ArgumentValue &value) {
   if (!state_ || launch >= state_->launches.size())
-    throw Error(fmt::format("graph: set_value: no launch {} (the graph has {})", launch,
-                            num_launches()));
+    throw Error(
+        fmt::format("graph: set_value: no launch {} (the graph has {})", launch, num_launches()));
   const LoadedKernel &k = *state_->launches[launch].kernel.kernel_;
   std::string where = fmt::format("graph launch {} (kernel '{}')", launch, k.name);
   if (param >= k.params.size())
