@@ -17,13 +17,46 @@
 #include <cstdlib>
 #include <limits>
 #include <sstream>
+#include <unordered_set>
 
 namespace cubecc::runtime {
+
+//===- What a graph holds --------------------------------------------------------------------===//
+
+/// The block of a Buffer allocated during a capture, shared by the Buffer and the graph: it goes
+/// back to the pool when the last of them lets go, so the pool cannot hand it to another Buffer
+/// while the graph may still replay launches that use it.
+struct SharedBlock {
+  SharedBlock(std::shared_ptr<MemoryPool> pool, DeviceMemory memory)
+      : pool(std::move(pool)), memory(memory) {}
+  SharedBlock(const SharedBlock &) = delete;
+  SharedBlock &operator=(const SharedBlock &) = delete;
+  ~SharedBlock() { pool->release(memory); }
+
+  std::shared_ptr<MemoryPool> pool;
+  DeviceMemory memory;
+};
+
+/// One captured launch: the kernel (kept alive) and, for launches with Buffers from before the
+/// capture, which parameter used which Buffer (held weakly: replay checks them).
+struct CapturedLaunch {
+  KernelHandle kernel;
+  std::vector<std::pair<size_t, std::weak_ptr<const bool>>> buffers;
+};
+
+struct GraphState {
+  std::shared_ptr<Device> device; ///< the runtime's: identifies it and outlives the graph below
+  /// The blocks of the Buffers allocated during the capture, released after the device graph
+  /// (which may still refer to them) is destroyed.
+  std::unordered_set<std::shared_ptr<const SharedBlock>> allocations;
+  std::vector<CapturedLaunch> launches;
+  std::unique_ptr<DeviceGraph> graph; ///< last: destroyed before the kernels it uses
+};
 
 //===- Buffer and KernelHandle ---------------------------------------------------------------===//
 
 Buffer::~Buffer() {
-  if (pool_)
+  if (pool_ && !shared_block_)
     pool_->release(memory_);
 }
 
@@ -88,6 +121,10 @@ Buffer Runtime::allocate(ir::Scalar element, size_t count) {
   b.pool_ = pool_;
   b.element_ = element;
   b.count_ = count;
+  if (capture_) {
+    b.shared_block_ = std::make_shared<const SharedBlock>(pool_, b.memory_);
+    capture_->allocations.insert(b.shared_block_);
+  }
   return b;
 }
 
@@ -397,7 +434,8 @@ void Runtime::launch_values(const KernelHandle &kernel, std::array<uint32_t, 3> 
              fmt::format("needs a buffer of {}, got a buffer of {}",
                          ir::scalar_name(type.element()), ir::scalar_name(a.buffer->element())));
       launch_args[i] = a.buffer->arg();
-      if (capture_) {
+      // The graph holds the blocks allocated during its capture; it checks the others at replay.
+      if (capture_ && !capture_->allocations.contains(a.buffer->shared_block_)) {
         if (!a.buffer->capture_token_)
           a.buffer->capture_token_ = std::make_shared<const bool>(true);
         buffer_tokens.emplace_back(i, a.buffer->capture_token_);
@@ -462,19 +500,6 @@ std::vector<double> Runtime::last_launch_times_ns() const {
 }
 
 //===- Graphs --------------------------------------------------------------------------------===//
-
-/// One captured launch: the kernel (kept alive) and, for launches with Buffers, which parameter
-/// used which Buffer (held weakly: replay checks them).
-struct CapturedLaunch {
-  KernelHandle kernel;
-  std::vector<std::pair<size_t, std::weak_ptr<const bool>>> buffers;
-};
-
-struct GraphState {
-  std::shared_ptr<Device> device; ///< the runtime's: identifies it and outlives the graph below
-  std::vector<CapturedLaunch> launches;
-  std::unique_ptr<DeviceGraph> graph; ///< last: destroyed before the kernels it uses
-};
 
 Graph::Graph() = default;
 Graph::Graph(Graph &&) noexcept = default;
@@ -568,8 +593,9 @@ void Runtime::replay(Graph &graph) {
     for (const auto &[param, token] : launch.buffers)
       if (token.expired())
         throw Error(fmt::format("replay: graph launch {} (kernel '{}'): {}: its Buffer was "
-                                "destroyed after the capture (a graph does not own its buffers: "
-                                "keep them alive while it is replayed)",
+                                "destroyed after the capture (a graph owns only the Buffers "
+                                "allocated during its capture: keep the others alive while it is "
+                                "replayed)",
                                 i, launch.kernel.name(),
                                 describe_parameter(*launch.kernel.kernel_, param)));
   }

@@ -2,8 +2,9 @@
 //
 // A graph of three dependent kernels (scale -> add -> sum, each reading the previous one's
 // output, integer arithmetic so results are exact in any order) replayed 100 times must leave the
-// buffers exactly as 100 direct launches do; changed scalars take effect; and every documented
-// misuse is an Error with its message checked.
+// buffers exactly as 100 direct launches do; changed scalars take effect; temporaries allocated
+// during the capture live as long as the graph; and every documented misuse is an Error with its
+// message checked.
 //
 //===-----------------------------------------------------------------------------------------===//
 #include "device_launcher.h"
@@ -71,6 +72,17 @@ module @graph {
     }
     return
   }
+  kernel @fill(%b: buffer<u32, readwrite>, %v: u32) workgroup(64, 1, 1) {
+    %gid = global_id : u32x3
+    %i = vec.extract %gid {lane = 0} : u32
+    %n = buffer.size %b : u32
+    %in_range = lt %i, %n : bool
+    if %in_range {
+      store %b, %i, %v
+      yield
+    }
+    return
+  }
 }
 )";
 
@@ -109,6 +121,18 @@ protected:
   const KernelHandle &scale() const { return handles_[0]; }
   const KernelHandle &add() const { return handles_[1]; }
   const KernelHandle &sum() const { return handles_[2]; }
+  const KernelHandle &fill() const { return handles_[3]; }
+
+  /// One step through two temporaries: t1 = 0, t1 = x*3 + t1, t2 = 0, t2 = t1 + t2 + 7, out += sum
+  /// of t2.
+  void launch_step_through(Runtime &rt, const Buffer &x, Buffer &t1, Buffer &t2,
+                           const Buffer &out) {
+    rt.launch(fill(), runtime::grid_1d(kN, 64), t1, 0u);
+    rt.launch(scale(), runtime::grid_1d(kN, 64), x, t1, 3u);
+    rt.launch(fill(), runtime::grid_1d(kN, 64), t2, 0u);
+    rt.launch(add(), runtime::grid_1d(kN, 64), t1, t2, 7u);
+    rt.launch(sum(), runtime::grid_1d(kN, 64), t2, out);
+  }
 
   static std::string error_of(const std::function<void()> &f) {
     try {
@@ -203,8 +227,80 @@ TEST_P(GraphTest, replaying_after_a_captured_buffer_was_destroyed_is_an_error) {
   moved = Buffer();
   EXPECT_EQ(error_of([&] { rt.replay(graph); }),
             "replay: graph launch 1 (kernel 'add'): parameter 1 (%z: buffer<u32, readwrite>): "
-            "its Buffer was destroyed after the capture (a graph does not own its buffers: keep "
-            "them alive while it is replayed)");
+            "its Buffer was destroyed after the capture (a graph owns only the Buffers allocated "
+            "during its capture: keep the others alive while it is replayed)");
+}
+
+TEST_P(GraphTest, temporaries_allocated_during_capture_live_as_long_as_the_graph) {
+  Runtime &rt = *rt_;
+  Buffers direct = make_buffers(rt);
+  for (int i = 0; i < 100; ++i) {
+    Buffer t1 = rt.allocate<uint32_t>(kN), t2 = rt.allocate<uint32_t>(kN);
+    launch_step_through(rt, direct.x, t1, t2, direct.out);
+  }
+  rt.synchronize();
+
+  Buffers replayed = make_buffers(rt);
+  std::vector<void *> temporaries;
+  uint64_t temporary_bytes = 0;
+  runtime::PoolStatistics captured;
+  rt.begin_capture();
+  Buffer t2 = rt.allocate<uint32_t>(kN);
+  {
+    Buffer t1 = rt.allocate<uint32_t>(kN);
+    launch_step_through(rt, replayed.x, t1, t2, replayed.out);
+    temporaries = {t1.memory().handle, t2.memory().handle};
+    temporary_bytes = t1.memory().bytes + t2.memory().bytes;
+    captured = rt.pool_statistics();
+  } // t1 is destroyed during the capture, t2 after it
+  auto graph = std::make_unique<Graph>(rt.end_capture());
+  t2 = Buffer();
+
+  // The graph holds both blocks: still live, not cached, and the pool hands them to nobody.
+  runtime::PoolStatistics held = rt.pool_statistics();
+  EXPECT_EQ(held.bytes_live, captured.bytes_live);
+  EXPECT_EQ(held.bytes_cached, captured.bytes_cached);
+  std::vector<Buffer> others;
+  for (int i = 0; i < 4; ++i) {
+    others.push_back(rt.allocate<uint32_t>(kN));
+    for (void *handle : temporaries)
+      EXPECT_NE(others.back().memory().handle, handle) << "allocation " << i;
+  }
+  for (int i = 0; i < 100; ++i)
+    rt.replay(*graph);
+  rt.synchronize();
+  EXPECT_EQ(rt.download<uint32_t>(replayed.out), rt.download<uint32_t>(direct.out));
+  uint64_t expected = 0;
+  for (uint64_t i = 0; i < kN; ++i)
+    expected += 100 * (3 * i + 7);
+  EXPECT_EQ(rt.download<uint32_t>(replayed.out)[0], static_cast<uint32_t>(expected));
+
+  // Destroying the graph gives both blocks back to the pool (cached or freed to the device).
+  others.clear();
+  runtime::PoolStatistics before = rt.pool_statistics();
+  graph.reset();
+  runtime::PoolStatistics after = rt.pool_statistics();
+  EXPECT_EQ(after.bytes_live, before.bytes_live - temporary_bytes);
+  EXPECT_EQ(after.bytes_requested, before.bytes_requested - 2 * kN * sizeof(uint32_t));
+  EXPECT_TRUE(after.bytes_cached > before.bytes_cached || after.device_frees > before.device_frees);
+}
+
+TEST_P(GraphTest, a_buffer_from_an_earlier_capture_is_checked_like_any_other) {
+  Runtime &rt = *rt_;
+  Buffers b = make_buffers(rt);
+  rt.begin_capture();
+  Buffer temporary = rt.allocate<uint32_t>(kN);
+  rt.launch(fill(), runtime::grid_1d(kN, 64), temporary, 1u);
+  Graph first = rt.end_capture();
+  rt.begin_capture();
+  rt.launch(add(), runtime::grid_1d(kN, 64), temporary, b.z, 0u);
+  Graph second = rt.end_capture();
+  temporary = Buffer();
+  rt.replay(first);
+  EXPECT_EQ(error_of([&] { rt.replay(second); }),
+            "replay: graph launch 0 (kernel 'add'): parameter 0 (%y: buffer<u32, read>): its "
+            "Buffer was destroyed after the capture (a graph owns only the Buffers allocated "
+            "during its capture: keep the others alive while it is replayed)");
 }
 
 TEST_P(GraphTest, replaying_on_another_runtime_is_an_error) {

@@ -92,9 +92,11 @@ class Device;
 /// and end_capture make one). Made by Device::create_graph: add_launch() records, finish() ends
 /// the recording, then replay() queues the launches in order after everything queued before it,
 /// and set_value() changes a value argument for the following replays. The kernels and the
-/// memory it records must outlive the graph (the Runtime's Graph keeps the kernels and checks the
-/// buffers). Backends: a native graph (Vulkan: one reusable command buffer; CUDA/HIP: a captured
-/// stream graph), or RecordedGraph below, which launches each recorded launch again.
+/// memory it records must outlive the graph (the Runtime's Graph keeps the kernels and the blocks
+/// allocated during its capture, and checks the other buffers). A graph copies what it needs
+/// from the LaunchArgs and never keeps their `memory` pointers, which point into Buffers. Backends:
+/// a native graph (Vulkan: one reusable command buffer; CUDA/HIP: a captured stream graph), or
+/// RecordedGraph below, which launches each recorded launch again.
 class DeviceGraph {
 public:
   virtual ~DeviceGraph() = default;

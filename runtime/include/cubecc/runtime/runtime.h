@@ -45,6 +45,7 @@ class MemoryPool;
 class KernelCache;
 struct LoadedKernel;
 struct GraphState;
+struct SharedBlock;
 
 /// A non-owning reference to a callable, for callbacks that run only during the call.
 template <class Signature> class FunctionRef;
@@ -87,7 +88,8 @@ constexpr ir::Scalar element_type_of() {
 }
 
 /// Device memory holding `size()` elements of `element()`. Move-only; its block goes back to the
-/// runtime's pool when the Buffer is destroyed (the pool outlives the Runtime if need be).
+/// runtime's pool when the Buffer is destroyed (the pool outlives the Runtime if need be) or, for
+/// a Buffer allocated during a graph capture, when both the Buffer and the graph are gone.
 class Buffer {
 public:
   Buffer() = default;
@@ -117,6 +119,7 @@ private:
     std::swap(element_, other.element_);
     std::swap(count_, other.count_);
     std::swap(capture_token_, other.capture_token_);
+    std::swap(shared_block_, other.shared_block_);
   }
   std::shared_ptr<MemoryPool> pool_;
   DeviceMemory memory_;
@@ -125,6 +128,9 @@ private:
   /// Made when a capture first uses the Buffer: graphs hold it weakly, so a replay sees that the
   /// Buffer (and with it the block) is gone. Follows the block through moves.
   mutable std::shared_ptr<const bool> capture_token_;
+  /// Set when the Buffer was allocated during a capture: the block is shared with that graph and
+  /// goes back to the pool when the last of the two is destroyed (not by ~Buffer itself).
+  std::shared_ptr<const SharedBlock> shared_block_;
 };
 
 /// What the kernel cache did.
@@ -195,8 +201,9 @@ private:
 };
 
 /// A captured sequence of launches (Runtime::begin_capture / end_capture), replayed with
-/// Runtime::replay on the runtime that captured it. Move-only. It keeps its kernels and its
-/// device alive, not its buffers: replay checks that every Buffer it uses still exists.
+/// Runtime::replay on the runtime that captured it. Move-only. It keeps its kernels, its device
+/// and the blocks of the Buffers allocated during its capture alive, not the other buffers:
+/// replay checks that every Buffer from before the capture it uses still exists.
 class Graph {
 public:
   Graph();
@@ -334,7 +341,8 @@ public:
   //===- Graphs ----------------------------------------------------------------------------===//
   /// Starts recording: launches until end_capture() are checked as usual and recorded, not run.
   /// Captures do not nest; synchronize(), uploads and downloads during a capture are Errors
-  /// (allocating is fine). A launch that fails its checks throws and is not recorded; the
+  /// (allocating is fine: the graph keeps the block of a Buffer allocated during its capture
+  /// until both are destroyed). A launch that fails its checks throws and is not recorded; the
   /// capture goes on.
   void begin_capture();
   /// Ends the recording and returns the graph (the device builds its native form here).
@@ -342,7 +350,8 @@ public:
   bool capturing() const { return capture_ != nullptr; }
   /// Queues the graph's launches in order, after those queued before, with the buffers they
   /// were captured with and the values last set. Throws Error when the graph was captured on
-  /// another runtime, a Buffer it uses was destroyed, or a capture is in progress.
+  /// another runtime, a Buffer it uses from before the capture was destroyed, or a capture is in
+  /// progress.
   void replay(Graph &graph);
 
 private:
