@@ -12,6 +12,9 @@
 // Kernel arguments are passed as one packed argument buffer (HIP_LAUNCH_PARAM_BUFFER_POINTER),
 // laid out with the C alignment of each parameter, which is how AMD kernels read them.
 //
+// Graphs: hipGraph through stream capture on the device's stream (HipGraph below), when the
+// runtime exports the graph entry points; otherwise the launches are recorded and launched again.
+//
 //===-----------------------------------------------------------------------------------------===//
 #include "cubecc/runtime/hip_device.h"
 #include "src/symbols.h"
@@ -23,6 +26,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
@@ -41,6 +45,8 @@ using hipModule_t = struct ihipModule_t *;
 using hipFunction_t = struct ihipModuleSymbol_t *;
 using hipStream_t = struct ihipStream_t *;
 using hipEvent_t = struct ihipEvent_t *;
+using hipGraph_t = struct ihipGraph *;
+using hipGraphExec_t = struct hipGraphExec *;
 
 constexpr hipError_t hipSuccess = 0;
 
@@ -53,6 +59,8 @@ constexpr int kAttrWarpSize = 87;
 // hipFunction_attribute
 constexpr int kFuncSharedSizeBytes = 1;
 constexpr unsigned kStreamNonBlocking = 0x1;
+// hipStreamCaptureMode: Global = 0, ThreadLocal = 1, Relaxed = 2
+constexpr int kCaptureModeThreadLocal = 1;
 void *const kLaunchParamBufferPointer = reinterpret_cast<void *>(0x1);
 void *const kLaunchParamBufferSize = reinterpret_cast<void *>(0x2);
 void *const kLaunchParamEnd = reinterpret_cast<void *>(0x3);
@@ -85,7 +93,16 @@ struct Api {
   hipError_t (*hipModuleGetFunction)(hipFunction_t *, hipModule_t, const char *);
   hipError_t (*hipModuleLaunchKernel)(hipFunction_t, unsigned, unsigned, unsigned, unsigned,
                                       unsigned, unsigned, unsigned, hipStream_t, void **, void **);
-  hipError_t (*hipFuncGetAttribute)(int *, int, hipFunction_t); ///< optional
+  hipError_t (*hipFuncGetAttribute)(int *, int, hipFunction_t) = nullptr; ///< optional
+  // Graphs (HIP 4.5+); when one is missing graphs fall back to recorded launches.
+  hipError_t (*hipStreamBeginCapture)(hipStream_t, int) = nullptr;
+  hipError_t (*hipStreamEndCapture)(hipStream_t, hipGraph_t *) = nullptr;
+  hipError_t (*hipGraphInstantiateWithFlags)(hipGraphExec_t *, hipGraph_t,
+                                             unsigned long long) = nullptr;
+  hipError_t (*hipGraphLaunch)(hipGraphExec_t, hipStream_t) = nullptr;
+  hipError_t (*hipGraphExecDestroy)(hipGraphExec_t) = nullptr;
+  hipError_t (*hipGraphDestroy)(hipGraph_t) = nullptr;
+  bool graphs = false;
 };
 
 struct HipLibrary {
@@ -165,6 +182,14 @@ HipLibrary load_runtime() {
     a.hipFuncGetAttribute = reinterpret_cast<decltype(a.hipFuncGetAttribute)>(p);
   if (const std::string &missing = symbols.missing(); !missing.empty())
     rt.error = fmt::format("no device: hip: {} lacks {}", rt.path, missing);
+  SymbolLoader graph_symbols(library);
+  graph_symbols.need(a.hipStreamBeginCapture, {"hipStreamBeginCapture"});
+  graph_symbols.need(a.hipStreamEndCapture, {"hipStreamEndCapture"});
+  graph_symbols.need(a.hipGraphInstantiateWithFlags, {"hipGraphInstantiateWithFlags"});
+  graph_symbols.need(a.hipGraphLaunch, {"hipGraphLaunch"});
+  graph_symbols.need(a.hipGraphExecDestroy, {"hipGraphExecDestroy"});
+  graph_symbols.need(a.hipGraphDestroy, {"hipGraphDestroy"});
+  a.graphs = graph_symbols.missing().empty();
   return rt;
 }
 
@@ -199,6 +224,15 @@ std::string find_gcn_arch_name(const std::vector<char> &block) {
 struct EventPair {
   hipEvent_t start = nullptr;
   hipEvent_t end = nullptr;
+};
+
+/// What a launch captured into a graph passed to hipModuleLaunchKernel: the packed arguments and
+/// the `extra` array pointing at them. Kept as long as the graph built from the capture, so that
+/// it does not matter whether the HIP runtime copies them at capture or reads them at replay.
+struct CapturedArguments {
+  std::vector<uint8_t> bytes;
+  size_t size = 0;
+  std::array<void *, 5> extra{};
 };
 
 } // namespace
@@ -258,6 +292,10 @@ struct HipDevice::Impl {
   void open();
   void wait(std::string_view why);
   EventPair take_events();
+  /// Checks and queues a launch on the stream between two events or, during a graph's capture
+  /// (`captured` set), without events, with its arguments kept in `captured`.
+  void enqueue(const CompiledKernel &kernel, std::array<uint32_t, 3> num_workgroups,
+               std::span<const LaunchArg> args, CapturedArguments *captured);
 };
 
 //===- Opening --------------------------------------------------------------------------------===//
@@ -607,9 +645,14 @@ std::unique_ptr<CompiledKernel> HipDevice::compile_binary(const codegen::HipBina
 
 void HipDevice::launch(const CompiledKernel &kernel, std::array<uint32_t, 3> num_workgroups,
                        std::span<const LaunchArg> args) {
-  Impl &d = *impl_;
+  impl_->enqueue(kernel, num_workgroups, args, nullptr);
+}
+
+void HipDevice::Impl::enqueue(const CompiledKernel &kernel, std::array<uint32_t, 3> num_workgroups,
+                              std::span<const LaunchArg> args, CapturedArguments *captured) {
+  Impl &d = *this;
   const auto *k = dynamic_cast<const HipKernel *>(&kernel);
-  if (!k || k->owner() != impl_.get())
+  if (!k || k->owner() != this)
     throw Error(fmt::format("hip: kernel '{}' was compiled for another device", kernel.abi().name));
   const codegen::KernelAbi &abi = k->abi();
   for (int i = 0; i < 3; ++i)
@@ -624,7 +667,10 @@ void HipDevice::launch(const CompiledKernel &kernel, std::array<uint32_t, 3> num
 
   // The launch ABI of cuda.h, packed as the kernel reads its arguments: a buffer is a pointer
   // and an unsigned long long count; a value lane an unsigned int or unsigned long long.
-  std::vector<uint8_t> arguments;
+  CapturedArguments local;
+  CapturedArguments &packed = captured ? *captured : local;
+  std::vector<uint8_t> &arguments = packed.bytes;
+  arguments.clear();
   for (size_t i = 0; i < args.size(); ++i) {
     const codegen::ParamSlot &slot = abi.params[i];
     const LaunchArg &a = args[i];
@@ -658,21 +704,33 @@ void HipDevice::launch(const CompiledKernel &kernel, std::array<uint32_t, 3> num
     append_argument(arguments, &count, 8);
   }
   arguments.resize((arguments.size() + 7) / 8 * 8);
-  size_t arguments_size = arguments.size();
-  void *extra[] = {kLaunchParamBufferPointer, arguments.data(), kLaunchParamBufferSize,
-                   &arguments_size, kLaunchParamEnd};
+  packed.size = arguments.size();
+  packed.extra = {kLaunchParamBufferPointer, arguments.data(), kLaunchParamBufferSize, &packed.size,
+                  kLaunchParamEnd};
 
   Impl::Scope scope(d);
+  bool empty = num_workgroups[0] == 0 || num_workgroups[1] == 0 || num_workgroups[2] == 0;
+  auto launch = [&] {
+    // An empty grid runs nothing (the runtime would refuse it).
+    return empty ? hipSuccess
+                 : d.api->hipModuleLaunchKernel(k->function, num_workgroups[0], num_workgroups[1],
+                                                num_workgroups[2], abi.workgroup_size[0],
+                                                abi.workgroup_size[1], abi.workgroup_size[2],
+                                                k->dynamic_shared, d.stream, nullptr,
+                                                arguments.empty() ? nullptr : packed.extra.data());
+  };
+  if (captured) { // a graph's capture: no events, no waiting (neither may be captured)
+    if (hipError_t r = launch(); r != hipSuccess)
+      throw Error(fmt::format("hip: the launch of kernel '{}' failed: hipModuleLaunchKernel: {}",
+                              abi.name, d.rt->describe(r)));
+    return;
+  }
   if (d.pending.size() >= Impl::kMaxPendingLaunches)
     d.wait("to collect launch times");
   EventPair events = d.take_events();
   hipError_t r = d.api->hipEventRecord(events.start, d.stream);
-  bool empty = num_workgroups[0] == 0 || num_workgroups[1] == 0 || num_workgroups[2] == 0;
-  if (r == hipSuccess && !empty)
-    r = d.api->hipModuleLaunchKernel(
-        k->function, num_workgroups[0], num_workgroups[1], num_workgroups[2], abi.workgroup_size[0],
-        abi.workgroup_size[1], abi.workgroup_size[2], k->dynamic_shared, d.stream, nullptr,
-        arguments.empty() ? nullptr : extra);
+  if (r == hipSuccess)
+    r = launch();
   if (r == hipSuccess)
     r = d.api->hipEventRecord(events.end, d.stream);
   if (r != hipSuccess) {
@@ -681,6 +739,113 @@ void HipDevice::launch(const CompiledKernel &kernel, std::array<uint32_t, 3> num
                             abi.name, d.rt->describe(r)));
   }
   d.pending.push_back(events);
+}
+
+//===- Graphs ---------------------------------------------------------------------------------===//
+
+namespace {
+
+/// A hipGraph: the recorded launches are captured on the device's (non-default, non-blocking)
+/// stream with hipStreamBeginCapture (thread-local mode) and instantiated; replay is one
+/// hipGraphLaunch between two events (one launch time per replay, for the whole graph). A
+/// changed value re-captures and re-instantiates at the next replay.
+class HipGraph final : public RecordedGraph {
+public:
+  HipGraph(HipDevice &device, std::shared_ptr<HipDevice::Impl> impl)
+      : RecordedGraph(device), impl_(std::move(impl)) {}
+  ~HipGraph() override { destroy(); }
+
+  void finish() override {
+    RecordedGraph::finish();
+    build();
+  }
+  void set_value(size_t launch, size_t param, std::span<const uint64_t> bits) override {
+    RecordedGraph::set_value(launch, param, bits);
+    dirty_ = true;
+  }
+  void replay() override {
+    if (launches_.empty())
+      return;
+    HipDevice::Impl &d = *impl_;
+    if (dirty_)
+      build();
+    HipDevice::Impl::Scope scope(d);
+    if (d.pending.size() >= HipDevice::Impl::kMaxPendingLaunches)
+      d.wait("to collect launch times");
+    EventPair events = d.take_events();
+    hipError_t r = d.api->hipEventRecord(events.start, d.stream);
+    if (r == hipSuccess)
+      r = d.api->hipGraphLaunch(exec_, d.stream);
+    if (r == hipSuccess)
+      r = d.api->hipEventRecord(events.end, d.stream);
+    if (r != hipSuccess) {
+      d.free_events.push_back(events);
+      throw Error(fmt::format("hip: the replay of a graph of {} launches failed: hipGraphLaunch: "
+                              "{}",
+                              launches_.size(), d.rt->describe(r)));
+    }
+    d.pending.push_back(events);
+  }
+
+private:
+  /// Captures and instantiates the launches; until it succeeds, the next replay tries again.
+  void build() {
+    destroy();
+    dirty_ = true;
+    if (launches_.empty())
+      return;
+    HipDevice::Impl &d = *impl_;
+    const Api &a = *d.api;
+    HipDevice::Impl::Scope scope(d);
+    arguments_.clear();
+    arguments_.reserve(launches_.size()); // their addresses are handed to the runtime
+    d.check(a.hipStreamBeginCapture(d.stream, kCaptureModeThreadLocal), "hipStreamBeginCapture");
+    try {
+      for (const Launch &l : launches_)
+        d.enqueue(*l.kernel, l.num_workgroups, l.args, &arguments_.emplace_back());
+    } catch (...) {
+      hipGraph_t abandoned = nullptr;
+      if (a.hipStreamEndCapture(d.stream, &abandoned) == hipSuccess && abandoned)
+        a.hipGraphDestroy(abandoned);
+      throw;
+    }
+    d.check(a.hipStreamEndCapture(d.stream, &graph_), "hipStreamEndCapture");
+    d.check(a.hipGraphInstantiateWithFlags(&exec_, graph_, 0), "hipGraphInstantiateWithFlags");
+    dirty_ = false;
+  }
+  /// Destroys the graph and its executable form once no replay runs it. Never throws.
+  void destroy() {
+    if (!exec_ && !graph_)
+      return;
+    const HipDevice::Impl &d = *impl_;
+    const Api &a = *d.api;
+    try {
+      HipDevice::Impl::Scope scope(d);
+      a.hipStreamSynchronize(d.stream); // a replay may still run it
+      if (exec_)
+        a.hipGraphExecDestroy(exec_);
+      if (graph_)
+        a.hipGraphDestroy(graph_);
+    } catch (const Error &) {
+      // the device is unusable (hipSetDevice failed); the graph goes with it
+    }
+    exec_ = nullptr;
+    graph_ = nullptr;
+  }
+
+  std::shared_ptr<HipDevice::Impl> impl_;
+  std::vector<CapturedArguments> arguments_; ///< what the captured launches point at
+  hipGraph_t graph_ = nullptr;
+  hipGraphExec_t exec_ = nullptr;
+  bool dirty_ = false;
+};
+
+} // namespace
+
+std::unique_ptr<DeviceGraph> HipDevice::create_graph() {
+  if (!impl_->api->graphs)
+    return Device::create_graph(); // an old HIP runtime: launches recorded and launched again
+  return std::make_unique<HipGraph>(*this, impl_);
 }
 
 void HipDevice::synchronize() {

@@ -46,6 +46,9 @@ public:
               std::span<const LaunchArg> args) override;
   void synchronize() override;
   std::vector<double> last_launch_times_ns() const override;
+  /// A hipGraph captured on the device's stream, or a RecordedGraph when the HIP runtime lacks
+  /// the graph entry points.
+  std::unique_ptr<DeviceGraph> create_graph() override;
 
   struct Impl;
 
