@@ -880,7 +880,7 @@ public:
 private:
   void build() {
     destroy();
-    dirty_ = false;
+    dirty_ = true; // until the graph is instantiated: a failed build is tried again at replay
     if (launches_.empty())
       return;
     CudaDevice::Impl &d = *impl_;
@@ -898,6 +898,7 @@ private:
     }
     d.check(a.cuStreamEndCapture(d.stream, &graph_), "cuStreamEndCapture");
     d.check(a.cuGraphInstantiateWithFlags(&exec_, graph_, 0), "cuGraphInstantiateWithFlags");
+    dirty_ = false;
   }
   void destroy() {
     const Api &a = *impl_->api;
