@@ -14,7 +14,8 @@
 #      the two, inspect and verify the bundle;
 #   7. list the devices, and run example kernels on the default one (CUBECC_DEVICE, or the best
 #      present: vulkan through lavapipe here) through the runtime, checked against the host:
-#      once compiling them (JIT), once loading them from the bundle (CUBECC_ENV: no compilation).
+#      once compiling them (JIT), once loading them from the bundle (CUBECC_ENV: no compilation);
+#      the last one is a captured graph of launches, replayed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cubecc=build/tools/cubecc

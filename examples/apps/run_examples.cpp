@@ -5,8 +5,9 @@
 // launch traces, optimizes and compiles; the second finds the compiled kernel in the in-process
 // cache without tracing), download and check the results against the host. With CUBECC_ENV naming
 // an environment bundle (cubecc env build), the first launch loads the kernel from it instead of
-// compiling. Prints the device, each kernel's device time and the cache, pool and environment
-// statistics. Exit code 1 on a wrong result.
+// compiling. Last, a graph of launches is captured once and replayed. Prints the device, each
+// kernel's device time and the cache, pool and environment statistics. Exit code 1 on a wrong
+// result.
 //
 //===-----------------------------------------------------------------------------------------===//
 #include "cubecc/dsl/registry.h"
@@ -118,14 +119,44 @@ int main() try {
     report("matmul_16x16x16", ok, rt.last_launch_times_ns().at(0), "256^3, bit-exact fma chain");
   }
 
+  { // a graph: 8 dependent axpy launches captured once, replayed 16 times (128 launches)
+    const uint32_t n = 4096;
+    std::vector<float> x = random_floats(n, 5), y = random_floats(n, 6);
+    runtime::Buffer dx = rt.upload(x), dy = rt.upload(y);
+    runtime::KernelHandle axpy = kernel(rt, "axpy");
+    rt.begin_capture();
+    for (int i = 0; i < 8; ++i)
+      rt.launch(axpy, runtime::grid_1d(n, 256), dx, n, 1u, dy, n, 1u, 0.5f);
+    runtime::Graph graph = rt.end_capture();
+    for (int r = 0; r < 16; ++r)
+      rt.replay(graph);
+    rt.synchronize();
+    double ns = 0;
+    for (double t : rt.last_launch_times_ns())
+      ns += t;
+    std::vector<float> got = rt.download<float>(dy);
+    bool ok = true;
+    for (uint32_t i = 0; i < n; ++i) {
+      float v = y[i];
+      for (int k = 0; k < 8 * 16; ++k) {
+        volatile float product = 0.5f * x[i];
+        v = product + v;
+      }
+      ok &= got[i] == v;
+    }
+    report("axpy graph (8 launches, 16 replays)", ok, ns, "n = 4096, bit-exact");
+  }
+
   auto cache = rt.cache_statistics();
   runtime::PoolStatistics pool = rt.pool_statistics();
   std::printf("kernel cache: %llu hits, %llu misses, %llu traces, %llu compiles\n",
               (unsigned long long)cache.hits, (unsigned long long)cache.misses,
               (unsigned long long)cache.traces, (unsigned long long)cache.compiles);
-  std::printf("memory pool: %llu allocations, %llu reused, peak %llu bytes live\n",
+  std::printf("memory pool: %llu allocations, %llu reused, peak %llu bytes requested, %llu "
+              "reserved (x%.3f)\n",
               (unsigned long long)pool.allocations, (unsigned long long)pool.reuses,
-              (unsigned long long)pool.peak_bytes_live);
+              (unsigned long long)pool.peak_bytes_requested,
+              (unsigned long long)pool.peak_bytes_reserved, pool.peak_reserved_ratio());
   if (const runtime::EnvironmentSource *env = rt.environment()) {
     runtime::EnvironmentStatistics e = rt.environment_statistics();
     std::printf("environment %s: %llu kernels loaded from it, %llu not in it, %llu unusable\n",
