@@ -124,6 +124,12 @@ if [ -x "$bundle/bin/compile_bench" ]; then
 else
   note "compile_bench: not in the bundle"
 fi
+if [ -x "$bundle/bin/launch_bench" ] && echo "$cuda_line" | grep -q '"available": true'; then
+  (cd "$out" && timeout "$(limit 60)" launch_bench --devices cuda > "$out/bench-launch.txt" 2>&1)
+  rc=$?
+  note "launch_bench (cuda: direct vs graph replay): rc=$rc"
+  tail -6 "$out/bench-launch.txt"
+fi
 gpu_vulkan=false
 if echo "$vulkan_line" | grep -q '"available": true' && ! echo "$vulkan_line" | grep -q llvmpipe; then
   gpu_vulkan=true
