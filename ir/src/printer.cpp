@@ -100,7 +100,9 @@ private:
     for (unsigned r = 0; r < op.num_regions(); ++r) {
       const Region &region = op.region(r);
       if (r == 1 && op.opcode() == Opcode::If) {
-        if (is_empty_else(region))
+        // Only an if without results may leave its else out: one with results must yield them,
+        // and the parser refuses the short form for it (the module may not verify yet).
+        if (op.num_results() == 0 && is_empty_else(region))
           continue;
         out_ += " else";
       }
