@@ -261,6 +261,20 @@ TEST(Bundle, a_binary_from_another_toolkit_is_rejected_naming_both) {
             runtime::EnvironmentLookup::Miss);
 }
 
+TEST(Bundle, a_bundle_of_tuning_records_only_opens_whatever_their_sizes) {
+  // `cubecc tune` writes bundles without kernels; the empty entry table lands wherever the
+  // strings before it end (found by the main job: a misaligned empty table was refused).
+  for (size_t length = 1; length <= 24; ++length) {
+    environments::BundleContents contents;
+    contents.metadata = environments::current_metadata(std::string(length, 'c'));
+    contents.tuning.push_back({std::string(length, 'k'), std::string(length + 3, 'r')});
+    auto bundle = environments::Bundle::from_bytes(environments::serialize_bundle(contents),
+                                                   "records.cubeenv");
+    EXPECT_EQ(bundle->num_entries(), 0u);
+    EXPECT_EQ(bundle->find_tuning(std::string(length, 'k')), std::string(length + 3, 'r'));
+  }
+}
+
 TEST(Bundle, lookups_from_many_threads_agree) {
   auto module = traced_examples();
   auto bundle = environments::Bundle::from_bytes(
