@@ -16,6 +16,7 @@
 #include <atomic>
 #include <mutex>
 #include <regex>
+#include <set>
 #include <thread>
 
 namespace cubecc::environments {
@@ -180,12 +181,30 @@ std::string compile_options(int opt_level) {
 std::optional<BundleContents> build_entries(std::span<const KernelInput> kernels,
                                             const BuildOptions &options,
                                             std::vector<ir::Diagnostic> &errors) {
+  std::vector<KernelInput> unique_kernels;
   unsigned threads =
       options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
   std::vector<TargetGroup> groups = group_targets(options.targets);
   std::string opt = compile_options(options.opt_level);
 
-  // Each kernel's own module, optimized once (the key is the hash of the kernel as given).
+  // One entry per distinct kernel, keyed by the hash of the kernel as given: the same kernel
+  // listed twice (two inputs, or two names for equal IR) is built once, under the first.
+  std::vector<ir::Hash128> hashes;
+  {
+    std::vector<KernelInput> distinct;
+    std::set<std::pair<uint64_t, uint64_t>> seen;
+    for (const KernelInput &k : kernels) {
+      ir::Hash128 hash = ir::structural_hash(*k.kernel);
+      if (seen.insert({hash.high, hash.low}).second) {
+        distinct.push_back(k);
+        hashes.push_back(hash);
+      }
+    }
+    unique_kernels = std::move(distinct);
+  }
+  kernels = unique_kernels;
+
+  // Each kernel's own module, optimized once.
   std::vector<std::unique_ptr<ir::Module>> optimized(kernels.size());
   std::vector<std::vector<ir::Diagnostic>> problems(kernels.size());
   parallel_for(kernels.size(), threads, [&](size_t i) {
@@ -244,22 +263,16 @@ std::optional<BundleContents> build_entries(std::span<const KernelInput> kernels
     if (g.backend == "hip")
       contents.metadata.toolkits.emplace_back("hipRTC", codegen::hiprtc_version());
   }
-  // One entry per distinct kernel: the same kernel listed twice (two names for equal IR) keeps
-  // the first.
-  std::vector<std::string> seen;
+  // Jobs are kernel-major: kernel k's artifacts are those of jobs k * groups .. (k + 1) * groups.
   for (size_t k = 0; k < kernels.size(); ++k) {
     Entry entry;
-    entry.hash = ir::structural_hash(*kernels[k].kernel);
+    entry.hash = hashes[k];
     entry.options = opt;
     entry.name = kernels[k].kernel->name();
     entry.configuration = kernels[k].configuration;
-    if (std::find(seen.begin(), seen.end(), entry.hash.hex()) != seen.end())
-      continue;
-    seen.push_back(entry.hash.hex());
-    for (size_t j = 0; j < jobs.size(); ++j)
-      if (jobs[j].kernel == k)
-        for (Artifact &a : artifacts[j])
-          entry.artifacts.push_back(std::move(a));
+    for (size_t j = k * groups.size(); j < (k + 1) * groups.size(); ++j)
+      for (Artifact &a : artifacts[j])
+        entry.artifacts.push_back(std::move(a));
     contents.entries.push_back(std::move(entry));
   }
   return contents;

@@ -380,14 +380,16 @@ std::vector<std::string> merge_contents(BundleContents &into, BundleContents fro
       }
     }
   }
+  std::map<std::string, size_t> record_at; // key -> index in into.tuning
+  for (size_t i = 0; i < into.tuning.size(); ++i)
+    record_at[into.tuning[i].key] = i;
   for (TuningEntry &t : from.tuning) {
-    auto same = std::find_if(into.tuning.begin(), into.tuning.end(),
-                             [&](const TuningEntry &m) { return m.key == t.key; });
-    if (same == into.tuning.end()) {
+    auto [found, added] = record_at.try_emplace(t.key, into.tuning.size());
+    if (added) {
       into.tuning.push_back(std::move(t));
-    } else if (same->record != t.record) {
+    } else if (into.tuning[found->second].record != t.record) {
       notes.push_back(fmt::format("tuning record '{}': replaced", t.key));
-      *same = std::move(t);
+      into.tuning[found->second] = std::move(t);
     }
   }
   for (std::string &target : from.metadata.targets)

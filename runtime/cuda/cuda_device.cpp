@@ -282,6 +282,8 @@ struct CudaDevice::Impl {
   const Api *api = nullptr;
   DeviceInfo info;
   std::string arch; ///< "sm_90"
+  std::once_flag binary_targets_once;
+  std::vector<BinaryTarget> binary_targets; ///< what load_binary takes, made on first need
   CUdevice device = 0;
   CUcontext context = nullptr;
   CUstream stream = nullptr;
@@ -622,15 +624,19 @@ std::unique_ptr<CompiledKernel> CudaDevice::compile(const ir::Kernel &kernel) {
 }
 
 std::vector<BinaryTarget> CudaDevice::binary_targets() const {
-  // The CUBIN for this arch first, then PTX for any virtual arch it can JIT, newest first.
-  std::string toolkit = codegen::cuda_toolkit();
-  std::vector<BinaryTarget> targets{{"cuda:" + impl_->arch, "cubin", "", toolkit}};
-  int number = std::stoi(impl_->arch.substr(3)); // "sm_90a" -> 90
-  static constexpr int kVirtualArchs[] = {120, 100, 90, 89, 87, 86, 80, 75, 72, 70, 62, 61, 60};
-  for (int v : kVirtualArchs)
-    if (v <= number)
-      targets.push_back({fmt::format("cuda:compute_{}", v), "ptx", "", toolkit});
-  return targets;
+  // The CUBIN for this arch first, then PTX for any virtual arch it can JIT, newest first. Made
+  // on the first environment lookup (asking NVRTC its version is not start-up work), then kept.
+  Impl &d = *impl_;
+  std::call_once(d.binary_targets_once, [&d] {
+    std::string toolkit = codegen::cuda_toolkit();
+    d.binary_targets.push_back({"cuda:" + d.arch, "cubin", "", toolkit});
+    int number = std::stoi(d.arch.substr(3)); // "sm_90a" -> 90
+    static constexpr int kVirtualArchs[] = {120, 100, 90, 89, 87, 86, 80, 75, 72, 70, 62, 61, 60};
+    for (int v : kVirtualArchs)
+      if (v <= number)
+        d.binary_targets.push_back({fmt::format("cuda:compute_{}", v), "ptx", "", toolkit});
+  });
+  return d.binary_targets;
 }
 
 std::unique_ptr<CompiledKernel> CudaDevice::load_binary(const KernelBinary &binary) {

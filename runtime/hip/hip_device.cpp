@@ -243,7 +243,9 @@ struct HipDevice::Impl {
   const HipLibrary *rt = nullptr;
   const Api *api = nullptr;
   DeviceInfo info;
-  std::string arch;      ///< "gfx90a"
+  std::string arch; ///< "gfx90a"
+  std::once_flag binary_targets_once;
+  std::vector<BinaryTarget> binary_targets; ///< what load_binary takes, made on first need
   std::string arch_name; ///< gcnArchName, with target features: "gfx90a:sramecc+:xnack-"
   int device = 0;
   hipStream_t stream = nullptr;
@@ -576,7 +578,12 @@ std::unique_ptr<CompiledKernel> HipDevice::compile(const ir::Kernel &kernel) {
 }
 
 std::vector<BinaryTarget> HipDevice::binary_targets() const {
-  return {{"hip:" + impl_->arch, "hsaco", "", codegen::hip_toolkit()}};
+  // Made on the first environment lookup (hipRTC's version means loading comgr), then kept.
+  Impl &d = *impl_;
+  std::call_once(d.binary_targets_once, [&d] {
+    d.binary_targets.push_back({"hip:" + d.arch, "hsaco", "", codegen::hip_toolkit()});
+  });
+  return d.binary_targets;
 }
 
 std::unique_ptr<CompiledKernel> HipDevice::load_binary(const KernelBinary &binary) {

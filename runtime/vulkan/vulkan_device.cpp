@@ -213,6 +213,8 @@ struct VulkanDevice::Impl {
   static constexpr uint64_t kParamArenaBytes = 64 * 1024;
 
   DeviceInfo info;
+  /// SPIR-V made for this device's features (set with them at open).
+  std::vector<BinaryTarget> binary_targets;
   bool validation = false;
   bool mapped_memory = false;
 
@@ -541,6 +543,7 @@ void VulkanDevice::Impl::create_device() {
   f.max_workgroup_invocations = limits.maxComputeWorkGroupInvocations;
   for (int i = 0; i < 3; ++i)
     f.max_workgroup_size[i] = limits.maxComputeWorkGroupSize[i];
+  binary_targets = {BinaryTarget{"vulkan", "spirv", f.fingerprint(), ""}};
 }
 
 void VulkanDevice::Impl::choose_memory_types() {
@@ -966,7 +969,7 @@ std::unique_ptr<CompiledKernel> VulkanDevice::compile(const ir::Kernel &kernel) 
 }
 
 std::vector<BinaryTarget> VulkanDevice::binary_targets() const {
-  return {BinaryTarget{"vulkan", "spirv", impl_->info.features.fingerprint(), ""}};
+  return impl_->binary_targets;
 }
 
 std::unique_ptr<CompiledKernel> VulkanDevice::load_binary(const KernelBinary &binary) {
