@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # check-layering.sh [REPO]: the one dependency rule of docs/architecture.md, checked on the
 # sources. A layer may include only the public headers (cubecc/<layer>/...) of layers below it:
-#   dsl -> ir <- passes <- codegen <- runtime <- autotune <- environments <- tools
+#   dsl -> ir <- passes <- codegen <- runtime <- autotune <- environments <- capi <- tools
+# capi/ (the C API and the C++ umbrella header for embedders) sits on top: it may use the DSL's
+# kernel library loader as well as the runtime and environments.
 # and one backend under codegen/ never includes another. The CMake targets enforce the same rule
 # through include paths; this check also catches a path that happens to be reachable.
 set -u
@@ -17,12 +19,13 @@ allowed() { # layer -> the layers it may include
     runtime) echo "runtime codegen passes ir" ;;
     autotune) echo "autotune runtime codegen passes ir" ;;
     environments) echo "environments autotune runtime codegen passes ir" ;;
+    capi) echo "capi environments autotune runtime codegen passes ir dsl" ;;
     tools | test | bench | examples) echo "ANY" ;;
   esac
 }
 
 bad=0
-for layer in ir dsl passes codegen runtime autotune environments; do
+for layer in ir dsl passes codegen runtime autotune environments capi; do
   [ -d "$layer" ] || continue
   ok=$(allowed "$layer")
   while IFS=: read -r file line include; do
