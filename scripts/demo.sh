@@ -15,7 +15,9 @@
 #   7. list the devices, and run example kernels on the default one (CUBECC_DEVICE, or the best
 #      present: vulkan through lavapipe here) through the runtime, checked against the host:
 #      once compiling them (JIT), once loading them from the bundle (CUBECC_ENV: no compilation);
-#      the last one is a captured graph of launches, replayed.
+#      the last one is a captured graph of launches, replayed;
+#   8. a table of the kernels run: result check, time to the first result with JIT and with the
+#      bundle.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cubecc=build/tools/cubecc
@@ -106,8 +108,21 @@ echo "== devices =="
 echo
 echo "== example kernels on the default device, through the runtime, checked against the host =="
 echo "-- compiled at the first launch (JIT):"
-"$runner"
+"$runner" --summary "$tmp/jit.tsv"
 echo "-- loaded from the environment bundle (CUBECC_ENV): nothing compiled"
-CUBECC_ENV="$tmp/app.cubeenv" "$runner" | tee "$tmp/run.txt"
+CUBECC_ENV="$tmp/app.cubeenv" "$runner" --summary "$tmp/env.tsv" | tee "$tmp/run.txt"
 grep -q ', 0 compiles$' "$tmp/run.txt" || { echo "demo: kernels were compiled despite the bundle" >&2; exit 1; }
+
+echo
+echo "== summary: time to each kernel's first result on the $(head -1 "$tmp/run.txt" | sed 's/^device: //') =="
+echo "   (host ms from asking for the kernel to its output downloaded: JIT traces, optimizes and"
+echo "    compiles it; env loads it from the bundle; both then run it once and check the result)"
+printf '%-18s %-8s %10s %10s\n' "kernel" "check" "JIT ms" "env ms"
+join -t $'\t' "$tmp/jit.tsv" "$tmp/env.tsv" | while IFS=$'\t' read -r name check jit _ env; do
+  printf '%-18s %-8s %10s %10s\n' "$name" "$check" "$jit" "$env"
+done
+if grep -qv $'\tok\t' "$tmp/jit.tsv" "$tmp/env.tsv"; then
+  echo "demo: a kernel gave a wrong result" >&2
+  exit 1
+fi
 echo "demo: every example kernel traced, verified, round-tripped, compiled to SPIR-V, PTX, CUBIN and a HIP code object, bundled with tuning records, and run with and without the bundle"

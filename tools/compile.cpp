@@ -65,8 +65,32 @@ private:
   fs::path path_;
 };
 
+/// What a kernel library is built with: the DSL and IR headers and static libraries, and the
+/// version script that leaves only the library's C table exported.
+struct KernelLibraryKit {
+  std::vector<std::string> include_dirs;
+  std::vector<std::string> libraries;
+  std::string version_script;
+};
+
+/// The kit of an installed cubecc (<prefix>/bin/cubecc finds <prefix>/lib/cubecc/ and
+/// <prefix>/share/cubecc/), else that of the build tree this cubecc was built in.
+KernelLibraryKit kernel_library_kit() {
+  std::error_code ec;
+  fs::path prefix = fs::read_symlink("/proc/self/exe", ec).parent_path().parent_path();
+  fs::path map = prefix / CUBECC_INSTALL_DATADIR / "cubecc" / "kernel_library.map";
+  fs::path kit = prefix / CUBECC_INSTALL_LIBDIR / "cubecc";
+  if (!ec && fs::exists(map, ec) && fs::exists(kit / "libcubecc_dsl.a", ec))
+    return {{(prefix / CUBECC_INSTALL_INCLUDEDIR).string()},
+            {(kit / "libcubecc_dsl.a").string(), (kit / "libcubecc_ir.a").string()},
+            map.string()};
+  return {{CUBECC_DSL_INCLUDE, CUBECC_IR_INCLUDE},
+          {CUBECC_DSL_LIBRARY, CUBECC_IR_LIBRARY},
+          CUBECC_KERNEL_LIBRARY_MAP};
+}
+
 /// Builds a DSL source into a kernel library with the host C++ compiler (the one cubecc was
-/// built with, or $CXX), linking the DSL and IR libraries of this build.
+/// built with, or $CXX), linking the DSL and IR libraries of this cubecc.
 bool build_kernel_library(const std::string &source, const fs::path &library,
                           std::vector<ir::Diagnostic> &errors) {
   const char *cxx = std::getenv("CXX");
@@ -74,15 +98,19 @@ bool build_kernel_library(const std::string &source, const fs::path &library,
   std::istringstream flags(CUBECC_HOST_CXX_FLAGS);
   for (std::string flag; flags >> flag;)
     args.push_back(flag);
-  for (const char *arg :
-       {"-std=c++20", "-O1", "-fPIC", "-shared", "-I" CUBECC_DSL_INCLUDE, "-I" CUBECC_IR_INCLUDE})
+  KernelLibraryKit kit = kernel_library_kit();
+  for (const char *arg : {"-std=c++20", "-O1", "-fPIC", "-shared"})
     args.push_back(arg);
+  for (const std::string &dir : kit.include_dirs)
+    args.push_back("-I" + dir);
   args.push_back(source);
   args.push_back("-o");
   args.push_back(library.string());
-  for (const char *arg : {CUBECC_DSL_LIBRARY, CUBECC_IR_LIBRARY, "-lfmt", "-lxxhash", "-ldl",
-                          "-Wl,--version-script=" CUBECC_KERNEL_LIBRARY_MAP})
+  for (const std::string &archive : kit.libraries)
+    args.push_back(archive);
+  for (const char *arg : {"-lfmt", "-lxxhash", "-ldl"})
     args.push_back(arg);
+  args.push_back("-Wl,--version-script=" + kit.version_script);
 
   fs::path log = library.parent_path() / "compiler.log";
   posix_spawn_file_actions_t actions;

@@ -39,8 +39,10 @@ int run(int argc, char **argv) {
 
   CLI::App app{"cubecc-opt: read cubecc IR (.cir), verify it, run passes, print it"};
   app.footer("Passes:" + pass_list +
-             "\n\nExamples:\n  cubecc-opt kernel.cir\n  cubecc-opt kernel.cir --passes=print-hash"
-             "\n  cubecc-opt - -O2 < kernel.cir\n\nExit codes: 0 success, 1 bad input, 2 usage, "
+             "\n\nExamples:\n  cubecc-opt examples/ir/axpy.cir\n  cubecc-opt examples/ir/axpy.cir "
+             "--passes=print-hash"
+             "\n  cubecc-opt - -O2 < examples/ir/reduce_sum.cir\n\nExit codes: 0 success, 1 bad "
+             "input, 2 usage, "
              "3 internal error.");
   app.add_option("input", input, "IR file to read, or - for standard input")->required();
   app.add_option("-o", output, "where to write the IR (default: standard output)");

@@ -1,50 +1,51 @@
 //===- cubecc.cpp - The cubecc command-line compiler ------------------------------------------===//
 //
-// Subcommands follow the command-line contract of docs/cli.md. What exists today:
+// The command-line contract of docs/cli.md:
 //   cubecc compile <input>... --target <t> --emit <kind> [-O<n>] [--kernel <name>] [-o <out>]
-//   cubecc kernels <library.so>           (list a kernel library's registered kernels)
-//   cubecc devices [--json]               (backends built in, devices present, their features)
-//   cubecc --version
+//   cubecc kernels <library.so> [--hash] [--json]
+//   cubecc env build|inspect|verify|merge ...
+//   cubecc tune <input>... [--device <d>] -o <bundle>
+//   cubecc devices [--json]
+//   cubecc --version [--json]
 // Inputs are .cir files, kernel libraries (.so) or DSL sources (.cpp); targets vulkan, interp,
 // cuda:sm_XX (NVRTC) and hip:gfxNNN (hipRTC). A backend that is not built is a clear error, never
-// a silent fallback.
+// a silent fallback. Every subcommand's --help ends with examples; exit codes: tool_support.h.
 //
 //===-----------------------------------------------------------------------------------------===//
-#include "cubecc/codegen/hip.h"
-#include "cubecc/dsl/kernel_library_loader.h"
-#include "cubecc/environments/bundle.h"
-#include "cubecc/ir/parser.h"
-#include "cubecc/ir/printer.h"
-#include "cubecc/ir/structural_hash.h"
-#include "cubecc/ir/verifier.h"
-#include "cubecc/ir/version.h"
-#include "cubecc/passes/pass_manager.h"
-
 #include "compile.h"
 #include "devices.h"
 #include "env.h"
+#include "info.h"
 #include "tool_support.h"
 #include "tune.h"
 
 #include <CLI/CLI.hpp>
-#include <fmt/format.h>
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 namespace {
 
 using namespace cubecc::tools;
 
 int run(int argc, char **argv) {
-  CLI::App app{"cubecc: compile kernels written with the cubecc DSL or in cubecc IR"};
+  CLI::App app{"cubecc: compile kernels written with the cubecc DSL or in cubecc IR for CUDA, "
+               "HIP and Vulkan; build, inspect and merge environment bundles"};
   app.require_subcommand(0, 1);
-  bool version = false;
+  bool version = false, version_json = false;
   app.add_flag("--version", version,
-               "print the versions of cubecc, its IR format, and the NVRTC and hipRTC found");
+               "print the versions of cubecc, its IR and bundle formats, and the toolkits found "
+               "(NVRTC, hipRTC, SPIRV-Tools, SPIRV-Cross)");
+  app.add_flag("--json", version_json, "with --version: machine-readable output");
+  app.footer("Examples:\n"
+             "  cubecc compile examples/kernels/axpy.cpp --target vulkan --emit spirv-asm\n"
+             "  cubecc env build build/examples/libcubecc_examples.so --target vulkan,interp "
+             "-o app.cubeenv\n"
+             "  cubecc devices --json\n"
+             "  cubecc --version\n\n"
+             "Exit codes: 0 success; 1 user error (bad input, compile error, unsupported "
+             "feature); 2 usage error; 3 internal error (a bug in cubecc).\n"
+             "Environment: CUBECC_DEVICE, CUBECC_ENV, CUBECC_CACHE_DIR, CUBECC_LOG, CXX (for "
+             ".cpp inputs). See docs/cli.md.");
 
   CLI::App *compile = app.add_subcommand("compile", "compile kernels for a target");
   CompileOptions compile_options;
@@ -79,21 +80,31 @@ int run(int argc, char **argv) {
                       "directory)");
   compile->footer(
       "Examples:\n  cubecc compile build/examples/libcubecc_examples.so --emit ir\n"
-      "  cubecc compile axpy.cir --emit ir -O2 -o axpy.opt.cir\n"
+      "  cubecc compile examples/ir/axpy.cir --emit ir -O2 -o axpy.opt.cir\n"
       "  cubecc compile examples/kernels/axpy.cpp --target vulkan --emit spirv -o out/\n"
-      "  cubecc compile axpy.cir --target cuda:sm_90 --emit ptx\n"
+      "  cubecc compile examples/ir/axpy.cir --target cuda:sm_90 --emit ptx\n"
       "  cubecc compile build/examples/libcubecc_examples.so --target hip:gfx90a --emit hsaco "
       "-o out/\n"
-      "  cubecc compile k.cir --target vulkan --emit glsl");
+      "  cubecc compile examples/ir/reduce_sum.cir --target vulkan --emit glsl");
 
   CLI::App *kernels = app.add_subcommand("kernels", "list the kernels a kernel library registers");
   std::string library_path;
   bool hashes = false;
+  bool kernels_json = false;
   kernels->add_option("library", library_path, "a kernel library (.so)")->required();
   kernels->add_flag("--hash", hashes, "trace each kernel and print its structural hash");
+  kernels->add_flag("--json", kernels_json, "machine-readable output");
+  kernels->footer("Examples:\n  cubecc kernels build/examples/libcubecc_examples.so\n"
+                  "  cubecc kernels build/examples/libcubecc_examples.so --hash --json");
 
   CLI::App *env = app.add_subcommand("env", "build, inspect, verify and merge environment bundles");
   env->require_subcommand(1);
+  env->footer("Examples:\n"
+              "  cubecc env build build/examples/libcubecc_examples.so --target "
+              "cuda:sm_90,vulkan -o app.cubeenv\n"
+              "  cubecc env inspect app.cubeenv\n  cubecc env verify app.cubeenv\n"
+              "  cubecc env merge app.cubeenv tuning.cubeenv -o merged.cubeenv\n"
+              "Run 'cubecc env <subcommand> --help' for each one's options.");
   CLI::App *env_build = env->add_subcommand(
       "build", "compile every kernel of the inputs for every target into a bundle (no GPU needed)");
   EnvBuildOptions build_options;
@@ -120,9 +131,17 @@ int run(int argc, char **argv) {
   bool inspect_json = false;
   env_inspect->add_option("bundle", bundle_path, "an environment bundle")->required();
   env_inspect->add_flag("--json", inspect_json, "machine-readable output");
+  env_inspect->footer("Examples:\n  cubecc env inspect app.cubeenv\n"
+                      "  cubecc env inspect app.cubeenv --json");
   CLI::App *env_verify = env->add_subcommand(
-      "verify", "check every entry's checksum and structure, and every binary's contents");
+      "verify", "check every entry's checksum and structure, and every binary's contents "
+                "(SPIR-V validated, IR verified, CUBIN/code objects checked as ELF, tuning "
+                "records parsed); exit 1 on any problem");
+  bool verify_json = false;
   env_verify->add_option("bundle", bundle_path, "an environment bundle")->required();
+  env_verify->add_flag("--json", verify_json, "machine-readable output");
+  env_verify->footer("Examples:\n  cubecc env verify app.cubeenv\n"
+                     "  cubecc env verify app.cubeenv --json");
   CLI::App *env_merge = env->add_subcommand(
       "merge", "combine bundles (e.g. compiled kernels from CI with tuning records from GPU "
                "machines); a later input's binary or record replaces an earlier one's");
@@ -130,6 +149,7 @@ int run(int argc, char **argv) {
   std::string merge_output;
   env_merge->add_option("bundles", merge_inputs, "the bundles to merge")->required();
   env_merge->add_option("-o", merge_output, "the bundle to write")->required();
+  env_merge->footer("Example:\n  cubecc env merge app.cubeenv tuning.cubeenv -o merged.cubeenv");
 
   CLI::App *tune = app.add_subcommand(
       "tune", "tune every tunable of kernel libraries on a device; write the records to a bundle");
@@ -144,13 +164,16 @@ int run(int argc, char **argv) {
       ->check(CLI::Range(1, 1000));
   tune->add_option("--warmup", tune_options.warmup, "untimed runs per variant (default 2)")
       ->check(CLI::Range(0, 100));
-  tune->footer("Example:\n  cubecc tune build/examples/libcubecc_examples.so --device vulkan -o "
-               "tuning.cubeenv\n  cubecc env merge kernels.cubeenv tuning.cubeenv -o app.cubeenv");
+  tune->footer("Examples:\n  cubecc tune build/examples/libcubecc_examples.so --device vulkan "
+               "--samples 3 -o tuning.cubeenv\n"
+               "  cubecc env merge app.cubeenv tuning.cubeenv -o merged.cubeenv");
 
   CLI::App *devices =
       app.add_subcommand("devices", "list the backends built in and the devices present");
   bool devices_json = false;
   devices->add_flag("--json", devices_json, "machine-readable output");
+  devices->footer("Examples:\n  cubecc devices\n  cubecc devices --json\n"
+                  "  CUBECC_DEVICE=interp cubecc devices");
 
   try {
     app.parse(argc, argv);
@@ -158,20 +181,12 @@ int run(int argc, char **argv) {
     return app.exit(e) == 0 ? kSuccess : kUsageError;
   }
 
-  if (version) {
-    fmt::print("cubecc {}\nIR text format 1, structural hash version {}, environment bundle "
-               "format {}\n",
-               cubecc::version(), cubecc::ir::kStructuralHashVersion,
-               cubecc::environments::kFormatVersion);
-    // The compilers the CUDA and HIP backends drive, as found at run time.
-    std::string why;
-    std::string nvrtc = cubecc::codegen::nvrtc_version(&why);
-    fmt::print("NVRTC {}\n", nvrtc.empty() ? "not available: " + why : nvrtc);
-    why.clear();
-    std::string hiprtc = cubecc::codegen::hiprtc_version(&why);
-    fmt::print("hipRTC {}\n", hiprtc.empty() ? "not available: " + why : hiprtc);
-    return kSuccess;
+  if (version_json && !version) {
+    std::cerr << "cubecc: error: --json without a subcommand needs --version\n";
+    return kUsageError;
   }
+  if (version)
+    return version_command(version_json);
   if (compile->parsed())
     return compile_command(compile_options);
   if (devices->parsed())
@@ -190,30 +205,11 @@ int run(int argc, char **argv) {
   if (env_inspect->parsed())
     return env_inspect_command(bundle_path, inspect_json);
   if (env_verify->parsed())
-    return env_verify_command(bundle_path);
+    return env_verify_command(bundle_path, verify_json);
   if (env_merge->parsed())
     return env_merge_command(merge_inputs, merge_output, command_line);
-  if (kernels->parsed()) {
-    std::string error;
-    auto library = cubecc::dsl::KernelLibrary::open(library_path, error);
-    if (!library) {
-      std::cerr << error << "\n";
-      return kUserError;
-    }
-    for (size_t i = 0; i < library->kernels().size(); ++i) {
-      const auto &entry = library->kernels()[i];
-      std::string hash;
-      if (hashes) {
-        cubecc::ir::Module module;
-        std::vector<cubecc::ir::Diagnostic> errors;
-        if (!library->trace(i, module, errors))
-          return report(errors);
-        hash = "  " + cubecc::ir::structural_hash(*module.kernels()[0]).hex();
-      }
-      fmt::print("{:<24} {}{}\n", entry.name, entry.configuration, hash);
-    }
-    return kSuccess;
-  }
+  if (kernels->parsed())
+    return kernels_command(library_path, hashes, kernels_json);
   std::cout << app.help();
   return kUsageError;
 }

@@ -287,39 +287,64 @@ int env_inspect_command(const std::string &path, bool json) {
   return kSuccess;
 }
 
-int env_verify_command(const std::string &path) {
+int env_verify_command(const std::string &path, bool json) {
   auto bundle = open_bundle(path);
   if (!bundle)
     return kUserError;
-  size_t problems = 0, artifacts = 0;
+  // Each problem: where (entry and kernel, or tuning record) and what.
+  nlohmann::json problems = nlohmann::json::array();
+  auto problem = [&](nlohmann::json where, const std::string &what) {
+    where["message"] = what;
+    problems.push_back(std::move(where));
+  };
+  size_t artifacts = 0;
   for (size_t i = 0; i < bundle->num_entries(); ++i) {
     std::string error;
     std::optional<environments::Entry> entry = bundle->read_entry(i, error);
     if (!entry) {
-      std::cerr << fmt::format("{}: {}\n", path, error);
-      ++problems;
+      problem({{"entry", i}}, error);
       continue;
     }
     for (const environments::Artifact &a : entry->artifacts) {
       ++artifacts;
-      if (std::string why = check_artifact(a); !why.empty()) {
-        std::cerr << fmt::format("{}: entry {}, kernel '{}', {} {}: {}\n", path, i, entry->name,
-                                 a.target.target, a.target.format, why);
-        ++problems;
-      }
+      if (std::string why = check_artifact(a); !why.empty())
+        problem({{"entry", i},
+                 {"kernel", entry->name},
+                 {"target", a.target.target},
+                 {"format", a.target.format}},
+                why);
     }
   }
   for (const auto &t : bundle->tuning_records()) {
     std::string error;
     std::optional<autotune::TuningRecord> r = autotune::parse_record(t.record, error);
-    if (!r || autotune::record_key(*r) != t.key) {
-      std::cerr << fmt::format("{}: tuning record '{}': {}\n", path, t.key,
-                               r ? "stored under another record's key" : error);
-      ++problems;
-    }
+    if (!r || autotune::record_key(*r) != t.key)
+      problem({{"tuning_record", t.key}}, r ? "stored under another record's key" : error);
   }
-  if (problems) {
-    std::cerr << fmt::format("{}: {} problem{} found\n", path, problems, problems == 1 ? "" : "s");
+  if (json) {
+    nlohmann::json out = {{"bundle", path},
+                          {"ok", problems.empty()},
+                          {"kernels", bundle->num_entries()},
+                          {"binaries", artifacts},
+                          {"tuning_records", bundle->num_tuning_records()},
+                          {"problems", problems}};
+    fmt::print("{}\n", out.dump(2));
+    return problems.empty() ? kSuccess : kUserError;
+  }
+  for (const nlohmann::json &p : problems) {
+    std::string where;
+    if (p.contains("tuning_record"))
+      where = fmt::format("tuning record '{}'", p["tuning_record"].get<std::string>());
+    else if (p.contains("kernel"))
+      where = fmt::format("entry {}, kernel '{}', {} {}", p["entry"].get<size_t>(),
+                          p["kernel"].get<std::string>(), p["target"].get<std::string>(),
+                          p["format"].get<std::string>());
+    std::cerr << fmt::format("{}: {}{}\n", path, where.empty() ? "" : where + ": ",
+                             p["message"].get<std::string>());
+  }
+  if (!problems.empty()) {
+    std::cerr << fmt::format("{}: {} problem{} found\n", path, problems.size(),
+                             problems.size() == 1 ? "" : "s");
     return kUserError;
   }
   fmt::print("{}: ok: {} kernels, {} binaries, {} tuning records verified\n", path,

@@ -18,7 +18,7 @@ struct EnvBuildOptions {
 /// Each returns the process exit code (tool_support.h).
 int env_build_command(const EnvBuildOptions &options);
 int env_inspect_command(const std::string &bundle, bool json);
-int env_verify_command(const std::string &bundle);
+int env_verify_command(const std::string &bundle, bool json);
 int env_merge_command(const std::vector<std::string> &inputs, const std::string &output,
                       const std::string &command_line);
 

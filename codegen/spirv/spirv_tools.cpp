@@ -12,6 +12,16 @@
 
 namespace cubecc::codegen {
 
+std::string spirv_tools_version() {
+  return spvSoftwareVersionDetailsString();
+}
+
+std::string spirv_cross_version() {
+  unsigned major = 0, minor = 0, patch = 0;
+  spvc_get_version(&major, &minor, &patch);
+  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+}
+
 std::string validate_spirv(const std::vector<uint32_t> &words) {
   spvtools::SpirvTools tools(SPV_ENV_VULKAN_1_2);
   std::string messages;

@@ -9,12 +9,19 @@
 // kernel's device time and the cache, pool and environment statistics. Exit code 1 on a wrong
 // result.
 //
+// Each kernel's first result is timed on the host, from asking for the kernel (trace and compile,
+// or load from the bundle) to its output downloaded: with `--summary FILE`, one line per kernel
+// "name<TAB>ok|WRONG<TAB>milliseconds" goes to FILE (scripts/demo.sh tabulates a JIT run against
+// a bundle run).
+//
 //===-----------------------------------------------------------------------------------------===//
 #include "cubecc/dsl/registry.h"
 #include "cubecc/runtime/runtime.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -40,10 +47,27 @@ runtime::KernelHandle kernel(runtime::Runtime &rt, const std::string &name) {
 }
 
 int failures = 0;
+FILE *summary = nullptr;
 
-void report(const char *what, bool ok, double ns, const std::string &detail) {
+using Clock = std::chrono::steady_clock;
+
+/// Reports one check: `ns` is device time; `since`, when given, starts the host time to the first
+/// result (kernel request to downloaded output) written to the summary.
+void report(const char *what, bool ok, double ns, const std::string &detail,
+            const Clock::time_point *since = nullptr) {
   std::printf("  %-34s %-5s %10.1f us  %s\n", what, ok ? "ok" : "WRONG", ns / 1000, detail.c_str());
   failures += !ok;
+  if (summary && since) {
+    double ms = std::chrono::duration<double, std::milli>(Clock::now() - *since).count();
+    std::fprintf(summary, "%s\t%s\t%.2f\n", what, ok ? "ok" : "WRONG", ms);
+  }
+}
+
+double total(const std::vector<double> &ns) {
+  double sum = 0;
+  for (double t : ns)
+    sum += t;
+  return sum;
 }
 
 std::vector<float> random_floats(size_t n, uint32_t seed) {
@@ -57,7 +81,17 @@ std::vector<float> random_floats(size_t n, uint32_t seed) {
 
 } // namespace
 
-int main() try {
+int main(int argc, char **argv) try {
+  if (argc == 3 && std::strcmp(argv[1], "--summary") == 0) {
+    summary = std::fopen(argv[2], "w");
+    if (!summary) {
+      std::fprintf(stderr, "run_examples: cannot write %s\n", argv[2]);
+      return 2;
+    }
+  } else if (argc != 1) {
+    std::fprintf(stderr, "usage: run_examples [--summary FILE]\n");
+    return 2;
+  }
   runtime::Runtime rt = runtime::Runtime::open();
   std::printf("device: %s (%s), subgroup size %u\n", rt.info().name.c_str(),
               rt.info().backend.c_str(), rt.info().subgroup_size);
@@ -67,6 +101,7 @@ int main() try {
     std::vector<float> x = random_floats(n, 1), y = random_floats(n, 2);
     runtime::Buffer dx = rt.upload(x), dy = rt.upload(y);
     for (int round = 0; round < 2; ++round) {
+      Clock::time_point start = Clock::now();
       rt.launch(kernel(rt, "axpy"), runtime::grid_1d(n, 256), dx, n, 1u, dy, n, 1u, 2.0f);
       rt.synchronize();
       double ns = rt.last_launch_times_ns().at(0);
@@ -77,18 +112,21 @@ int main() try {
         y[i] = product + y[i];
         ok &= got[i] == y[i];
       }
-      report(round == 0 ? "axpy (cold: first launch)" : "axpy (warm: cached)", ok, ns,
-             "n = 2^20, bit-exact");
+      if (round == 0)
+        report("axpy", ok, ns, "n = 2^20, bit-exact; first launch", &start);
+      else
+        report("axpy (warm: cached)", ok, ns, "n = 2^20, bit-exact");
     }
   }
   { // reduce_sum: 64 partial sums, then one
     const uint32_t n = 1 << 20, groups = 64;
     std::vector<float> in = random_floats(n, 3);
     runtime::Buffer din = rt.upload(in), partial = rt.allocate<float>(groups),
-                    total = rt.allocate<float>(1);
+                    sum = rt.allocate<float>(1);
+    Clock::time_point start = Clock::now();
     auto reduce = kernel(rt, "reduce_sum");
     rt.launch(reduce, {groups, 1, 1}, din, n, 1u, partial, groups, 1u);
-    rt.launch(reduce, {1, 1, 1}, partial, groups, 1u, total, 1u, 1u);
+    rt.launch(reduce, {1, 1, 1}, partial, groups, 1u, sum, 1u, 1u);
     rt.synchronize();
     std::vector<double> ns = rt.last_launch_times_ns();
     double exact = 0, magnitude = 0;
@@ -96,14 +134,15 @@ int main() try {
       exact += v;
       magnitude += std::abs(v);
     }
-    float got = rt.download<float>(total)[0];
-    report("reduce_sum", std::abs(got - exact) <= n * 0x1p-24 * magnitude, ns.at(0) + ns.at(1),
-           "n = 2^20, " + std::to_string(got) + " (exact " + std::to_string(exact) + ")");
+    float got = rt.download<float>(sum)[0];
+    report("reduce_sum", std::abs(got - exact) <= n * 0x1p-24 * magnitude, total(ns),
+           "n = 2^20, " + std::to_string(got) + " (exact " + std::to_string(exact) + ")", &start);
   }
   { // matmul 256 x 256 x 256
     const uint32_t m = 256, k = 256, n = 256;
     std::vector<float> a = random_floats(m * k, 4), b = random_floats(k * n, 5);
     runtime::Buffer da = rt.upload(a), db = rt.upload(b), dc = rt.allocate<float>(m * n);
+    Clock::time_point start = Clock::now();
     rt.launch(kernel(rt, "matmul_16x16x16"), {n / 16, m / 16, 1}, da, m, k, k, 1u, db, k, n, n, 1u,
               dc, m, n, n, 1u);
     rt.synchronize();
@@ -116,7 +155,98 @@ int main() try {
           acc = std::fma(a[i * k + p], b[p * n + j], acc);
         ok &= c[i * n + j] == acc;
       }
-    report("matmul_16x16x16", ok, rt.last_launch_times_ns().at(0), "256^3, bit-exact fma chain");
+    report("matmul_16x16x16", ok, total(rt.last_launch_times_ns()), "256^3, bit-exact fma chain",
+           &start);
+  }
+  { // histogram of 2^20 values below 300 into 256 bins (values >= 256 are not counted)
+    const uint32_t n = 1 << 20, bins = 256;
+    std::mt19937 rng(7);
+    std::vector<uint32_t> in(n);
+    for (uint32_t &v : in)
+      v = rng() % 300;
+    runtime::Buffer din = rt.upload(in), dhist = rt.upload(std::vector<uint32_t>(bins, 0));
+    Clock::time_point start = Clock::now();
+    rt.launch(kernel(rt, "histogram_256"), {64, 1, 1}, din, n, 1u, dhist, bins, 1u);
+    rt.synchronize();
+    double ns = total(rt.last_launch_times_ns());
+    std::vector<uint32_t> got = rt.download<uint32_t>(dhist), want(bins, 0);
+    for (uint32_t v : in)
+      if (v < bins)
+        ++want[v];
+    report("histogram_256", got == want, ns, "n = 2^20, exact counts", &start);
+  }
+  { // prefix sums of 2^16 u32 values in blocks of 256, and the blocks' sums
+    const uint32_t n = 1 << 16, block = 256, blocks = n / block;
+    std::mt19937 rng(8);
+    std::vector<uint32_t> in(n);
+    for (uint32_t &v : in)
+      v = rng() % 1000;
+    runtime::Buffer din = rt.upload(in), dout = rt.allocate<uint32_t>(n),
+                    dsums = rt.allocate<uint32_t>(blocks);
+    Clock::time_point start = Clock::now();
+    rt.launch(kernel(rt, "prefix_sum_u32"), {blocks, 1, 1}, din, n, 1u, dout, n, 1u, dsums, blocks,
+              1u);
+    rt.synchronize();
+    double ns = total(rt.last_launch_times_ns());
+    std::vector<uint32_t> out = rt.download<uint32_t>(dout), sums = rt.download<uint32_t>(dsums);
+    bool ok = true;
+    for (uint32_t b = 0; b < blocks; ++b) {
+      uint32_t running = 0;
+      for (uint32_t i = b * block; i < (b + 1) * block; ++i) {
+        running += in[i];
+        ok &= out[i] == running;
+      }
+      ok &= sums[b] == running;
+    }
+    report("prefix_sum_u32", ok, ns, "n = 2^16, exact, per block of 256", &start);
+  }
+  { // softmax over 512 rows of 1000 columns
+    const uint32_t rows = 512, cols = 1000;
+    std::vector<float> in = random_floats(rows * cols, 9);
+    for (float &v : in)
+      v *= 20; // exponents far from 0: the row maximum must be subtracted
+    runtime::Buffer din = rt.upload(in), dout = rt.allocate<float>(rows * cols);
+    Clock::time_point start = Clock::now();
+    rt.launch(kernel(rt, "softmax"), {rows, 1, 1}, din, rows, cols, cols, 1u, dout, rows, cols,
+              cols, 1u);
+    rt.synchronize();
+    double ns = total(rt.last_launch_times_ns());
+    std::vector<float> out = rt.download<float>(dout);
+    double worst = 0;
+    for (uint32_t r = 0; r < rows; ++r) {
+      double max = -INFINITY, sum = 0;
+      for (uint32_t c = 0; c < cols; ++c)
+        max = std::max(max, double(in[r * cols + c]));
+      for (uint32_t c = 0; c < cols; ++c)
+        sum += std::exp(double(in[r * cols + c]) - max);
+      for (uint32_t c = 0; c < cols; ++c) {
+        double want = std::exp(double(in[r * cols + c]) - max) / sum;
+        worst = std::max(worst, std::abs(out[r * cols + c] - want) / std::max(want, 1e-30));
+      }
+    }
+    // The bound of the e2e suite (test/e2e/example_cases.cpp): the row's sum of `cols` terms
+    // rounds with a relative error up to (cols - 1) units, exp and the subtraction add ~32.
+    const double limit = (cols + 32) * 0x1p-24;
+    char detail[96];
+    std::snprintf(detail, sizeof detail, "512 x 1000, max relative error %.1e (limit %.1e)", worst,
+                  limit);
+    report("softmax", worst <= limit, ns, detail, &start);
+  }
+  { // transpose of a 1000 x 700 matrix (partial tiles at both edges)
+    const uint32_t rows = 1000, cols = 700;
+    std::vector<float> in = random_floats(rows * cols, 10);
+    runtime::Buffer din = rt.upload(in), dout = rt.allocate<float>(rows * cols);
+    Clock::time_point start = Clock::now();
+    rt.launch(kernel(rt, "transpose_32x8"), {(cols + 31) / 32, (rows + 31) / 32, 1}, din, rows,
+              cols, cols, 1u, dout, cols, rows, rows, 1u);
+    rt.synchronize();
+    double ns = total(rt.last_launch_times_ns());
+    std::vector<float> out = rt.download<float>(dout);
+    bool ok = true;
+    for (uint32_t r = 0; r < rows; ++r)
+      for (uint32_t c = 0; c < cols; ++c)
+        ok &= out[c * rows + r] == in[r * cols + c];
+    report("transpose_32x8", ok, ns, "1000 x 700, exact", &start);
   }
 
   { // a graph: 8 dependent axpy launches captured once, replayed 16 times (128 launches)
@@ -131,9 +261,7 @@ int main() try {
     for (int r = 0; r < 16; ++r)
       rt.replay(graph);
     rt.synchronize();
-    double ns = 0;
-    for (double t : rt.last_launch_times_ns())
-      ns += t;
+    double ns = total(rt.last_launch_times_ns());
     std::vector<float> got = rt.download<float>(dy);
     bool ok = true;
     for (uint32_t i = 0; i < n; ++i) {
@@ -163,6 +291,8 @@ int main() try {
                 env->name().c_str(), (unsigned long long)e.hits, (unsigned long long)e.misses,
                 (unsigned long long)e.rejected);
   }
+  if (summary)
+    std::fclose(summary);
   if (failures)
     std::printf("run_examples: %d wrong result(s)\n", failures);
   return failures ? 1 : 0;

@@ -46,4 +46,9 @@ std::string disassemble_spirv(const std::vector<uint32_t> &words, bool header = 
 std::optional<std::string> spirv_to_glsl(const std::vector<uint32_t> &words, std::string &error);
 std::optional<std::string> spirv_to_msl(const std::vector<uint32_t> &words, std::string &error);
 
+/// The versions of the SPIR-V libraries linked in (`cubecc --version`): SPIRV-Tools' own string
+/// (e.g. "SPIRV-Tools v2022.4 ...") and SPIRV-Cross' C API version ("0.54.0").
+std::string spirv_tools_version();
+std::string spirv_cross_version();
+
 } // namespace cubecc::codegen

@@ -1,0 +1,91 @@
+//===- info.cpp - `cubecc --version` and `cubecc kernels` -------------------------------------===//
+#include "info.h"
+
+#include "cubecc/codegen/cuda.h"
+#include "cubecc/codegen/hip.h"
+#include "cubecc/codegen/spirv.h"
+#include "cubecc/dsl/kernel_library_loader.h"
+#include "cubecc/environments/bundle.h"
+#include "cubecc/ir/structural_hash.h"
+#include "cubecc/ir/version.h"
+#include "tool_support.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <iostream>
+
+namespace cubecc::tools {
+
+namespace {
+
+/// A toolkit found at run time ({"found": true, "version": ...}) or not (with the reason).
+nlohmann::json toolkit(std::string version, const std::string &why) {
+  if (version.empty())
+    return {{"found", false}, {"why", why}};
+  return {{"found", true}, {"version", std::move(version)}};
+}
+
+} // namespace
+
+int version_command(bool json) {
+  std::string nvrtc_why, hiprtc_why;
+  std::string nvrtc = codegen::nvrtc_version(&nvrtc_why);
+  std::string hiprtc = codegen::hiprtc_version(&hiprtc_why);
+  nlohmann::json toolkits = {{"nvrtc", toolkit(nvrtc, nvrtc_why)},
+                             {"hiprtc", toolkit(hiprtc, hiprtc_why)},
+                             {"spirv-tools", toolkit(codegen::spirv_tools_version(), "")},
+                             {"spirv-cross", toolkit(codegen::spirv_cross_version(), "")}};
+  if (json) {
+    nlohmann::json out = {{"cubecc", std::string(version())},
+                          {"ir_text_format", 1},
+                          {"structural_hash_version", ir::kStructuralHashVersion},
+                          {"bundle_format", environments::kFormatVersion},
+                          {"toolkits", toolkits}};
+    fmt::print("{}\n", out.dump(2));
+    return kSuccess;
+  }
+  fmt::print("cubecc {}\nIR text format 1, structural hash version {}, environment bundle "
+             "format {}\n",
+             version(), ir::kStructuralHashVersion, environments::kFormatVersion);
+  // The compilers the backends drive, as found at run time.
+  fmt::print("NVRTC {}\n", nvrtc.empty() ? "not available: " + nvrtc_why : nvrtc);
+  fmt::print("hipRTC {}\n", hiprtc.empty() ? "not available: " + hiprtc_why : hiprtc);
+  fmt::print("{}\nSPIRV-Cross {}\n", codegen::spirv_tools_version(),
+             codegen::spirv_cross_version());
+  return kSuccess;
+}
+
+int kernels_command(const std::string &path, bool hashes, bool json) {
+  std::string error;
+  auto library = dsl::KernelLibrary::open(path, error);
+  if (!library) {
+    std::cerr << error << "\n";
+    return kUserError;
+  }
+  nlohmann::json list = nlohmann::json::array();
+  for (size_t i = 0; i < library->kernels().size(); ++i) {
+    const auto &entry = library->kernels()[i];
+    std::string hash;
+    if (hashes) {
+      ir::Module module;
+      std::vector<ir::Diagnostic> errors;
+      if (!library->trace(i, module, errors))
+        return report(errors);
+      hash = ir::structural_hash(*module.kernels()[0]).hex();
+    }
+    if (json) {
+      nlohmann::json k = {{"name", entry.name}, {"configuration", entry.configuration}};
+      if (hashes)
+        k["hash"] = hash;
+      list.push_back(std::move(k));
+    } else {
+      fmt::print("{:<24} {}{}\n", entry.name, entry.configuration, hash.empty() ? "" : "  " + hash);
+    }
+  }
+  if (json)
+    fmt::print("{}\n", list.dump(2));
+  return kSuccess;
+}
+
+} // namespace cubecc::tools
