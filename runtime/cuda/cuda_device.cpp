@@ -588,6 +588,29 @@ void CudaDevice::free(DeviceMemory memory) {
   d.api->cuCtxPopCurrent(&popped);
 }
 
+DeviceMemory CudaDevice::adopt_memory(const ExternalMemory &memory) {
+  if (memory.kind != ExternalMemory::Kind::Cuda)
+    return Device::adopt_memory(memory);
+  // Not in `allocations`: free() never frees it.
+  return DeviceMemory{reinterpret_cast<void *>(static_cast<uintptr_t>(memory.handle)),
+                      memory.bytes};
+}
+
+void CudaDevice::release_adopted(DeviceMemory) {
+  Impl &d = *impl_;
+  if (d.api->cuCtxPushCurrent(d.context) != CUDA_SUCCESS)
+    return;
+  // Launches queued on the stream may still use the memory its owner is about to free; a failure
+  // is reported by the next synchronize().
+  d.api->cuStreamSynchronize(d.stream);
+  CUcontext popped = nullptr;
+  d.api->cuCtxPopCurrent(&popped);
+}
+
+ExternalMemory CudaDevice::native_memory(const DeviceMemory &memory) const {
+  return ExternalMemory::cuda(pointer_of(memory), memory.bytes);
+}
+
 void CudaDevice::upload(const DeviceMemory &dst, uint64_t offset, const void *src, uint64_t bytes) {
   check_range(dst, offset, bytes, "upload");
   if (!bytes)

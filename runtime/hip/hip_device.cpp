@@ -544,6 +544,29 @@ void HipDevice::free(DeviceMemory memory) {
   }
 }
 
+DeviceMemory HipDevice::adopt_memory(const ExternalMemory &memory) {
+  if (memory.kind != ExternalMemory::Kind::Hip)
+    return Device::adopt_memory(memory);
+  // Not in `allocations`: free() never frees it.
+  return DeviceMemory{reinterpret_cast<void *>(static_cast<uintptr_t>(memory.handle)),
+                      memory.bytes};
+}
+
+void HipDevice::release_adopted(DeviceMemory) {
+  Impl &d = *impl_;
+  try {
+    Impl::Scope scope(d);
+    // Launches queued on the stream may still use the memory its owner is about to free.
+    d.api->hipStreamSynchronize(d.stream);
+  } catch (const Error &) {
+    // the device is unusable; a failure is reported by the next synchronize()
+  }
+}
+
+ExternalMemory HipDevice::native_memory(const DeviceMemory &memory) const {
+  return ExternalMemory::hip(memory.handle, memory.bytes);
+}
+
 void HipDevice::upload(const DeviceMemory &dst, uint64_t offset, const void *src, uint64_t bytes) {
   check_range(dst, offset, bytes, "upload");
   if (!bytes)

@@ -17,8 +17,10 @@ namespace cubecc::runtime {
 
 namespace {
 
+/// Host memory: the device's own (`owned`) or the caller's (adopted).
 struct HostMemory {
-  std::vector<uint8_t> bytes;
+  uint8_t *data = nullptr;
+  std::vector<uint8_t> owned;
 };
 
 HostMemory &host(const DeviceMemory &memory) {
@@ -81,18 +83,32 @@ public:
   const DeviceInfo &info() const override { return info_; }
 
   DeviceMemory allocate(uint64_t bytes) override {
-    auto *memory = new HostMemory{std::vector<uint8_t>(bytes)};
+    auto *memory = new HostMemory{nullptr, std::vector<uint8_t>(bytes)};
+    memory->data = memory->owned.data();
     return DeviceMemory{memory, bytes};
   }
   void free(DeviceMemory memory) override { delete static_cast<HostMemory *>(memory.handle); }
+  DeviceMemory adopt_memory(const ExternalMemory &memory) override {
+    if (memory.kind != ExternalMemory::Kind::Host)
+      return Device::adopt_memory(memory);
+    auto *adopted = new HostMemory{reinterpret_cast<uint8_t *>(memory.handle), {}};
+    return DeviceMemory{adopted, memory.bytes};
+  }
+  // Launches run at once: nothing queued can still use the memory.
+  void release_adopted(DeviceMemory memory) override {
+    delete static_cast<HostMemory *>(memory.handle);
+  }
+  ExternalMemory native_memory(const DeviceMemory &memory) const override {
+    return ExternalMemory::host(host(memory).data, memory.bytes);
+  }
 
   void upload(const DeviceMemory &dst, uint64_t offset, const void *src, uint64_t bytes) override {
     check_range(dst, offset, bytes, "upload");
-    std::memcpy(host(dst).bytes.data() + offset, src, bytes);
+    std::memcpy(host(dst).data + offset, src, bytes);
   }
   void download(const DeviceMemory &src, uint64_t offset, void *dst, uint64_t bytes) override {
     check_range(src, offset, bytes, "download");
-    std::memcpy(dst, host(src).bytes.data() + offset, bytes);
+    std::memcpy(dst, host(src).data + offset, bytes);
   }
 
   std::unique_ptr<CompiledKernel> compile(const ir::Kernel &kernel) override {
@@ -169,7 +185,7 @@ public:
       }
       if (owner[i] == i) {
         copies[i].element = type.element();
-        const uint8_t *begin = host(*a.memory).bytes.data() + a.offset;
+        const uint8_t *begin = host(*a.memory).data + a.offset;
         copies[i].bytes.assign(begin, begin + a.bytes);
       }
       arguments[i].buffer = &copies[owner[i]];
@@ -196,7 +212,7 @@ public:
     }
     for (size_t i = 0; i < args.size(); ++i) {
       if (written[i])
-        std::memcpy(host(*args[i].memory).bytes.data() + args[i].offset, copies[i].bytes.data(),
+        std::memcpy(host(*args[i].memory).data + args[i].offset, copies[i].bytes.data(),
                     args[i].bytes);
     }
   }

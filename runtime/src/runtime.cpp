@@ -26,15 +26,30 @@ namespace cubecc::runtime {
 /// The block of a Buffer allocated during a capture, shared by the Buffer and the graph: it goes
 /// back to the pool when the last of them lets go, so the pool cannot hand it to another Buffer
 /// while the graph may still replay launches that use it.
+/// Adopted memory (Runtime::adopt_memory) is held the same way, by the Buffer and by every graph
+/// whose capture used it: when the last lets go, the device forgets it (after the launches that
+/// may use it) and the caller's release callback runs.
 struct SharedBlock {
   SharedBlock(std::shared_ptr<MemoryPool> pool, DeviceMemory memory)
       : pool(std::move(pool)), memory(memory) {}
+  SharedBlock(std::shared_ptr<MemoryPool> pool, DeviceMemory memory, std::function<void()> release)
+      : pool(std::move(pool)), memory(memory), adopted(true), release(std::move(release)) {}
   SharedBlock(const SharedBlock &) = delete;
   SharedBlock &operator=(const SharedBlock &) = delete;
-  ~SharedBlock() { pool->release(memory); }
+  ~SharedBlock() {
+    if (!adopted) {
+      pool->release(memory);
+      return;
+    }
+    pool->device().release_adopted(memory);
+    if (release)
+      release();
+  }
 
   std::shared_ptr<MemoryPool> pool;
   DeviceMemory memory;
+  bool adopted = false;
+  std::function<void()> release; ///< adopted memory: the caller's callback
 };
 
 /// One captured launch: the kernel (kept alive) and, for launches with Buffers from before the
@@ -58,6 +73,10 @@ struct GraphState {
 Buffer::~Buffer() {
   if (pool_ && !shared_block_)
     pool_->release(memory_);
+}
+
+bool Buffer::adopted() const {
+  return shared_block_ && shared_block_->adopted;
 }
 
 LaunchArg Buffer::arg() const {
@@ -126,6 +145,52 @@ Buffer Runtime::allocate(ir::Scalar element, size_t count) {
     capture_->allocations.insert(b.shared_block_);
   }
   return b;
+}
+
+Buffer Runtime::adopt_memory(const ExternalMemory &memory, ir::Scalar element,
+                             std::function<void()> release) {
+  const char *what = external_memory_kind_name(memory.kind);
+  const std::string &backend = device_->info().backend;
+  if (backend != external_memory_backend(memory.kind))
+    throw Error(fmt::format("adopt_memory: {} can be adopted only by a runtime on the {} device; "
+                            "this runtime's device is {} ({}): adopt memory of its own backend",
+                            what, external_memory_backend(memory.kind), backend,
+                            device_->info().name));
+  if (memory.handle == 0)
+    throw Error(fmt::format("adopt_memory: {} is null", what));
+  if (element == ir::Scalar::Bool)
+    throw Error("adopt_memory: buffers cannot hold bool (adopt the memory as u8 or u32)");
+  uint64_t element_bytes = ir::scalar_bits(element) / 8;
+  if (memory.bytes == 0)
+    throw Error(fmt::format("adopt_memory: {} of 0 bytes: adopted memory must hold at least one "
+                            "{} element",
+                            what, ir::scalar_name(element)));
+  if (memory.bytes % element_bytes)
+    throw Error(fmt::format("adopt_memory: {} bytes of {} are not a whole number of {} elements "
+                            "({} bytes each)",
+                            memory.bytes, what, ir::scalar_name(element), element_bytes));
+  bool is_pointer = memory.kind != ExternalMemory::Kind::Vulkan;
+  if (is_pointer ? memory.handle % element_bytes : memory.offset % element_bytes)
+    throw Error(fmt::format("adopt_memory: {} {:#x} is not aligned to the {} bytes of a {} "
+                            "element",
+                            is_pointer ? std::string(what) : std::string("the VkBuffer offset"),
+                            is_pointer ? memory.handle : memory.offset, element_bytes,
+                            ir::scalar_name(element)));
+  Buffer b;
+  b.memory_ = device_->adopt_memory(memory);
+  b.pool_ = pool_;
+  b.element_ = element;
+  b.count_ = memory.bytes / element_bytes;
+  b.shared_block_ = std::make_shared<const SharedBlock>(pool_, b.memory_, std::move(release));
+  return b;
+}
+
+ExternalMemory Runtime::native_memory(const Buffer &buffer) const {
+  if (!buffer.valid())
+    throw Error("native_memory: the buffer is empty (moved from or default-constructed)");
+  ExternalMemory memory = device_->native_memory(buffer.memory_);
+  memory.bytes = buffer.bytes();
+  return memory;
 }
 
 void Runtime::check_host_copy(const Buffer &buffer, ir::Scalar element, size_t count,
@@ -434,8 +499,11 @@ void Runtime::launch_values(const KernelHandle &kernel, std::array<uint32_t, 3> 
              fmt::format("needs a buffer of {}, got a buffer of {}",
                          ir::scalar_name(type.element()), ir::scalar_name(a.buffer->element())));
       launch_args[i] = a.buffer->arg();
-      // The graph holds the blocks allocated during its capture; it checks the others at replay.
-      if (capture_ && !capture_->allocations.contains(a.buffer->shared_block_)) {
+      // The graph holds the blocks allocated during its capture and the adopted memory it uses;
+      // it checks the others at replay.
+      if (capture_ && a.buffer->adopted()) {
+        capture_->allocations.insert(a.buffer->shared_block_);
+      } else if (capture_ && !capture_->allocations.contains(a.buffer->shared_block_)) {
         if (!a.buffer->capture_token_)
           a.buffer->capture_token_ = std::make_shared<const bool>(true);
         buffer_tokens.emplace_back(i, a.buffer->capture_token_);

@@ -194,12 +194,15 @@ SharedInstance &shared_instance() {
   return *instance;
 }
 
-/// One allocation: a storage buffer over its own memory.
+/// One allocation: a storage buffer over its own memory; or adopted memory (a range of the
+/// caller's VkBuffer, starting at `base_offset`, with no memory or mapping of ours).
 struct Allocation {
   VkBuffer buffer = VK_NULL_HANDLE;
   VkDeviceMemory memory = VK_NULL_HANDLE;
   void *mapped = nullptr;
   uint64_t bytes = 0;
+  uint64_t base_offset = 0;
+  bool adopted = false;
 };
 
 } // namespace
@@ -688,8 +691,8 @@ void VulkanDevice::Impl::copy_through_staging(Allocation &device_side, uint64_t 
     begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
     check(vk.vkBeginCommandBuffer(command_buffer, &begin), "vkBeginCommandBuffer");
     VkBufferCopy region{};
-    region.srcOffset = to_device ? 0 : offset;
-    region.dstOffset = to_device ? offset : 0;
+    region.srcOffset = to_device ? 0 : device_side.base_offset + offset;
+    region.dstOffset = to_device ? device_side.base_offset + offset : 0;
     region.size = bytes;
     if (to_device)
       vk.vkCmdCopyBuffer(command_buffer, s->buffer, device_side.buffer, 1, &region);
@@ -929,6 +932,51 @@ void VulkanDevice::free(DeviceMemory memory) {
   impl_->destroy_allocation(a);
 }
 
+DeviceMemory VulkanDevice::adopt_memory(const ExternalMemory &memory) {
+  if (memory.kind != ExternalMemory::Kind::Vulkan)
+    return Device::adopt_memory(memory);
+  uint64_t alignment = impl_->properties.limits.minStorageBufferOffsetAlignment;
+  if (memory.offset % alignment)
+    throw Error(
+        fmt::format("adopt_memory: the VkBuffer offset {} is not a multiple of the "
+                    "device's storage buffer alignment {} (minStorageBufferOffsetAlignment)",
+                    memory.offset, alignment));
+  auto a = std::make_unique<Allocation>();
+  a->buffer = reinterpret_cast<VkBuffer>(static_cast<uintptr_t>(memory.handle));
+  a->bytes = memory.bytes;
+  a->base_offset = memory.offset;
+  a->adopted = true;
+  return DeviceMemory{a.release(), memory.bytes};
+}
+
+void VulkanDevice::release_adopted(DeviceMemory memory) {
+  auto *a = static_cast<Allocation *>(memory.handle);
+  if (!a || !a->adopted)
+    return;
+  try {
+    impl_->flush(); // queued launches may still use it
+  } catch (const Error &) {
+    // the launch's failure is reported by synchronize(); the memory is let go regardless
+  }
+  delete a; // the VkBuffer and its memory are the caller's
+}
+
+ExternalMemory VulkanDevice::native_memory(const DeviceMemory &memory) const {
+  const auto *a = static_cast<const Allocation *>(memory.handle);
+  return ExternalMemory::vulkan(reinterpret_cast<uintptr_t>(a->buffer), a->base_offset,
+                                memory.bytes);
+}
+
+VulkanDevice::Handles VulkanDevice::handles() const {
+  Handles h;
+  h.instance = impl_->instance;
+  h.physical_device = impl_->physical;
+  h.device = impl_->device;
+  h.queue_family_index = impl_->queue_family;
+  h.get_instance_proc_addr = reinterpret_cast<void *>(vkGetInstanceProcAddr);
+  return h;
+}
+
 namespace {
 void check_range(const DeviceMemory &memory, uint64_t offset, uint64_t bytes, const char *what) {
   if (!memory.handle || offset > memory.bytes || bytes > memory.bytes - offset)
@@ -1152,8 +1200,8 @@ PreparedLaunch prepare_launch(const VulkanDevice::Impl &d, const CompiledKernel 
       throw Error(fmt::format("vulkan: launch of kernel '{}': parameter {} binds {} bytes; the "
                               "device binds at most {}",
                               abi.name, i, a.bytes, limits.maxStorageBufferRange));
-    p.buffers[slot.binding] = {static_cast<Allocation *>(a.memory->handle)->buffer, a.offset,
-                               a.bytes};
+    const auto *memory = static_cast<const Allocation *>(a.memory->handle);
+    p.buffers[slot.binding] = {memory->buffer, memory->base_offset + a.offset, a.bytes};
   }
   return p;
 }

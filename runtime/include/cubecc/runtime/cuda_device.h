@@ -31,6 +31,11 @@ public:
   const std::string &arch() const;
   DeviceMemory allocate(uint64_t bytes) override;
   void free(DeviceMemory memory) override;
+  /// A device pointer the caller allocated in the same context (device); never freed here.
+  DeviceMemory adopt_memory(const ExternalMemory &memory) override;
+  /// Waits for the stream (queued launches may use the memory), then forgets it.
+  void release_adopted(DeviceMemory memory) override;
+  ExternalMemory native_memory(const DeviceMemory &memory) const override;
   void upload(const DeviceMemory &dst, uint64_t offset, const void *src, uint64_t bytes) override;
   void download(const DeviceMemory &src, uint64_t offset, void *dst, uint64_t bytes) override;
   /// compile_cuda for this device's arch, then compile_binary.

@@ -52,6 +52,40 @@ struct DeviceMemory {
   uint64_t bytes = 0;
 };
 
+/// Memory the caller owns, described for Device::adopt_memory (Runtime::adopt_memory), or a
+/// device memory's native handle (Device::native_memory). Adopting never copies, and neither the
+/// runtime nor the device ever frees adopted memory.
+struct ExternalMemory {
+  enum class Kind : uint8_t {
+    Host,   ///< `handle` is a host pointer (the interp device)
+    Cuda,   ///< `handle` is a CUdeviceptr in the cuda device's context
+    Hip,    ///< `handle` is a HIP device pointer on the hip device
+    Vulkan, ///< `handle` is a VkBuffer made on the vulkan device's own VkDevice
+  };
+  Kind kind = Kind::Host;
+  uint64_t handle = 0; ///< the pointer or the VkBuffer, as an integer
+  uint64_t offset = 0; ///< Vulkan: where the memory starts in the VkBuffer, in bytes; else 0
+  uint64_t bytes = 0;
+
+  static ExternalMemory host(void *pointer, uint64_t bytes) {
+    return {Kind::Host, reinterpret_cast<uintptr_t>(pointer), 0, bytes};
+  }
+  static ExternalMemory cuda(uint64_t device_pointer, uint64_t bytes) {
+    return {Kind::Cuda, device_pointer, 0, bytes};
+  }
+  static ExternalMemory hip(void *device_pointer, uint64_t bytes) {
+    return {Kind::Hip, reinterpret_cast<uintptr_t>(device_pointer), 0, bytes};
+  }
+  static ExternalMemory vulkan(uint64_t vk_buffer, uint64_t offset, uint64_t bytes) {
+    return {Kind::Vulkan, vk_buffer, offset, bytes};
+  }
+};
+
+/// "host memory", "a CUDA device pointer", "a HIP device pointer", "a VkBuffer".
+const char *external_memory_kind_name(ExternalMemory::Kind kind);
+/// The backend that adopts memory of `kind`: "interp", "cuda", "hip", "vulkan".
+const char *external_memory_backend(ExternalMemory::Kind kind);
+
 /// One argument of a launch: a buffer (with the byte range the kernel sees) or a value's lanes.
 struct LaunchArg {
   const DeviceMemory *memory = nullptr;
@@ -121,6 +155,16 @@ public:
 
   virtual DeviceMemory allocate(uint64_t bytes) = 0;
   virtual void free(DeviceMemory memory) = 0;
+  /// Wraps memory the caller owns (already checked by the Runtime: this backend's kind, not null,
+  /// not empty) as DeviceMemory usable like allocated memory, without copying. Released with
+  /// release_adopted, never with free. The default refuses: the backend cannot adopt memory.
+  virtual DeviceMemory adopt_memory(const ExternalMemory &memory);
+  /// Forgets adopted memory once the work queued before that may use it has finished; never frees
+  /// the memory itself. Must not throw (called from destructors).
+  virtual void release_adopted(DeviceMemory memory);
+  /// The native handle of memory from allocate() or adopt_memory() (for sharing it, e.g. through
+  /// DLPack): the pointer, or the VkBuffer and the offset where the memory starts in it.
+  virtual ExternalMemory native_memory(const DeviceMemory &memory) const;
   /// Copies are ordered with launches: an upload or download waits for the launches before it.
   virtual void upload(const DeviceMemory &dst, uint64_t offset, const void *src,
                       uint64_t bytes) = 0;

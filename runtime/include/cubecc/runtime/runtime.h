@@ -25,6 +25,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -89,7 +90,10 @@ constexpr ir::Scalar element_type_of() {
 
 /// Device memory holding `size()` elements of `element()`. Move-only; its block goes back to the
 /// runtime's pool when the Buffer is destroyed (the pool outlives the Runtime if need be) or, for
-/// a Buffer allocated during a graph capture, when both the Buffer and the graph are gone.
+/// a Buffer allocated during a graph capture, when both the Buffer and the graph are gone. A
+/// Buffer from Runtime::adopt_memory uses memory the caller owns instead: never freed by cubecc,
+/// it is let go (and the release callback called) when the Buffer and every graph that used it
+/// are gone.
 class Buffer {
 public:
   Buffer() = default;
@@ -103,6 +107,8 @@ public:
   ~Buffer();
 
   bool valid() const { return pool_ != nullptr; }
+  /// Whether the memory is the caller's (Runtime::adopt_memory) rather than the pool's.
+  bool adopted() const;
   ir::Scalar element() const { return element_; }
   size_t size() const { return count_; } ///< elements
   uint64_t bytes() const { return count_ * (ir::scalar_bits(element_) / 8); }
@@ -283,6 +289,21 @@ public:
   /// Raw byte copies (any element type, e.g. f16 bit patterns).
   void write(Buffer &buffer, const void *src, uint64_t bytes);
   void read(const Buffer &buffer, void *dst, uint64_t bytes);
+  /// A Buffer over memory the caller owns, without copying: `memory.bytes / element size`
+  /// elements of `element`. Launches, copies and graphs use it like an allocated Buffer; neither
+  /// the runtime nor the device ever frees it, and it is not counted by the pool. `release`, if
+  /// given, is called exactly once when the last user is gone (the Buffer and every graph whose
+  /// capture used it), after the launches queued before that may use the memory have finished,
+  /// on the thread that lets go last; it must not throw. Throws Error (and does not call
+  /// `release`: the memory stays the caller's) when the memory is not of this runtime's backend
+  /// (a CUDA pointer on vulkan), the handle is null, the size is 0 or not a whole number of
+  /// elements, or the pointer or offset is not aligned to the element size.
+  Buffer adopt_memory(const ExternalMemory &memory, ir::Scalar element,
+                      std::function<void()> release = {});
+  /// The native handle of a Buffer's memory (allocated or adopted), with `bytes` = buffer.bytes():
+  /// a host pointer (interp), a CUdeviceptr, a HIP pointer, or a VkBuffer and the offset where
+  /// the Buffer starts in it. Valid while the Buffer lives.
+  ExternalMemory native_memory(const Buffer &buffer) const;
   /// Exact at the moment of the call (the pool is shared with Buffers on other threads).
   PoolStatistics pool_statistics() const;
   /// The pool's policy and limits, as given at open().

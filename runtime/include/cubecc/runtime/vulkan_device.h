@@ -30,6 +30,25 @@ public:
   const DeviceInfo &info() const override;
   DeviceMemory allocate(uint64_t bytes) override;
   void free(DeviceMemory memory) override;
+  /// A range of a VkBuffer the caller made on this device's VkDevice (handles()), with
+  /// VK_BUFFER_USAGE_STORAGE_BUFFER_BIT (and TRANSFER_SRC/DST for host copies, which go through
+  /// a staging buffer) and memory bound. The offset must be a multiple of the device's
+  /// minStorageBufferOffsetAlignment. The VkBuffer must outlive the adoption.
+  DeviceMemory adopt_memory(const ExternalMemory &memory) override;
+  void release_adopted(DeviceMemory memory) override;
+  ExternalMemory native_memory(const DeviceMemory &memory) const override;
+
+  /// The device's Vulkan handles, for a framework that makes its own buffers on the same device
+  /// (VkInstance, VkPhysicalDevice, VkDevice as pointers; no Vulkan header needed here). They
+  /// stay valid while the device lives; the instance lives until the process exits.
+  struct Handles {
+    void *instance = nullptr;
+    void *physical_device = nullptr;
+    void *device = nullptr;
+    uint32_t queue_family_index = 0;        ///< of the compute queue the device submits to
+    void *get_instance_proc_addr = nullptr; ///< the loader's vkGetInstanceProcAddr
+  };
+  Handles handles() const;
   void upload(const DeviceMemory &dst, uint64_t offset, const void *src, uint64_t bytes) override;
   void download(const DeviceMemory &src, uint64_t offset, void *dst, uint64_t bytes) override;
   /// emit_spirv for this device's features, then compile_spirv.
