@@ -1,0 +1,548 @@
+/*===- capi_test.c - The C API from a C program, as an embedding framework uses it -------------===
+ *
+ *   capi_test <device> <kernel library .so> <environment bundle> <scratch dir>
+ *
+ * Opens a runtime on <device> (vulkan or interp), uses the bundle that `cubecc env build` made of
+ * the example kernel library in strict mode and checks that every kernel came from it (no
+ * compile), launches axpy, reduce_sum and histogram_256 by name and compares them with host
+ * references, adopts memory the test owns (interp: host memory; vulkan: a VkBuffer the test makes
+ * on the runtime's own VkDevice and reads through its own mapping), round-trips a buffer through
+ * DLPack, and checks the error paths: each must return its status and a last-error message with
+ * the key words. Any failure prints where and why and exits 1.
+ *
+ *===-------------------------------------------------------------------------------------------===*/
+#include "cubecc.h"
+#include "vulkan_test_buffer.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures = 0;
+
+#define CHECK(condition)                                                                           \
+  do {                                                                                             \
+    if (!(condition)) {                                                                            \
+      fprintf(stderr, "%s:%d: check failed: %s (last error: %s)\n", __FILE__, __LINE__,            \
+              #condition, cubecc_last_error());                                                    \
+      ++failures;                                                                                  \
+    }                                                                                              \
+  } while (0)
+
+/* Calls `call`, which must succeed; on failure reports it and stops the test (later steps depend
+ * on it). */
+#define MUST(call)                                                                                 \
+  do {                                                                                             \
+    cubecc_status status_ = (call);                                                                \
+    if (status_ != CUBECC_SUCCESS) {                                                               \
+      fprintf(stderr, "%s:%d: %s returned %s: %s\n", __FILE__, __LINE__, #call,                    \
+              cubecc_status_name(status_), cubecc_last_error());                                   \
+      exit(1);                                                                                     \
+    }                                                                                              \
+  } while (0)
+
+/* `call` must fail with `expected`, and the last error must contain `words`. */
+static void expect_error(const char *file, int line, const char *text, cubecc_status got,
+                         cubecc_status expected, const char *words) {
+  const char *message = cubecc_last_error();
+  if (got != expected || !strstr(message, words)) {
+    fprintf(stderr,
+            "%s:%d: %s\n  returned %s, expected %s\n  last error: \"%s\"\n  expected it to "
+            "contain: \"%s\"\n",
+            file, line, text, cubecc_status_name(got), cubecc_status_name(expected), message,
+            words);
+    ++failures;
+  }
+}
+#define EXPECT_ERROR(call, expected, words)                                                        \
+  expect_error(__FILE__, __LINE__, #call, (call), (expected), (words))
+
+static cubecc_arg buffer_arg(cubecc_buffer b) {
+  cubecc_arg a;
+  memset(&a, 0, sizeof a);
+  a.kind = CUBECC_ARG_BUFFER;
+  a.buffer = b;
+  return a;
+}
+static cubecc_arg u32_arg(uint32_t v) {
+  cubecc_arg a;
+  memset(&a, 0, sizeof a);
+  a.kind = CUBECC_ARG_SCALAR;
+  a.dtype = CUBECC_DTYPE_U32;
+  a.value.u = v;
+  return a;
+}
+static cubecc_arg f32_arg(float v) {
+  cubecc_arg a;
+  memset(&a, 0, sizeof a);
+  a.kind = CUBECC_ARG_SCALAR;
+  a.dtype = CUBECC_DTYPE_F32;
+  a.value.f = v;
+  return a;
+}
+static cubecc_arg i32_arg(int32_t v) {
+  cubecc_arg a;
+  memset(&a, 0, sizeof a);
+  a.kind = CUBECC_ARG_SCALAR;
+  a.dtype = CUBECC_DTYPE_I32;
+  a.value.i = v;
+  return a;
+}
+
+static int released = 0;
+static void count_release(void *user_data) {
+  ++released;
+  CHECK(user_data == &released);
+}
+
+/* Launches axpy: y = a * x + y over `n` elements (a DSL Tensor is buffer, size, stride). */
+static cubecc_status launch_axpy(cubecc_runtime rt, cubecc_kernel axpy, cubecc_buffer x,
+                                 cubecc_buffer y, uint32_t n, float a) {
+  cubecc_arg args[7] = {buffer_arg(x), u32_arg(n), u32_arg(1), buffer_arg(y),
+                        u32_arg(n),    u32_arg(1), f32_arg(a)};
+  uint32_t grid[3] = {(n + 255) / 256, 1, 1};
+  return cubecc_launch(rt, axpy, grid, args, 7);
+}
+
+/* |got - (a x + y)| within 2 ulp of the magnitude: the device may or may not fuse the multiply
+ * and add (one rounding or two). */
+static int axpy_close(float got, float a, float x, float y) {
+  double exact = (double)a * x + y;
+  double magnitude = fabs((double)a * x) + fabs((double)y);
+  return fabs(got - exact) <= 2.0 * 0x1p-24 * magnitude;
+}
+
+static void write_file(const char *path, const void *bytes, size_t size) {
+  FILE *f = fopen(path, "wb");
+  if (!f || fwrite(bytes, 1, size, f) != size) {
+    fprintf(stderr, "cannot write %s\n", path);
+    exit(1);
+  }
+  fclose(f);
+}
+
+/* A copy of the first half of `path` at `out` (a truncated bundle). */
+static void write_truncated_copy(const char *path, const char *out) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    fprintf(stderr, "cannot read the bundle %s\n", path);
+    exit(1);
+  }
+  fseek(f, 0, SEEK_END);
+  long size = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *bytes = malloc((size_t)size);
+  if (!bytes || fread(bytes, 1, (size_t)size, f) != (size_t)size) {
+    fprintf(stderr, "cannot read the bundle %s\n", path);
+    exit(1);
+  }
+  fclose(f);
+  write_file(out, bytes, (size_t)size / 2);
+  free(bytes);
+}
+
+/* What a DLPack consumer wraps around an exported tensor, to see that its deleter runs once. */
+static int wrapper_deletes = 0;
+typedef struct wrapped_tensor {
+  DLManagedTensor outer;
+  DLManagedTensor *inner;
+} wrapped_tensor;
+static void delete_wrapped(DLManagedTensor *self) {
+  wrapped_tensor *w = (wrapped_tensor *)self->manager_ctx;
+  ++wrapper_deletes;
+  w->inner->deleter(w->inner);
+  free(w);
+}
+
+int main(int argc, char **argv) {
+  if (argc != 5) {
+    fprintf(stderr, "usage: capi_test <device> <kernel library> <bundle> <scratch dir>\n");
+    return 2;
+  }
+  const char *device = argv[1], *library_path = argv[2], *bundle = argv[3], *scratch = argv[4];
+  int vulkan = strcmp(device, "vulkan") == 0;
+
+  /*===- Before any runtime: names, NULL handles, unknown devices ----------------------------===*/
+  CHECK(strlen(cubecc_version()) > 0);
+  CHECK(strcmp(cubecc_status_name(CUBECC_SUCCESS), "CUBECC_SUCCESS") == 0);
+  CHECK(strcmp(cubecc_status_name(CUBECC_ERROR_ENVIRONMENT), "CUBECC_ERROR_ENVIRONMENT") == 0);
+  CHECK(strcmp(cubecc_dtype_name(CUBECC_DTYPE_BF16), "bf16") == 0);
+  CHECK(cubecc_dtype_size(CUBECC_DTYPE_F64) == 8);
+  EXPECT_ERROR(cubecc_runtime_open(device, NULL), CUBECC_ERROR_INVALID_ARGUMENT,
+               "the output runtime pointer is NULL");
+  cubecc_runtime none = NULL;
+  EXPECT_ERROR(cubecc_runtime_open("nosuch", &none), CUBECC_ERROR_NO_DEVICE,
+               "unknown device 'nosuch'");
+  CHECK(none == NULL);
+  cubecc_buffer nobuffer = NULL;
+  EXPECT_ERROR(cubecc_buffer_allocate(NULL, CUBECC_DTYPE_F32, 4, &nobuffer),
+               CUBECC_ERROR_INVALID_ARGUMENT, "cubecc_buffer_allocate: the runtime is NULL");
+  EXPECT_ERROR(cubecc_synchronize(NULL), CUBECC_ERROR_INVALID_ARGUMENT, "the runtime is NULL");
+  size_t count = 0;
+  EXPECT_ERROR(cubecc_buffer_count(NULL, &count), CUBECC_ERROR_INVALID_ARGUMENT,
+               "the buffer is NULL");
+  cubecc_runtime_destroy(NULL); /* accepted, does nothing */
+  cubecc_buffer_destroy(NULL);
+  cubecc_library_destroy(NULL);
+  cubecc_kernel_destroy(NULL);
+
+  /*===- The runtime -----------------------------------------------------------------------===*/
+  cubecc_runtime rt = NULL;
+  MUST(cubecc_runtime_open(device, &rt));
+  CHECK(strcmp(cubecc_last_error(), "") == 0); /* success clears the message */
+  cubecc_device_info info;
+  MUST(cubecc_runtime_device_info(rt, &info));
+  CHECK(strcmp(info.backend, device) == 0);
+  printf("device: %s (%s)\n", info.name, info.backend);
+
+  /*===- Environments: bad and corrupt bundles in strict mode, then the real one ------------===*/
+  char missing[4096], corrupt[4096], truncated[4096];
+  snprintf(missing, sizeof missing, "%s/no-such-bundle.cubeenv", scratch);
+  snprintf(corrupt, sizeof corrupt, "%s/corrupt.cubeenv", scratch);
+  snprintf(truncated, sizeof truncated, "%s/truncated.cubeenv", scratch);
+  write_file(corrupt, "this is not a cubecc bundle, just text\n", 39);
+  write_truncated_copy(bundle, truncated);
+  EXPECT_ERROR(cubecc_runtime_use_environment(rt, missing, CUBECC_ENVIRONMENT_STRICT),
+               CUBECC_ERROR_ENVIRONMENT, "no-such-bundle.cubeenv");
+  EXPECT_ERROR(cubecc_runtime_use_environment(rt, corrupt, CUBECC_ENVIRONMENT_STRICT),
+               CUBECC_ERROR_ENVIRONMENT, "corrupt.cubeenv");
+  EXPECT_ERROR(cubecc_runtime_use_environment(rt, truncated, CUBECC_ENVIRONMENT_STRICT),
+               CUBECC_ERROR_ENVIRONMENT, "truncated.cubeenv");
+  EXPECT_ERROR(cubecc_runtime_use_environment(rt, bundle, 8), CUBECC_ERROR_INVALID_ARGUMENT,
+               "unknown flags");
+  EXPECT_ERROR(cubecc_runtime_use_environment(rt, NULL, 0), CUBECC_ERROR_INVALID_ARGUMENT,
+               "the bundle path is NULL");
+  /* Without strict, a bad bundle is a logged warning and not an error. */
+  MUST(cubecc_runtime_use_environment(rt, corrupt, 0));
+  MUST(cubecc_runtime_use_environment(rt, bundle, CUBECC_ENVIRONMENT_STRICT));
+
+  /*===- The kernel library ------------------------------------------------------------------===*/
+  cubecc_library library = NULL;
+  EXPECT_ERROR(cubecc_library_open("/nonexistent/libkernels.so", &library), CUBECC_ERROR_NOT_FOUND,
+               "/nonexistent/libkernels.so");
+  MUST(cubecc_library_open(library_path, &library));
+  size_t kernels = 0;
+  MUST(cubecc_library_kernel_count(library, &kernels));
+  int has_axpy = 0;
+  for (size_t i = 0; i < kernels; ++i) {
+    const char *name = NULL, *configuration = NULL;
+    MUST(cubecc_library_kernel_info(library, i, &name, &configuration));
+    has_axpy |= strcmp(name, "axpy") == 0 && strcmp(configuration, "width=1") == 0;
+  }
+  CHECK(has_axpy);
+  EXPECT_ERROR(cubecc_library_kernel_info(library, kernels, NULL, NULL),
+               CUBECC_ERROR_INVALID_ARGUMENT, "no kernel");
+
+  cubecc_kernel axpy = NULL, reduce = NULL, histogram = NULL, nokernel = NULL;
+  EXPECT_ERROR(cubecc_library_kernel(rt, library, "no_such_kernel", NULL, &nokernel),
+               CUBECC_ERROR_NOT_FOUND, "has no kernel 'no_such_kernel'");
+  EXPECT_ERROR(cubecc_library_kernel(rt, library, "axpy", "width=3", &nokernel),
+               CUBECC_ERROR_NOT_FOUND, "with configuration 'width=3' (it has: ");
+  EXPECT_ERROR(cubecc_library_kernel(rt, NULL, "axpy", NULL, &nokernel),
+               CUBECC_ERROR_INVALID_ARGUMENT, "the library is NULL");
+  CHECK(nokernel == NULL);
+  MUST(cubecc_library_kernel(rt, library, "axpy", NULL, &axpy));
+  MUST(cubecc_library_kernel(rt, library, "reduce_sum", "op=sum,workgroup=256", &reduce));
+  MUST(cubecc_library_kernel(rt, library, "histogram_256", NULL, &histogram));
+  CHECK(strcmp(cubecc_kernel_name(axpy), "axpy") == 0);
+  size_t parameters = 0;
+  MUST(cubecc_kernel_parameter_count(axpy, &parameters));
+  CHECK(parameters == 7);
+  /* Kernels outlive their library. */
+  cubecc_library_destroy(library);
+
+  /* Every kernel came from the bundle: no compile. */
+  cubecc_statistics stats;
+  MUST(cubecc_runtime_statistics(rt, &stats));
+  printf("environment: %llu hits, %llu misses, %llu rejected; %llu compiles\n",
+         (unsigned long long)stats.environment_hits, (unsigned long long)stats.environment_misses,
+         (unsigned long long)stats.environment_rejected, (unsigned long long)stats.compiles);
+  CHECK(stats.environment_hits == 3);
+  CHECK(stats.environment_misses == 0);
+  CHECK(stats.compiles == 0);
+
+  /*===- axpy --------------------------------------------------------------------------------===*/
+  enum { N = 1000 };
+  static float x[N], y[N], out[N];
+  for (int i = 0; i < N; ++i) {
+    x[i] = 0.25f * (float)(i % 37) - 2.0f;
+    y[i] = 1.0f / (float)(i + 1);
+  }
+  cubecc_buffer dx = NULL, dy = NULL;
+  MUST(cubecc_buffer_allocate(rt, CUBECC_DTYPE_F32, N, &dx));
+  MUST(cubecc_buffer_allocate(rt, CUBECC_DTYPE_F32, N, &dy));
+  MUST(cubecc_buffer_write(rt, dx, x, sizeof x));
+  MUST(cubecc_buffer_write(rt, dy, y, sizeof y));
+  MUST(launch_axpy(rt, axpy, dx, dy, N, 2.5f));
+  MUST(cubecc_synchronize(rt));
+  size_t times = 0;
+  double time_ns[4];
+  MUST(cubecc_last_launch_times(rt, time_ns, 4, &times));
+  CHECK(times == 1);
+  MUST(cubecc_buffer_read(rt, dy, out, sizeof out));
+  for (int i = 0; i < N; ++i)
+    if (!axpy_close(out[i], 2.5f, x[i], y[i])) {
+      fprintf(stderr, "axpy: element %d is %.9g, expected %.9g\n", i, out[i], 2.5 * x[i] + y[i]);
+      ++failures;
+      break;
+    }
+  size_t elements = 0, bytes = 0;
+  cubecc_dtype dtype = CUBECC_DTYPE_U8;
+  MUST(cubecc_buffer_count(dy, &elements));
+  MUST(cubecc_buffer_bytes(dy, &bytes));
+  MUST(cubecc_buffer_dtype(dy, &dtype));
+  CHECK(elements == N && bytes == 4 * N && dtype == CUBECC_DTYPE_F32);
+
+  /*===- Launch errors: each names the kernel and what is wrong -----------------------------===*/
+  {
+    uint32_t grid[3] = {4, 1, 1};
+    cubecc_arg six[6] = {buffer_arg(dx), u32_arg(N), u32_arg(1),
+                         buffer_arg(dy), u32_arg(N), u32_arg(1)};
+    EXPECT_ERROR(cubecc_launch(rt, axpy, grid, six, 6), CUBECC_ERROR_INVALID_ARGUMENT,
+                 "6 argument(s) given, the kernel has 7 parameter(s)");
+    cubecc_arg wrong_type[7] = {buffer_arg(dx), u32_arg(N), u32_arg(1), buffer_arg(dy),
+                                u32_arg(N),     u32_arg(1), i32_arg(2)};
+    EXPECT_ERROR(cubecc_launch(rt, axpy, grid, wrong_type, 7), CUBECC_ERROR_INVALID_ARGUMENT,
+                 "launch of kernel 'axpy': parameter 6");
+    EXPECT_ERROR(cubecc_launch(rt, axpy, grid, wrong_type, 7), CUBECC_ERROR_INVALID_ARGUMENT,
+                 "needs a floating-point value, got an integer");
+    cubecc_arg scalar_for_buffer[7] = {u32_arg(0), u32_arg(N), u32_arg(1), buffer_arg(dy),
+                                       u32_arg(N), u32_arg(1), f32_arg(1)};
+    EXPECT_ERROR(cubecc_launch(rt, axpy, grid, scalar_for_buffer, 7), CUBECC_ERROR_INVALID_ARGUMENT,
+                 "parameter 0 (%x: buffer<f32, read>): needs a buffer");
+    cubecc_arg null_buffer[7] = {buffer_arg(NULL), u32_arg(N), u32_arg(1), buffer_arg(dy),
+                                 u32_arg(N),       u32_arg(1), f32_arg(1)};
+    EXPECT_ERROR(cubecc_launch(rt, axpy, grid, null_buffer, 7), CUBECC_ERROR_INVALID_ARGUMENT,
+                 "argument 0: the buffer is NULL");
+    EXPECT_ERROR(cubecc_launch(rt, NULL, grid, six, 6), CUBECC_ERROR_INVALID_ARGUMENT,
+                 "the kernel is NULL");
+    cubecc_buffer counts = NULL;
+    MUST(cubecc_buffer_allocate(rt, CUBECC_DTYPE_U32, N, &counts));
+    cubecc_arg wrong_buffer[7] = {buffer_arg(counts), u32_arg(N), u32_arg(1), buffer_arg(dy),
+                                  u32_arg(N),         u32_arg(1), f32_arg(1)};
+    EXPECT_ERROR(cubecc_launch(rt, axpy, grid, wrong_buffer, 7), CUBECC_ERROR_INVALID_ARGUMENT,
+                 "needs a buffer of f32, got a buffer of u32");
+    cubecc_buffer_destroy(counts);
+    EXPECT_ERROR(cubecc_buffer_allocate(rt, CUBECC_DTYPE_BOOL, 4, &nobuffer),
+                 CUBECC_ERROR_INVALID_ARGUMENT, "buffers cannot hold bool");
+    EXPECT_ERROR(cubecc_buffer_write(rt, dy, y, sizeof y + 4), CUBECC_ERROR_INVALID_ARGUMENT,
+                 "4004 bytes do not fit a buffer of 4000 bytes");
+  }
+
+  /*===- reduce_sum: 64 partial sums, then one (integer-valued: exact in f32) ---------------===*/
+  {
+    enum { M = 1 << 16, GROUPS = 64 };
+    static float in[M];
+    double exact = 0;
+    for (int i = 0; i < M; ++i) {
+      in[i] = (float)(i % 13) - 6.0f + (float)(i % 5);
+      exact += in[i];
+    }
+    cubecc_buffer din = NULL, partial = NULL, total = NULL;
+    MUST(cubecc_buffer_allocate(rt, CUBECC_DTYPE_F32, M, &din));
+    MUST(cubecc_buffer_allocate(rt, CUBECC_DTYPE_F32, GROUPS, &partial));
+    MUST(cubecc_buffer_allocate(rt, CUBECC_DTYPE_F32, 1, &total));
+    MUST(cubecc_buffer_write(rt, din, in, sizeof in));
+    cubecc_arg first[6] = {buffer_arg(din),     u32_arg(M),      u32_arg(1),
+                           buffer_arg(partial), u32_arg(GROUPS), u32_arg(1)};
+    cubecc_arg second[6] = {buffer_arg(partial), u32_arg(GROUPS), u32_arg(1),
+                            buffer_arg(total),   u32_arg(1),      u32_arg(1)};
+    uint32_t groups[3] = {GROUPS, 1, 1}, one[3] = {1, 1, 1};
+    MUST(cubecc_launch(rt, reduce, groups, first, 6));
+    MUST(cubecc_launch(rt, reduce, one, second, 6));
+    float sum = 0;
+    MUST(cubecc_buffer_read(rt, total, &sum, sizeof sum));
+    if ((double)sum != exact) {
+      fprintf(stderr, "reduce_sum: %.9g, expected exactly %.9g\n", sum, exact);
+      ++failures;
+    }
+    cubecc_buffer_destroy(din);
+    cubecc_buffer_destroy(partial);
+    cubecc_buffer_destroy(total);
+  }
+
+  /*===- histogram_256: exact counts ---------------------------------------------------------===*/
+  {
+    enum { M = 10000, BINS = 256 };
+    static uint32_t values[M], hist[BINS], expected[BINS];
+    memset(expected, 0, sizeof expected);
+    memset(hist, 0, sizeof hist);
+    for (uint32_t i = 0; i < M; ++i) {
+      values[i] = (i * 2654435761u) >> 23; /* 0..511: half of them out of range */
+      if (values[i] < BINS)
+        ++expected[values[i]];
+    }
+    cubecc_buffer dvalues = NULL, dhist = NULL;
+    MUST(cubecc_buffer_allocate(rt, CUBECC_DTYPE_U32, M, &dvalues));
+    MUST(cubecc_buffer_allocate(rt, CUBECC_DTYPE_U32, BINS, &dhist));
+    MUST(cubecc_buffer_write(rt, dvalues, values, sizeof values));
+    MUST(cubecc_buffer_write(rt, dhist, hist, sizeof hist));
+    cubecc_arg args[6] = {buffer_arg(dvalues), u32_arg(M),    u32_arg(1),
+                          buffer_arg(dhist),   u32_arg(BINS), u32_arg(1)};
+    uint32_t grid[3] = {8, 1, 1};
+    MUST(cubecc_launch(rt, histogram, grid, args, 6));
+    MUST(cubecc_buffer_read(rt, dhist, hist, sizeof hist));
+    CHECK(memcmp(hist, expected, sizeof hist) == 0);
+    cubecc_buffer_destroy(dvalues);
+    cubecc_buffer_destroy(dhist);
+  }
+
+  /*===- Adopting the test's own memory ------------------------------------------------------===*/
+  {
+    static float mine[N];
+    for (int i = 0; i < N; ++i)
+      mine[i] = y[i];
+    cubecc_buffer adopted = NULL;
+    test_vulkan_buffer vb;
+    memset(&vb, 0, sizeof vb);
+    float *seen = mine; /* where the test reads what the kernel wrote: its own allocation */
+    released = 0;
+    if (vulkan) {
+      cubecc_vulkan_handles h;
+      MUST(cubecc_runtime_vulkan_handles(rt, &h));
+      CHECK(h.instance && h.physical_device && h.device && h.get_instance_proc_addr);
+      char error[256] = "";
+      if (test_vulkan_buffer_create(h.instance, h.physical_device, h.device,
+                                    h.get_instance_proc_addr, 256 + sizeof mine, &vb, error,
+                                    sizeof error)) {
+        fprintf(stderr, "making the test's VkBuffer: %s\n", error);
+        return 1;
+      }
+      seen = (float *)((char *)vb.mapped + 256);
+      memcpy(seen, mine, sizeof mine);
+      MUST(cubecc_buffer_adopt_vulkan(rt, vb.buffer, 256, CUBECC_DTYPE_F32, N, count_release,
+                                      &released, &adopted));
+      EXPECT_ERROR(cubecc_buffer_adopt_host(rt, mine, CUBECC_DTYPE_F32, N, NULL, NULL, &nobuffer),
+                   CUBECC_ERROR_UNSUPPORTED,
+                   "host memory can be adopted only by a runtime on the interp device");
+      EXPECT_ERROR(cubecc_buffer_adopt_vulkan(rt, 0, 0, CUBECC_DTYPE_F32, N, NULL, NULL, &nobuffer),
+                   CUBECC_ERROR_INVALID_ARGUMENT, "a VkBuffer is null");
+    } else {
+      EXPECT_ERROR(cubecc_runtime_vulkan_handles(rt, &(cubecc_vulkan_handles){0}),
+                   CUBECC_ERROR_UNSUPPORTED, "not vulkan");
+      MUST(cubecc_buffer_adopt_host(rt, mine, CUBECC_DTYPE_F32, N, count_release, &released,
+                                    &adopted));
+      EXPECT_ERROR(cubecc_buffer_adopt_vulkan(rt, 1, 0, CUBECC_DTYPE_F32, N, NULL, NULL, &nobuffer),
+                   CUBECC_ERROR_UNSUPPORTED,
+                   "a VkBuffer can be adopted only by a runtime on the vulkan device");
+      EXPECT_ERROR(cubecc_buffer_adopt_host(rt, NULL, CUBECC_DTYPE_F32, N, NULL, NULL, &nobuffer),
+                   CUBECC_ERROR_INVALID_ARGUMENT, "host memory is null");
+      EXPECT_ERROR(cubecc_buffer_adopt_host(rt, (char *)mine + 2, CUBECC_DTYPE_F32, 4, NULL, NULL,
+                                            &nobuffer),
+                   CUBECC_ERROR_INVALID_ARGUMENT, "is not aligned to the 4 bytes of a f32");
+      EXPECT_ERROR(cubecc_buffer_adopt_host(rt, mine, CUBECC_DTYPE_F32, 0, NULL, NULL, &nobuffer),
+                   CUBECC_ERROR_INVALID_ARGUMENT, "count is 0");
+    }
+    EXPECT_ERROR(cubecc_buffer_adopt_cuda(rt, 0x100000, CUBECC_DTYPE_F32, N, count_release,
+                                          &released, &nobuffer),
+                 CUBECC_ERROR_UNSUPPORTED,
+                 "a CUDA device pointer can be adopted only by a runtime on the cuda device");
+    EXPECT_ERROR(cubecc_buffer_adopt_hip(rt, mine, CUBECC_DTYPE_F32, N, NULL, NULL, &nobuffer),
+                 CUBECC_ERROR_UNSUPPORTED, "on the hip device");
+    CHECK(nobuffer == NULL);
+    CHECK(released == 0); /* refused adoptions never call the callback */
+
+    MUST(launch_axpy(rt, axpy, dx, adopted, N, -1.5f));
+    MUST(cubecc_synchronize(rt));
+    int wrong = 0;
+    for (int i = 0; i < N && !wrong; ++i)
+      if (!axpy_close(seen[i], -1.5f, x[i], y[i])) {
+        fprintf(stderr, "axpy into adopted memory: element %d is %.9g, expected %.9g\n", i, seen[i],
+                -1.5 * x[i] + y[i]);
+        wrong = 1;
+        ++failures;
+      }
+    CHECK(released == 0);
+    cubecc_buffer_destroy(adopted);
+    CHECK(released == 1);
+    test_vulkan_buffer_destroy(&vb);
+  }
+
+  /*===- DLPack: export, then import the tensor into a buffer again -------------------------===*/
+  {
+    DLManagedTensor *tensor = NULL;
+    MUST(cubecc_buffer_to_dlpack(dy, &tensor));
+    CHECK(tensor->dl_tensor.device.device_type == (vulkan ? kDLVulkan : kDLCPU));
+    CHECK(tensor->dl_tensor.ndim == 1 && tensor->dl_tensor.shape[0] == N);
+    CHECK(tensor->dl_tensor.dtype.code == kDLFloat && tensor->dl_tensor.dtype.bits == 32 &&
+          tensor->dl_tensor.dtype.lanes == 1);
+    CHECK(tensor->dl_tensor.strides == NULL);
+    if (!vulkan) /* host memory: the tensor shows what the kernel wrote */
+      CHECK(((const float *)tensor->dl_tensor.data)[7] == out[7]);
+    /* The tensor keeps the memory: the buffer handle may go first. */
+    cubecc_buffer_destroy(dy);
+    dy = NULL;
+
+    wrapped_tensor *w = calloc(1, sizeof *w);
+    w->inner = tensor;
+    w->outer.dl_tensor = tensor->dl_tensor;
+    w->outer.manager_ctx = w;
+    w->outer.deleter = delete_wrapped;
+    cubecc_buffer imported = NULL;
+    MUST(cubecc_buffer_from_dlpack(rt, &w->outer, &imported));
+    static float back[N];
+    MUST(cubecc_buffer_read(rt, imported, back, sizeof back));
+    CHECK(memcmp(back, out, sizeof back) == 0);
+    MUST(launch_axpy(rt, axpy, dx, imported, N, 1.0f)); /* still usable for launches */
+    MUST(cubecc_synchronize(rt));
+    CHECK(wrapper_deletes == 0);
+    cubecc_buffer_destroy(imported);
+    CHECK(wrapper_deletes == 1);
+
+    /* Refused tensors stay the caller's: their deleter is not called. */
+    static float host[12];
+    int64_t shape[2] = {3, 4}, strides[2] = {1, 3};
+    DLManagedTensor bad;
+    memset(&bad, 0, sizeof bad);
+    bad.dl_tensor.data = host;
+    bad.dl_tensor.device.device_type = vulkan ? kDLVulkan : kDLCPU;
+    bad.dl_tensor.ndim = 2;
+    bad.dl_tensor.dtype.code = kDLFloat;
+    bad.dl_tensor.dtype.bits = 32;
+    bad.dl_tensor.dtype.lanes = 1;
+    bad.dl_tensor.shape = shape;
+    bad.dl_tensor.strides = strides;
+    bad.deleter = delete_wrapped; /* would count, and crash on manager_ctx NULL */
+    EXPECT_ERROR(cubecc_buffer_from_dlpack(rt, &bad, &nobuffer), CUBECC_ERROR_UNSUPPORTED,
+                 "the tensor is not compact: dimension 1 has stride 3");
+    bad.dl_tensor.strides = NULL;
+    bad.dl_tensor.device.device_type = kDLCUDA;
+    EXPECT_ERROR(cubecc_buffer_from_dlpack(rt, &bad, &nobuffer), CUBECC_ERROR_UNSUPPORTED,
+                 "the tensor is on kDLCUDA");
+    bad.dl_tensor.device.device_type = vulkan ? kDLVulkan : kDLCPU;
+    bad.dl_tensor.dtype.code = kDLComplex;
+    bad.dl_tensor.dtype.bits = 64;
+    EXPECT_ERROR(cubecc_buffer_from_dlpack(rt, &bad, &nobuffer), CUBECC_ERROR_UNSUPPORTED,
+                 "has no cubecc element type");
+    EXPECT_ERROR(cubecc_buffer_from_dlpack(rt, NULL, &nobuffer), CUBECC_ERROR_INVALID_ARGUMENT,
+                 "the tensor is NULL");
+    CHECK(wrapper_deletes == 1);
+    CHECK(nobuffer == NULL);
+  }
+
+  /* A kernel of one runtime on another runtime is refused. */
+  {
+    cubecc_runtime other = NULL;
+    MUST(cubecc_runtime_open("interp", &other));
+    uint32_t grid[3] = {1, 1, 1};
+    EXPECT_ERROR(cubecc_launch(other, axpy, grid, NULL, 0), CUBECC_ERROR_INVALID_ARGUMENT,
+                 "was loaded on another runtime");
+    EXPECT_ERROR(cubecc_buffer_write(other, dx, x, 4), CUBECC_ERROR_INVALID_ARGUMENT,
+                 "the buffer belongs to another runtime");
+    cubecc_runtime_destroy(other);
+  }
+
+  cubecc_buffer_destroy(dx);
+  cubecc_kernel_destroy(axpy);
+  cubecc_kernel_destroy(reduce);
+  cubecc_kernel_destroy(histogram);
+  cubecc_runtime_destroy(rt);
+
+  if (failures) {
+    fprintf(stderr, "capi_test on %s: %d check(s) failed\n", device, failures);
+    return 1;
+  }
+  printf("capi_test on %s: every check passed\n", device);
+  return 0;
+}
