@@ -6,7 +6,8 @@
 #      default device: compiled at its first launch, then again from a bundle that the installed
 #      `cubecc env build` made of the kernel library: 0 compiles;
 #   3. the installed `cubecc compile` builds a DSL source with the installed kernel-library kit;
-#   4. pkg-config: a program is compiled and linked with `pkg-config --cflags --libs cubecc`.
+#   4. a C program through cubecc.h, likewise from the bundle (strict mode);
+#   5. pkg-config: programs are compiled and linked with `pkg-config --cflags --libs cubecc`.
 set -euo pipefail
 build=$(cd "$1" && pwd)
 source=$(cd "$2" && pwd)
@@ -17,7 +18,7 @@ step() { printf '[package] %s\n' "$*"; }
 
 step "cmake --install $build --prefix $prefix"
 cmake --install "$build" --prefix "$prefix" >"$scratch/install.log"
-for f in bin/cubecc bin/cubecc-opt lib/libcubecc.so include/cubecc/cubecc.hpp include/cubecc/dsl.h \
+for f in bin/cubecc bin/cubecc-opt lib/libcubecc.so include/cubecc.h include/cubecc/cubecc.hpp include/cubecc/dsl.h \
   lib/cmake/cubecc/cubeccConfig.cmake lib/pkgconfig/cubecc.pc lib/cubecc/libcubecc_dsl.a \
   share/cubecc/kernel_library.map; do
   [ -e "$prefix/$f" ] || { echo "FAIL: the install has no $f"; exit 1; }
@@ -44,6 +45,13 @@ step "bundling its kernel library with the installed cubecc, and running from th
 CUBECC_ENV=$scratch/app.cubeenv "$scratch/project/scale_app" | tee "$scratch/env.txt"
 grep -q ': ok, compiles 0$' "$scratch/env.txt"
 
+step "the C application (cubecc.h): JIT, then strictly from the bundle"
+"$scratch/project/scale_c" "$scratch/project/libscale_kernels.so" | tee "$scratch/c-jit.txt"
+grep -q ': ok, compiles 1$' "$scratch/c-jit.txt"
+"$scratch/project/scale_c" "$scratch/project/libscale_kernels.so" "$scratch/app.cubeenv" |
+  tee "$scratch/c-env.txt"
+grep -q ': ok, compiles 0$' "$scratch/c-env.txt"
+
 step "the installed cubecc compiles a DSL source with the installed kit"
 "$prefix/bin/cubecc" --version
 (cd "$scratch" && "$prefix/bin/cubecc" compile "$source/test/package/project/kernels.cpp" \
@@ -56,4 +64,6 @@ flags=$(pkg-config --cflags --libs cubecc)
 echo "$flags"
 c++ -std=c++20 "$source/test/package/project/app.cpp" $flags -o "$scratch/scale_pkgconfig"
 "$scratch/scale_pkgconfig"
+cc -std=c11 "$source/test/package/project/app.c" $flags -o "$scratch/scale_c_pkgconfig"
+"$scratch/scale_c_pkgconfig" "$scratch/project/libscale_kernels.so"
 step "ok"
