@@ -430,10 +430,28 @@ int compile_command(const CompileOptions &options) {
     }
     targets.push_back(std::move(target));
   }
-  if (options.emit != "ir" && targets.size() != 1) {
-    std::cerr << fmt::format("cubecc: error: --emit {} takes one target; run once per target\n",
-                             options.emit);
-    return kUsageError;
+  if (options.emit != "ir" && targets.size() > 1) {
+    // Several targets: each one's output goes to its own subdirectory of the -o directory.
+    std::error_code ec;
+    if (options.output == "-" ||
+        (!options.output.ends_with('/') && !fs::is_directory(options.output, ec))) {
+      std::cerr << fmt::format("cubecc: error: --emit {} for {} targets writes one directory per "
+                               "target: give -o a directory (ending in '/')\n",
+                               options.emit, targets.size());
+      return kUsageError;
+    }
+    for (const Target &target : targets) {
+      std::string subdirectory = target.name;
+      std::replace(subdirectory.begin(), subdirectory.end(), ':', '_');
+      CompileOptions one = options;
+      one.targets = {target.name};
+      one.output = (fs::path(options.output) / subdirectory).string() + "/";
+      if (!options.dump_dir.empty())
+        one.dump_dir = (fs::path(options.dump_dir) / subdirectory).string();
+      if (int rc = compile_command(one))
+        return rc;
+    }
+    return kSuccess;
   }
 
   ir::Module module("kernels");
@@ -476,7 +494,15 @@ int compile_command(const CompileOptions &options) {
   int level = options.opt_level >= 0 ? options.opt_level : options.emit == "ir" ? 0 : 2;
   passes::PassManagerOptions pass_options;
   pass_options.print_after_all = options.print_after_all;
+  pass_options.print_after = options.print_after;
+  if (options.verify_each)
+    pass_options.verify_each = *options.verify_each;
   pass_options.time_passes = options.time_passes;
+  for (const std::string &name : options.print_after)
+    if (!passes::find_pass(name)) {
+      std::cerr << fmt::format("cubecc: error: --print-after names unknown pass '{}'\n", name);
+      return kUsageError;
+    }
   passes::PassManager manager(pass_options);
   for (std::string_view name : passes::optimization_pipeline(level))
     manager.add(*passes::find_pass(name));

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,8 @@ struct CompileOptions {
   std::string kernel;
   std::string dump_dir; ///< every stage per kernel, when set
   bool print_after_all = false;
+  std::vector<std::string> print_after; ///< pass names
+  std::optional<bool> verify_each;      ///< unset: the build's default
   bool time_passes = false;
 };
 

@@ -55,7 +55,8 @@ int run(int argc, char **argv) {
       ->required();
   compile
       ->add_option("--target", compile_options.targets,
-                   "vulkan | interp | cuda:sm_XX | hip:gfxNNN (default: vulkan)")
+                   "vulkan | interp | cuda:sm_XX | hip:gfxNNN, comma-separated (default: vulkan); "
+                   "for several, -o names a directory with one subdirectory per target")
       ->delimiter(',');
   compile->add_option("--emit", compile_options.emit,
                       "ir | spirv | spirv-asm | glsl | msl (vulkan); cuda | ptx | cubin (cuda); "
@@ -71,6 +72,14 @@ int run(int argc, char **argv) {
       "<kernel>.spvasm (vulkan), .cu (and .ptx with --emit ptx) (cuda), .hip (hip)");
   compile->add_flag("--print-after-all", compile_options.print_after_all,
                     "print the IR after every pass (to standard error)");
+  compile
+      ->add_option("--print-after", compile_options.print_after,
+                   "print the IR after the named passes (comma-separated; to standard error)")
+      ->delimiter(',');
+  bool verify_each = false;
+  CLI::Option *verify_each_flag =
+      compile->add_flag("--verify-each,!--no-verify-each", verify_each,
+                        "verify the module after every pass (default: on in debug builds)");
   compile->add_flag("--time-passes", compile_options.time_passes,
                     "report the time each pass takes (to standard error)");
   compile->add_option("-o", compile_options.output,
@@ -85,7 +94,10 @@ int run(int argc, char **argv) {
       "  cubecc compile examples/ir/axpy.cir --target cuda:sm_90 --emit ptx\n"
       "  cubecc compile build/examples/libcubecc_examples.so --target hip:gfx90a --emit hsaco "
       "-o out/\n"
-      "  cubecc compile examples/ir/reduce_sum.cir --target vulkan --emit glsl");
+      "  cubecc compile examples/ir/reduce_sum.cir --target vulkan --emit glsl\n"
+      "  cubecc compile examples/ir/axpy.cir --emit ir -O2 --verify-each --print-after licm\n"
+      "  cubecc compile examples/ir/axpy.cir --target cuda:sm_80,cuda:sm_90 --emit cubin -o "
+      "cubins/");
 
   CLI::App *kernels = app.add_subcommand("kernels", "list the kernels a kernel library registers");
   std::string library_path;
@@ -187,8 +199,11 @@ int run(int argc, char **argv) {
   }
   if (version)
     return version_command(version_json);
-  if (compile->parsed())
+  if (compile->parsed()) {
+    if (verify_each_flag->count())
+      compile_options.verify_each = verify_each;
     return compile_command(compile_options);
+  }
   if (devices->parsed())
     return devices_command(devices_json);
   std::string command_line;
