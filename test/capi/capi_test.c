@@ -1,6 +1,8 @@
 /*===- capi_test.c - The C API from a C program, as an embedding framework uses it -------------===
  *
- *   capi_test <device> <kernel library .so> <environment bundle> <scratch dir>
+ *   capi_test <device> <kernel library .so> <environment bundle> <foreign bundle> <scratch dir>
+ *
+ * (the foreign bundle holds the library's kernels for another device only: every lookup misses)
  *
  * Opens a runtime on <device> (vulkan or interp), uses the bundle that `cubecc env build` made of
  * the example kernel library in strict mode and checks that every kernel came from it (no
@@ -156,11 +158,13 @@ static void delete_wrapped(DLManagedTensor *self) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 5) {
-    fprintf(stderr, "usage: capi_test <device> <kernel library> <bundle> <scratch dir>\n");
+  if (argc != 6) {
+    fprintf(stderr, "usage: capi_test <device> <kernel library> <bundle> <foreign bundle> "
+                    "<scratch dir>\n");
     return 2;
   }
-  const char *device = argv[1], *library_path = argv[2], *bundle = argv[3], *scratch = argv[4];
+  const char *device = argv[1], *library_path = argv[2], *bundle = argv[3], *foreign = argv[4],
+             *scratch = argv[5];
   int vulkan = strcmp(device, "vulkan") == 0;
 
   /*===- Before any runtime: names, NULL handles, unknown devices ----------------------------===*/
@@ -249,6 +253,29 @@ int main(int argc, char **argv) {
   size_t parameters = 0;
   MUST(cubecc_kernel_parameter_count(axpy, &parameters));
   CHECK(parameters == 7);
+
+  /* A bundle without the kernel for this device: strict refuses to compile it, otherwise it is
+   * compiled (on a runtime of its own, so that the counts above stay those of the real bundle). */
+  {
+    cubecc_runtime strict = NULL, lenient = NULL;
+    cubecc_kernel k = NULL;
+    cubecc_statistics s;
+    MUST(cubecc_runtime_open(device, &strict));
+    MUST(cubecc_runtime_use_environment(strict, foreign, CUBECC_ENVIRONMENT_STRICT));
+    EXPECT_ERROR(cubecc_library_kernel(strict, library, "axpy", NULL, &k), CUBECC_ERROR_ENVIRONMENT,
+                 "kernel 'axpy'");
+    EXPECT_ERROR(cubecc_library_kernel(strict, library, "axpy", NULL, &k), CUBECC_ERROR_ENVIRONMENT,
+                 "is not there");
+    CHECK(k == NULL);
+    MUST(cubecc_runtime_open(device, &lenient));
+    MUST(cubecc_runtime_use_environment(lenient, foreign, 0));
+    MUST(cubecc_library_kernel(lenient, library, "axpy", NULL, &k));
+    MUST(cubecc_runtime_statistics(lenient, &s));
+    CHECK(s.environment_misses == 1 && s.environment_hits == 0 && s.compiles == 1);
+    cubecc_kernel_destroy(k);
+    cubecc_runtime_destroy(strict);
+    cubecc_runtime_destroy(lenient);
+  }
   /* Kernels outlive their library. */
   cubecc_library_destroy(library);
 
