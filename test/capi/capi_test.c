@@ -481,7 +481,14 @@ int main(int argc, char **argv) {
         ++failures;
       }
     CHECK(released == 0);
+    /* An exported tensor is a user too: the memory is released when both are gone. */
+    DLManagedTensor *shared = NULL;
+    MUST(cubecc_buffer_to_dlpack(adopted, &shared));
+    CHECK(shared->dl_tensor.byte_offset == (vulkan ? 256u : 0u));
+    CHECK(shared->dl_tensor.data == (vulkan ? (void *)(uintptr_t)vb.buffer : (void *)mine));
     cubecc_buffer_destroy(adopted);
+    CHECK(released == 0);
+    shared->deleter(shared);
     CHECK(released == 1);
     test_vulkan_buffer_destroy(&vb);
   }

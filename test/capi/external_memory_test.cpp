@@ -18,10 +18,12 @@
 
 #include <gmock/gmock.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 using namespace cubecc;
 using namespace cubecc::runtime;
@@ -104,6 +106,28 @@ TEST(ExternalMemory, the_release_callback_runs_once_when_the_buffer_goes) {
     EXPECT_EQ(released, 0);
   }
   EXPECT_EQ(released, 1);
+}
+
+TEST(ExternalMemory, an_adopted_buffer_may_outlive_its_runtime_and_go_on_another_thread) {
+  std::vector<float> host(16);
+  std::atomic<int> released = 0;
+  std::thread::id released_on;
+  Buffer b;
+  {
+    Runtime rt = Runtime::open("interp");
+    b = rt.adopt_memory(ExternalMemory::host(host.data(), 64), ir::Scalar::F32, [&] {
+      ++released;
+      released_on = std::this_thread::get_id();
+    });
+  }
+  EXPECT_EQ(released, 0);
+  std::thread::id other;
+  std::thread([&] {
+    other = std::this_thread::get_id();
+    Buffer gone = std::move(b);
+  }).join();
+  EXPECT_EQ(released, 1);
+  EXPECT_EQ(released_on, other);
 }
 
 TEST(ExternalMemory, a_graph_that_used_adopted_memory_keeps_it_until_the_graph_goes) {
