@@ -22,6 +22,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -186,6 +187,50 @@ TEST(ExternalMemory, null_empty_and_misaligned_memory_is_refused) {
   EXPECT_THAT(error_of([&] { rt.adopt_memory(ExternalMemory::host(host, 8), ir::Scalar::Bool); }),
               HasSubstr("buffers cannot hold bool"));
 }
+
+//===- every device: adopting a buffer's own native memory -----------------------------------===//
+
+// The native handle of a pooled Buffer (a CUdeviceptr on cuda, a HIP pointer on hip, a VkBuffer
+// on vulkan, a host pointer on interp) adopted as a second Buffer aliases it: the adoption path of
+// each backend, run wherever its device opens (cuda and hip skip without their GPU).
+class ExternalMemoryOnEveryDevice : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ExternalMemoryOnEveryDevice, adopting_a_buffers_native_memory_aliases_it) {
+  std::optional<Runtime> opened;
+  try {
+    opened.emplace(Runtime::open(GetParam()));
+  } catch (const Error &e) {
+    GTEST_SKIP() << e.what();
+  }
+  Runtime &rt = *opened;
+  auto m = axpy_module();
+  KernelHandle axpy = rt.load(*m->kernels()[0]);
+  const size_t n = 777;
+  std::vector<float> x = ramp(n, 0.5f), y = ramp(n, -0.25f), expected(n);
+  Buffer dx = rt.upload(x), dy = rt.upload(y);
+  ExternalMemory native = rt.native_memory(dy);
+  EXPECT_EQ(external_memory_backend(native.kind), GetParam());
+  EXPECT_EQ(native.bytes, n * 4);
+  int released = 0;
+  {
+    Buffer alias = rt.adopt_memory(native, ir::Scalar::F32, [&] { ++released; });
+    rt.launch(axpy, grid_1d(n, 256), dx, alias, 2.0f);
+    rt.synchronize();
+    std::vector<float> through_alias = rt.download<float>(alias);
+    std::vector<float> through_buffer = rt.download<float>(dy);
+    for (size_t i = 0; i < n; ++i) {
+      ASSERT_NEAR(through_buffer[i], 2.0f * x[i] + y[i], 1e-5f * (std::abs(2.0f * x[i]) + 1))
+          << "element " << i;
+      ASSERT_EQ(through_alias[i], through_buffer[i]) << "element " << i;
+    }
+  }
+  EXPECT_EQ(released, 1);
+  EXPECT_EQ(rt.download<float>(dy).size(), n); // the pool's buffer is untouched by the release
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, ExternalMemoryOnEveryDevice,
+                         ::testing::Values("interp", "vulkan", "cuda", "hip"),
+                         [](const auto &info) { return info.param; });
 
 //===- vulkan: a VkBuffer the test makes on the runtime's VkDevice --------------------------===//
 
