@@ -252,8 +252,8 @@ cubecc_status cubecc_runtime_vulkan_handles(cubecc_runtime runtime, cubecc_vulka
  *  (interp), kDLCUDA, kDLROCM, or kDLVulkan with `data` the VkBuffer handle and `byte_offset`
  *  where the elements start in it. The memory stays alive until the tensor's deleter runs, even
  *  after cubecc_buffer_destroy; the caller (or the framework it hands the tensor to) must call
- *  (*out)->deleter(*out) exactly once. Errors: CUBECC_ERROR_UNSUPPORTED for a dtype DLPack 0.6
- *  cannot name (none: every buffer dtype has a DLPack code). */
+ *  (*out)->deleter(*out) exactly once. Every buffer dtype has a DLPack type code (bf16 is
+ *  kDLBfloat). */
 cubecc_status cubecc_buffer_to_dlpack(cubecc_buffer buffer, DLManagedTensor **out);
 
 /** Adopts the memory of a DLPack tensor as a buffer of all its elements (the tensor flattened in
@@ -334,7 +334,9 @@ typedef struct cubecc_arg {
 cubecc_status cubecc_launch(cubecc_runtime runtime, cubecc_kernel kernel, const uint32_t grid[3],
                             const cubecc_arg *args, size_t num_args);
 
-/** Waits for every queued launch and copy. A launch that failed on the device is reported here. */
+/** Waits for every queued launch and copy. A launch that failed on the device (a driver error)
+ *  is reported here, as CUBECC_ERROR_INVALID_ARGUMENT with the device's message; interp runs
+ *  launches at once, so its failures (an out-of-bounds access) come from cubecc_launch. */
 cubecc_status cubecc_synchronize(cubecc_runtime runtime);
 
 /** The device time of each launch completed by the last cubecc_synchronize, in nanoseconds, in
