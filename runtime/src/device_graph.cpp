@@ -1,9 +1,54 @@
-//===- device_graph.cpp - The portable graph: recorded launches launched again ----------------===//
+//===- device_graph.cpp - Device's out-of-line defaults; the portable graph -------------------===//
+//
+// Device's default members (its vtable is emitted here, with Device::create_graph: a device
+// defined anywhere, such as the memory pool tests' fake, links with this file alone), then
+// RecordedGraph: recorded launches launched again.
+//
+//===-----------------------------------------------------------------------------------------===//
 #include "cubecc/runtime/device.h"
 
 #include <fmt/format.h>
 
 namespace cubecc::runtime {
+
+const char *external_memory_kind_name(ExternalMemory::Kind kind) {
+  switch (kind) {
+  case ExternalMemory::Kind::Host:
+    return "host memory";
+  case ExternalMemory::Kind::Cuda:
+    return "a CUDA device pointer";
+  case ExternalMemory::Kind::Hip:
+    return "a HIP device pointer";
+  case ExternalMemory::Kind::Vulkan:
+    return "a VkBuffer";
+  }
+  return "unknown memory";
+}
+
+const char *external_memory_backend(ExternalMemory::Kind kind) {
+  switch (kind) {
+  case ExternalMemory::Kind::Host:
+    return "interp";
+  case ExternalMemory::Kind::Cuda:
+    return "cuda";
+  case ExternalMemory::Kind::Hip:
+    return "hip";
+  case ExternalMemory::Kind::Vulkan:
+    return "vulkan";
+  }
+  return "none";
+}
+
+DeviceMemory Device::adopt_memory(const ExternalMemory &memory) {
+  throw Error(fmt::format("{}: this device cannot adopt {}", info().backend,
+                          external_memory_kind_name(memory.kind)));
+}
+
+void Device::release_adopted(DeviceMemory) {}
+
+ExternalMemory Device::native_memory(const DeviceMemory &) const {
+  throw Error(fmt::format("{}: this device has no native memory handles to share", info().backend));
+}
 
 std::unique_ptr<DeviceGraph> Device::create_graph() {
   return std::make_unique<RecordedGraph>(*this);
