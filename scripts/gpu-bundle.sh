@@ -17,7 +17,8 @@ for tool in build/tools/cubecc build/test/cubecc_e2e_tests build/bench/vulkan_vs
   cp "$root/$tool" "$bundle/bin/" 2>/dev/null || cp "$tool" "$bundle/bin/"
 done
 # Benchmarks that may not be built yet.
-for tool in build/bench/compile_bench build/bench/launch_bench build/bench/env_bench; do
+for tool in build/bench/compile_bench build/bench/launch_bench build/bench/env_bench \
+            build/test/capi/cubecc_external_memory_tests; do
   if [ -x "$root/$tool" ]; then cp "$root/$tool" "$bundle/bin/"; fi
 done
 strip "$bundle"/bin/*

@@ -8,6 +8,7 @@
 #   4. the benchmarks present in the bundle: compile_bench (NVRTC and the driver's module load),
 #      and, where a Vulkan driver for the GPU exists, vulkan_vs_glsl -> bench-*.txt / .json
 #   5. when time is left and Vulkan has the GPU: the e2e suite on vulkan -> e2e-vulkan.txt
+# (and, on cuda: a bundle built and run, tuning, adopted device memory, launch_bench)
 # Results go under $OUT; summary.txt has one line per step. Every step has a timeout so the whole
 # check ends within about 7.5 minutes (CUBECC_GPU_CHECK_SECONDS, default 450).
 #
@@ -113,6 +114,14 @@ if echo "$cuda_line" | grep -q '"available": true' && [ -e "$bundle/bin/libcubec
   rc=$?
   note "tune on cuda: rc=$rc"
   tail -25 "$out/env.txt"
+fi
+
+# Memory the caller owns on the GPU: a CUdeviceptr adopted as a Buffer (runtime and C API paths).
+if echo "$cuda_line" | grep -q '"available": true' &&
+  [ -x "$bundle/bin/cubecc_external_memory_tests" ]; then
+  timeout "$(limit 60)" cubecc_external_memory_tests --gtest_filter='*cuda*:ExternalMemory.*'     > "$out/external-memory-cuda.txt" 2>&1
+  rc=$?
+  note "external memory on cuda: rc=$rc ($(counts "$out/external-memory-cuda.txt"))"
 fi
 
 # Benchmarks: whichever the bundle has.
