@@ -784,21 +784,26 @@ cubecc_status cubecc_launch(cubecc_runtime runtime, cubecc_kernel kernel, const 
     values.reserve(num_args);
     for (size_t i = 0; i < num_args; ++i) {
       const cubecc_arg &a = args[i];
-      std::string where = fmt::format("{}: kernel '{}': argument {}", function, kernel->name, i);
+      // Formatted only for an error: this loop is on every launch's path.
+      auto where = [&] {
+        return fmt::format("{}: kernel '{}': argument {}", function, kernel->name, i);
+      };
       if (a.kind == CUBECC_ARG_BUFFER) {
         if (!a.buffer)
-          fail(CUBECC_ERROR_INVALID_ARGUMENT, where + ": the buffer is NULL");
-        values.emplace_back(buffer_of(runtime, a.buffer, where.c_str()));
+          fail(CUBECC_ERROR_INVALID_ARGUMENT, where() + ": the buffer is NULL");
+        if (a.buffer->runtime_id != runtime->id)
+          buffer_of(runtime, a.buffer, where().c_str()); // fails, naming the argument
+        values.emplace_back(*a.buffer->buffer);
         continue;
       }
       if (a.kind != CUBECC_ARG_SCALAR)
         fail(CUBECC_ERROR_INVALID_ARGUMENT,
-             fmt::format("{}: kind {} is neither CUBECC_ARG_BUFFER nor CUBECC_ARG_SCALAR", where,
+             fmt::format("{}: kind {} is neither CUBECC_ARG_BUFFER nor CUBECC_ARG_SCALAR", where(),
                          static_cast<int>(a.kind)));
       std::optional<ir::Scalar> scalar = scalar_of(a.dtype);
       if (!scalar)
         fail(CUBECC_ERROR_INVALID_ARGUMENT,
-             fmt::format("{}: {} is not a cubecc_dtype", where, static_cast<int>(a.dtype)));
+             fmt::format("{}: {} is not a cubecc_dtype", where(), static_cast<int>(a.dtype)));
       switch (ir::scalar_class(*scalar)) {
       case ir::ScalarClass::Bool:
         values.emplace_back(a.value.u != 0);
