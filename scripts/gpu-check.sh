@@ -124,6 +124,13 @@ if echo "$cuda_line" | grep -q '"available": true' &&
   note "external memory on cuda: rc=$rc ($(counts "$out/external-memory-cuda.txt"))"
 fi
 
+# The C API's cost per launch on the GPU, against the C++ runtime.
+if [ -x "$bundle/bin/capi_bench" ] && echo "$cuda_line" | grep -q '"available": true'; then
+  timeout "$(limit 60)" capi_bench "$bundle/bin/libcubecc_examples.so" --devices cuda \
+    > "$out/bench-capi.txt" 2>&1
+  note "capi_bench (cuda: C API vs C++ per launch): rc=$?"
+fi
+
 # Benchmarks: whichever the bundle has.
 if [ -x "$bundle/bin/compile_bench" ]; then
   (cd "$out" && timeout "$(limit 60)" compile_bench --reps 3 > "$out/bench-compile.txt" 2>&1)
