@@ -3,9 +3,10 @@
 // The same kernel (axpy of the example kernel library, 64 elements, one workgroup) launched
 // 1,000 times through the C++ runtime (Runtime::launch with typed arguments) and through cubecc.h
 // (cubecc_launch with tagged arguments), each on its own runtime on the same device, in
-// interleaved repetitions (alternating which goes first). Two figures per path, host wall-clock microseconds per launch, medians:
-// the launch calls alone (checks, argument conversion, recording; no waiting) and the launches
-// followed by a synchronize. The ratio C / C++ is the C API's overhead. Usage:
+// interleaved repetitions (alternating which goes first). Two figures per path, host wall-clock
+// microseconds per launch, medians: the launch calls alone (checks, argument conversion,
+// recording; no waiting) and the launches followed by a synchronize. The ratio C / C++ is the C
+// API's overhead. Usage:
 // capi_bench <libcubecc_examples.so> [--repetitions N] [--devices vulkan,interp,cuda]
 // Prints a table, then one JSON object per device.
 //
