@@ -11,6 +11,7 @@
 // Prints a table, then one JSON object per device.
 //
 //===-----------------------------------------------------------------------------------------===//
+#include "bench_support.h"
 #include "cubecc.h"
 #include "cubecc/dsl/kernel_library_loader.h"
 #include "cubecc/runtime/runtime.h"
@@ -31,11 +32,6 @@ namespace {
 
 constexpr int kLaunches = 1000;
 constexpr uint32_t kElements = 64;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
 
 using Clock = std::chrono::steady_clock;
 double us_per_launch(Clock::time_point start) {
@@ -181,10 +177,10 @@ Result run(const std::string &device, const std::string &path, int repetitions) 
     if (r % 2 == 1)
       measure(*cpp, cpp_sync, cpp_times);
   }
-  result.cpp_calls = median(cpp_times.calls);
-  result.cpp_sync = median(cpp_times.synchronized);
-  result.c_calls = median(c_times.calls);
-  result.c_sync = median(c_times.synchronized);
+  result.cpp_calls = bench::median(cpp_times.calls);
+  result.cpp_sync = bench::median(cpp_times.synchronized);
+  result.c_calls = bench::median(c_times.calls);
+  result.c_sync = bench::median(c_times.synchronized);
   // y = 1 * x + y with x = 1, once per launch: exact in f32 up to 2^24.
   const float expected = float((1 + repetitions) * kLaunches);
   std::vector<float> from_cpp = cpp->rt.download<float>(cpp->y), from_c = c->result();
@@ -206,13 +202,7 @@ int main(int argc, char **argv) {
     if (arg == "--repetitions" && i + 1 < argc) {
       repetitions = std::max(1, std::atoi(argv[++i]));
     } else if (arg == "--devices" && i + 1 < argc) {
-      devices.clear();
-      std::string list = argv[++i];
-      for (size_t start = 0; start <= list.size();) {
-        size_t comma = std::min(list.find(',', start), list.size());
-        devices.push_back(list.substr(start, comma - start));
-        start = comma + 1;
-      }
+      devices = bench::split_list(argv[++i]);
     } else if (path.empty() && !arg.starts_with("-")) {
       path = arg;
     } else {

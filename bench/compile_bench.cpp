@@ -10,6 +10,7 @@
 // Usage: compile_bench [--reps N] [--kernel NAME]
 //
 //===-----------------------------------------------------------------------------------------===//
+#include "bench_support.h"
 #include "cubecc/codegen/cuda.h"
 #include "cubecc/codegen/hip.h"
 #include "cubecc/codegen/spirv.h"
@@ -36,13 +37,6 @@ using namespace cubecc;
 
 namespace {
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty()      ? NAN
-         : v.size() % 2 ? v[v.size() / 2]
-                        : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
-
 /// The median time in milliseconds of `reps` runs of `body` after one warm-up run; NaN when
 /// `body` fails (returns false), with the reason in `failure`.
 double time_ms(int reps, const std::function<bool()> &setup_and_check,
@@ -63,7 +57,7 @@ double time_ms(int reps, const std::function<bool()> &setup_and_check,
     if (r > 0)
       times.push_back(ms);
   }
-  return median(times);
+  return bench::median(times);
 }
 
 std::string cell(double ms) {

@@ -22,6 +22,7 @@
 // Usage: env_bench [--reps N] [--kernel NAME] [--entries N] [--no-lavapipe] [--keep DIR]
 //
 //===-----------------------------------------------------------------------------------------===//
+#include "bench_support.h"
 #include "cubecc/codegen/cuda.h"
 #include "cubecc/codegen/kernel_abi.h"
 #include "cubecc/codegen/spirv.h"
@@ -59,13 +60,6 @@ double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty()      ? NAN
-         : v.size() % 2 ? v[v.size() / 2]
-                        : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
-
 std::string json_number(double v) {
   return std::isnan(v) ? "null" : fmt::format("{:.4f}", v);
 }
@@ -84,7 +78,7 @@ double median_of(int reps, const std::function<double()> &body) {
     if (r > 0)
       times.push_back(t);
   }
-  return median(times);
+  return bench::median(times);
 }
 
 /// The registered kernel traced into a fresh module of its own; dies on errors.
@@ -137,8 +131,8 @@ void time_environment_path(const dsl::RegisteredKernel &k, const std::string &bu
       lookups.push_back(lookup);
     }
   }
-  total_us = median(totals);
-  lookup_us = median(lookups);
+  total_us = bench::median(totals);
+  lookup_us = bench::median(lookups);
 }
 
 std::vector<ColdStartRow> cold_start(const std::vector<const dsl::RegisteredKernel *> &kernels,
@@ -267,7 +261,7 @@ SyntheticResult synthetic(size_t count, const std::string &path, int reps) {
     if (r > 0)
       opens.push_back(ms);
   }
-  result.open_ms = median(opens);
+  result.open_ms = bench::median(opens);
   result.open_min_ms = *std::min_element(opens.begin(), opens.end());
   result.open_max_ms = *std::max_element(opens.begin(), opens.end());
 
@@ -291,7 +285,7 @@ SyntheticResult synthetic(size_t count, const std::string &path, int reps) {
       if (found.outcome != expected)
         die("synthetic lookup: unexpected outcome: " + found.why);
     }
-    return median(us);
+    return bench::median(us);
   };
   result.hit_first_us =
       time_lookups([&](size_t i) { return hashes[order[i]]; }, runtime::EnvironmentLookup::Hit);
@@ -464,12 +458,12 @@ std::vector<FirstResultRow> first_result(const std::string &bundle_path, int rep
         }
       }
     }
-    row.runtime_open_ms = median(opens);
-    row.jit_ms = median(jit);
-    row.jit_load_ms = median(jit_load);
-    row.env_ms = median(env);
-    row.env_load_ms = median(env_load);
-    row.warm_ms = median(warm);
+    row.runtime_open_ms = bench::median(opens);
+    row.jit_ms = bench::median(jit);
+    row.jit_load_ms = bench::median(jit_load);
+    row.env_ms = bench::median(env);
+    row.env_load_ms = bench::median(env_load);
+    row.warm_ms = bench::median(warm);
     row.results_equal = jit_result == env_result;
     row.matches_host = c.matches_host(jit_result) && c.matches_host(env_result);
     rows.push_back(row);

@@ -7,6 +7,7 @@
 // then one JSON object per device. Usage: launch_bench [--repetitions N] [--devices a,b].
 //
 //===-----------------------------------------------------------------------------------------===//
+#include "bench_support.h"
 #include "cubecc/ir/ir.h"
 #include "cubecc/ir/parser.h"
 #include "cubecc/runtime/runtime.h"
@@ -47,11 +48,6 @@ module @bench {
 )";
 
 constexpr int kLaunches = 1000;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -104,8 +100,8 @@ Result run(const std::string &device, int repetitions) {
     rt.synchronize();
     replayed.push_back(seconds_since(start) * 1e6 / kLaunches);
   }
-  result.direct_us = median(direct);
-  result.replay_us = median(replayed);
+  result.direct_us = bench::median(direct);
+  result.replay_us = bench::median(replayed);
   // 1 + (1 + 2 * repetitions) * 1000 increments in all.
   uint32_t expected = 1 + (1 + 2 * uint32_t(repetitions)) * kLaunches;
   std::vector<uint32_t> out = rt.download<uint32_t>(x);
@@ -124,13 +120,7 @@ int main(int argc, char **argv) {
     if (arg == "--repetitions" && i + 1 < argc) {
       repetitions = std::max(1, std::atoi(argv[++i]));
     } else if (arg == "--devices" && i + 1 < argc) {
-      devices.clear();
-      std::string list = argv[++i];
-      for (size_t start = 0; start <= list.size();) {
-        size_t comma = std::min(list.find(',', start), list.size());
-        devices.push_back(list.substr(start, comma - start));
-        start = comma + 1;
-      }
+      devices = bench::split_list(argv[++i]);
     } else {
       std::fprintf(stderr, "usage: launch_bench [--repetitions N] [--devices vulkan,cuda]\n");
       return 2;

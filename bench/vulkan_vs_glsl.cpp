@@ -13,6 +13,7 @@
 // Environment: CUBECC_GLSLANG (the glslangValidator to use), CUBECC_BENCH_GLSL_DIR (bench/glsl).
 //
 //===-----------------------------------------------------------------------------------------===//
+#include "bench_support.h"
 #include "cubecc/codegen/spirv.h"
 #include "cubecc/dsl/registry.h"
 #include "cubecc/ir/verifier.h"
@@ -195,11 +196,6 @@ std::vector<Case> cases() {
   return out;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
 } // namespace
 
 int main(int argc, char **argv) {
@@ -293,7 +289,7 @@ int main(int argc, char **argv) {
       ours_ns.push_back(run(*ours));
       theirs_ns.push_back(run(*theirs));
     }
-    double a = median(ours_ns) / 1000, b = median(theirs_ns) / 1000;
+    double a = bench::median(ours_ns) / 1000, b = bench::median(theirs_ns) / 1000;
     std::printf("%-16s %-26s %12.1f %12.1f %8.2f\n", c.name.c_str(), c.what.c_str(), a, b, a / b);
     json.push_back(fmt::format(
         R"({{"kernel": "{}", "size": "{}", "cubecc_us": {:.1f}, "glsl_us": {:.1f}, "ratio": {:.3f}}})",
