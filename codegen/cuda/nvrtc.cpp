@@ -7,6 +7,10 @@
 // and the toolkit's include directory for cuda_fp16.h and cuda_bf16.h (NVRTC 13 has no built-in
 // copies). Without NVRTC at build time, this file builds a stub that reports why.
 //
+// NVRTC is loaded with dlopen on first use, not linked: libcubecc.so and the tools then load on a
+// machine without the CUDA toolkit (an AMD or CPU-only one), where the cuda backend says why it
+// cannot compile instead of the program failing to start.
+//
 //===-----------------------------------------------------------------------------------------===//
 #include "cubecc/codegen/cuda.h"
 
@@ -21,6 +25,7 @@
 #include <filesystem>
 
 #if CUBECC_HAVE_NVRTC
+#include <dlfcn.h>
 #include <nvrtc.h>
 #endif
 
@@ -84,14 +89,80 @@ TargetFeatures cuda_features(const std::string &arch) {
 
 namespace {
 
+/// The NVRTC entry points cubecc uses, from the library loaded at first use.
+struct Nvrtc {
+  decltype(&nvrtcVersion) Version = nullptr;
+  decltype(&nvrtcGetErrorString) GetErrorString = nullptr;
+  decltype(&nvrtcGetNumSupportedArchs) GetNumSupportedArchs = nullptr;
+  decltype(&nvrtcGetSupportedArchs) GetSupportedArchs = nullptr;
+  decltype(&nvrtcCreateProgram) CreateProgram = nullptr;
+  decltype(&nvrtcCompileProgram) CompileProgram = nullptr;
+  decltype(&nvrtcDestroyProgram) DestroyProgram = nullptr;
+  decltype(&nvrtcGetProgramLogSize) GetProgramLogSize = nullptr;
+  decltype(&nvrtcGetProgramLog) GetProgramLog = nullptr;
+  decltype(&nvrtcGetPTXSize) GetPTXSize = nullptr;
+  decltype(&nvrtcGetPTX) GetPTX = nullptr;
+  decltype(&nvrtcGetCUBINSize) GetCUBINSize = nullptr;
+  decltype(&nvrtcGetCUBIN) GetCUBIN = nullptr;
+  std::string error; ///< why NVRTC could not be loaded; empty when it was
+};
+
+/// NVRTC, loaded once: by soname (the loader's search path), then from the file found when cubecc
+/// was built. The library stays loaded until exit.
+const Nvrtc &nvrtc() {
+  static const Nvrtc *api = [] {
+    auto *n = new Nvrtc;
+    void *lib = dlopen(CUBECC_NVRTC_SONAME, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+      const char *first = dlerror();
+      std::string why = first ? first : "";
+      lib = dlopen(CUBECC_NVRTC_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+      if (!lib) {
+        n->error = fmt::format("cannot load {} ({}): install the CUDA toolkit's NVRTC or add its "
+                               "lib64 directory to LD_LIBRARY_PATH",
+                               CUBECC_NVRTC_SONAME, why);
+        return n;
+      }
+    }
+    auto get = [&](auto &fn, const char *name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
+      if (!fn && n->error.empty())
+        n->error = fmt::format("{} has no symbol {}", CUBECC_NVRTC_SONAME, name);
+    };
+    get(n->Version, "nvrtcVersion");
+    get(n->GetErrorString, "nvrtcGetErrorString");
+    get(n->GetNumSupportedArchs, "nvrtcGetNumSupportedArchs");
+    get(n->GetSupportedArchs, "nvrtcGetSupportedArchs");
+    get(n->CreateProgram, "nvrtcCreateProgram");
+    get(n->CompileProgram, "nvrtcCompileProgram");
+    get(n->DestroyProgram, "nvrtcDestroyProgram");
+    get(n->GetProgramLogSize, "nvrtcGetProgramLogSize");
+    get(n->GetProgramLog, "nvrtcGetProgramLog");
+    get(n->GetPTXSize, "nvrtcGetPTXSize");
+    get(n->GetPTX, "nvrtcGetPTX");
+    get(n->GetCUBINSize, "nvrtcGetCUBINSize");
+    get(n->GetCUBIN, "nvrtcGetCUBIN");
+    return n;
+  }();
+  return *api;
+}
+
+/// Adds "backend cuda: <why NVRTC is missing>" and returns false when it could not be loaded.
+bool nvrtc_loaded(std::vector<ir::Diagnostic> &errors) {
+  if (nvrtc().error.empty())
+    return true;
+  errors.push_back({"", 0, 0, "backend cuda: " + nvrtc().error, {}});
+  return false;
+}
+
 /// The architectures the NVRTC found compiles for (e.g. 75, 80, ..., 121).
 const std::vector<int> &supported_archs() {
   static const std::vector<int> archs = [] {
     int n = 0;
     std::vector<int> out;
-    if (nvrtcGetNumSupportedArchs(&n) == NVRTC_SUCCESS && n > 0) {
+    if (nvrtc().error.empty() && nvrtc().GetNumSupportedArchs(&n) == NVRTC_SUCCESS && n > 0) {
       out.resize(static_cast<size_t>(n));
-      if (nvrtcGetSupportedArchs(out.data()) != NVRTC_SUCCESS)
+      if (nvrtc().GetSupportedArchs(out.data()) != NVRTC_SUCCESS)
         out.clear();
     }
     return out;
@@ -136,16 +207,16 @@ struct Program {
   nvrtcProgram handle = nullptr;
   ~Program() {
     if (handle)
-      nvrtcDestroyProgram(&handle);
+      nvrtc().DestroyProgram(&handle);
   }
 };
 
 std::string program_log(nvrtcProgram program) {
   size_t size = 0;
-  if (nvrtcGetProgramLogSize(program, &size) != NVRTC_SUCCESS || size == 0)
+  if (nvrtc().GetProgramLogSize(program, &size) != NVRTC_SUCCESS || size == 0)
     return {};
   std::string log(size, '\0');
-  if (nvrtcGetProgramLog(program, log.data()) != NVRTC_SUCCESS)
+  if (nvrtc().GetProgramLog(program, log.data()) != NVRTC_SUCCESS)
     return {};
   while (!log.empty() && log.back() == '\0')
     log.pop_back();
@@ -157,6 +228,8 @@ std::string program_log(nvrtcProgram program) {
 namespace cuda_detail {
 
 bool check_cuda_archs(const std::vector<std::string> &archs, std::vector<ir::Diagnostic> &errors) {
+  if (!nvrtc_loaded(errors))
+    return false;
   if (archs.empty()) {
     errors.push_back({"", 0, 0, "no CUDA architecture given (e.g. sm_80, sm_90)", {}});
     return false;
@@ -212,13 +285,15 @@ std::optional<std::string> nvrtc_compile(const CSource &source, const std::strin
                       0,
                       0,
                       fmt::format("kernel '{}': NVRTC {} failed for target '{}': {}", kernel, step,
-                                  target, nvrtcGetErrorString(result)),
+                                  target, nvrtc().GetErrorString(result)),
                       {}});
     return std::nullopt;
   };
+  if (!nvrtc_loaded(errors))
+    return std::nullopt;
   Program program;
-  nvrtcResult result = nvrtcCreateProgram(&program.handle, source.text.c_str(),
-                                          program_name.c_str(), 0, nullptr, nullptr);
+  nvrtcResult result = nvrtc().CreateProgram(&program.handle, source.text.c_str(),
+                                             program_name.c_str(), 0, nullptr, nullptr);
   if (result != NVRTC_SUCCESS)
     return fail(result, "nvrtcCreateProgram");
   std::vector<std::string> options = nvrtc_options();
@@ -226,7 +301,7 @@ std::optional<std::string> nvrtc_compile(const CSource &source, const std::strin
   std::vector<const char *> argv;
   for (const std::string &o : options)
     argv.push_back(o.c_str());
-  result = nvrtcCompileProgram(program.handle, static_cast<int>(argv.size()), argv.data());
+  result = nvrtc().CompileProgram(program.handle, static_cast<int>(argv.size()), argv.data());
   if (result != NVRTC_SUCCESS) {
     std::string log = program_log(program.handle);
     if (result != NVRTC_ERROR_COMPILATION && log.empty())
@@ -240,18 +315,18 @@ std::optional<std::string> nvrtc_compile(const CSource &source, const std::strin
   std::string code;
   size_t size = 0;
   if (arch.starts_with("compute_")) {
-    if ((result = nvrtcGetPTXSize(program.handle, &size)) != NVRTC_SUCCESS)
+    if ((result = nvrtc().GetPTXSize(program.handle, &size)) != NVRTC_SUCCESS)
       return fail(result, "nvrtcGetPTXSize");
     code.resize(size);
-    if (size && (result = nvrtcGetPTX(program.handle, code.data())) != NVRTC_SUCCESS)
+    if (size && (result = nvrtc().GetPTX(program.handle, code.data())) != NVRTC_SUCCESS)
       return fail(result, "nvrtcGetPTX");
     while (!code.empty() && code.back() == '\0')
       code.pop_back();
   } else {
-    if ((result = nvrtcGetCUBINSize(program.handle, &size)) != NVRTC_SUCCESS)
+    if ((result = nvrtc().GetCUBINSize(program.handle, &size)) != NVRTC_SUCCESS)
       return fail(result, "nvrtcGetCUBINSize");
     code.resize(size);
-    if (size && (result = nvrtcGetCUBIN(program.handle, code.data())) != NVRTC_SUCCESS)
+    if (size && (result = nvrtc().GetCUBIN(program.handle, code.data())) != NVRTC_SUCCESS)
       return fail(result, "nvrtcGetCUBIN");
   }
   if (code.empty()) {
@@ -323,10 +398,15 @@ std::optional<CudaBinary> compile_cuda(const ir::Kernel &kernel,
 }
 
 std::string nvrtc_version(std::string *why) {
-  int major = 0, minor = 0;
-  if (nvrtcResult r = nvrtcVersion(&major, &minor); r != NVRTC_SUCCESS) {
+  if (!nvrtc().error.empty()) {
     if (why)
-      *why = std::string("nvrtcVersion failed: ") + nvrtcGetErrorString(r);
+      *why = nvrtc().error;
+    return {};
+  }
+  int major = 0, minor = 0;
+  if (nvrtcResult r = nvrtc().Version(&major, &minor); r != NVRTC_SUCCESS) {
+    if (why)
+      *why = std::string("nvrtcVersion failed: ") + nvrtc().GetErrorString(r);
     return {};
   }
   return fmt::format("{}.{}", major, minor);
