@@ -7,9 +7,9 @@
 // and the toolkit's include directory for cuda_fp16.h and cuda_bf16.h (NVRTC 13 has no built-in
 // copies). Without NVRTC at build time, this file builds a stub that reports why.
 //
-// NVRTC is loaded with dlopen on first use, not linked: libcubecc.so and the tools then load on a
-// machine without the CUDA toolkit (an AMD or CPU-only one), where the cuda backend says why it
-// cannot compile instead of the program failing to start.
+// NVRTC is loaded with dlopen on first use (CUBECC_NVRTC names the file to use), not linked:
+// libcubecc.so and the tools then load on a machine without the CUDA toolkit (an AMD or CPU-only
+// one), where the cuda backend says why it cannot compile instead of the program failing to start.
 //
 //===-----------------------------------------------------------------------------------------===//
 #include "cubecc/codegen/cuda.h"
@@ -107,20 +107,26 @@ struct Nvrtc {
   std::string error; ///< why NVRTC could not be loaded; empty when it was
 };
 
-/// NVRTC, loaded once: by soname (the loader's search path), then from the file found when cubecc
-/// was built. The library stays loaded until exit.
+/// NVRTC, loaded once: the file CUBECC_NVRTC names if set, else by soname (the loader's search
+/// path), then from the file found when cubecc was built. The library stays loaded until exit.
 const Nvrtc &nvrtc() {
   static const Nvrtc *api = [] {
     auto *n = new Nvrtc;
-    void *lib = dlopen(CUBECC_NVRTC_SONAME, RTLD_NOW | RTLD_LOCAL);
+    const char *chosen = std::getenv("CUBECC_NVRTC");
+    void *lib = dlopen(chosen && *chosen ? chosen : CUBECC_NVRTC_SONAME, RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
       const char *first = dlerror();
       std::string why = first ? first : "";
+      if (chosen && *chosen) {
+        n->error = fmt::format("cannot load CUBECC_NVRTC={} ({})", chosen, why);
+        return n;
+      }
       lib = dlopen(CUBECC_NVRTC_LIBRARY, RTLD_NOW | RTLD_LOCAL);
       if (!lib) {
-        n->error = fmt::format("cannot load {} ({}): install the CUDA toolkit's NVRTC or add its "
-                               "lib64 directory to LD_LIBRARY_PATH",
-                               CUBECC_NVRTC_SONAME, why);
+        n->error =
+            fmt::format("cannot load {} ({}): install the CUDA toolkit's NVRTC, add its "
+                        "lib64 directory to LD_LIBRARY_PATH, or set CUBECC_NVRTC to the file",
+                        CUBECC_NVRTC_SONAME, why);
         return n;
       }
     }
