@@ -15,6 +15,7 @@
 #include "cubecc/codegen/cuda.h"
 
 #include "common/compiler_log.h"
+#include "common/dynamic_library.h"
 #include "cubecc/ir/ir.h"
 #include "cuda/nvrtc_internal.h"
 
@@ -25,7 +26,6 @@
 #include <filesystem>
 
 #if CUBECC_HAVE_NVRTC
-#include <dlfcn.h>
 #include <nvrtc.h>
 #endif
 
@@ -113,41 +113,31 @@ const Nvrtc &nvrtc() {
   static const Nvrtc *api = [] {
     auto *n = new Nvrtc;
     const char *chosen = std::getenv("CUBECC_NVRTC");
-    void *lib = dlopen(chosen && *chosen ? chosen : CUBECC_NVRTC_SONAME, RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-      const char *first = dlerror();
-      std::string why = first ? first : "";
-      if (chosen && *chosen) {
-        n->error = fmt::format("cannot load CUBECC_NVRTC={} ({})", chosen, why);
-        return n;
-      }
-      lib = dlopen(CUBECC_NVRTC_LIBRARY, RTLD_NOW | RTLD_LOCAL);
-      if (!lib) {
-        n->error =
-            fmt::format("cannot load {} ({}): install the CUDA toolkit's NVRTC, add its "
-                        "lib64 directory to LD_LIBRARY_PATH, or set CUBECC_NVRTC to the file",
-                        CUBECC_NVRTC_SONAME, why);
-        return n;
-      }
+    void *lib = nullptr;
+    if (chosen && *chosen) { // only the file the user named
+      if (!(lib = open_library(chosen, nullptr, n->error)))
+        n->error = "CUBECC_NVRTC: " + n->error;
+    } else if (!(lib = open_library(CUBECC_NVRTC_SONAME, CUBECC_NVRTC_LIBRARY, n->error))) {
+      n->error += ": install the CUDA toolkit's NVRTC, add its lib64 directory to "
+                  "LD_LIBRARY_PATH, or set CUBECC_NVRTC to the file";
     }
-    auto get = [&](auto &fn, const char *name) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
-      if (!fn && n->error.empty())
-        n->error = fmt::format("{} has no symbol {}", CUBECC_NVRTC_SONAME, name);
-    };
-    get(n->Version, "nvrtcVersion");
-    get(n->GetErrorString, "nvrtcGetErrorString");
-    get(n->GetNumSupportedArchs, "nvrtcGetNumSupportedArchs");
-    get(n->GetSupportedArchs, "nvrtcGetSupportedArchs");
-    get(n->CreateProgram, "nvrtcCreateProgram");
-    get(n->CompileProgram, "nvrtcCompileProgram");
-    get(n->DestroyProgram, "nvrtcDestroyProgram");
-    get(n->GetProgramLogSize, "nvrtcGetProgramLogSize");
-    get(n->GetProgramLog, "nvrtcGetProgramLog");
-    get(n->GetPTXSize, "nvrtcGetPTXSize");
-    get(n->GetPTX, "nvrtcGetPTX");
-    get(n->GetCUBINSize, "nvrtcGetCUBINSize");
-    get(n->GetCUBIN, "nvrtcGetCUBIN");
+    if (!lib)
+      return n;
+    SymbolTable symbols(lib, CUBECC_NVRTC_SONAME);
+    symbols.get(n->Version, "nvrtcVersion");
+    symbols.get(n->GetErrorString, "nvrtcGetErrorString");
+    symbols.get(n->GetNumSupportedArchs, "nvrtcGetNumSupportedArchs");
+    symbols.get(n->GetSupportedArchs, "nvrtcGetSupportedArchs");
+    symbols.get(n->CreateProgram, "nvrtcCreateProgram");
+    symbols.get(n->CompileProgram, "nvrtcCompileProgram");
+    symbols.get(n->DestroyProgram, "nvrtcDestroyProgram");
+    symbols.get(n->GetProgramLogSize, "nvrtcGetProgramLogSize");
+    symbols.get(n->GetProgramLog, "nvrtcGetProgramLog");
+    symbols.get(n->GetPTXSize, "nvrtcGetPTXSize");
+    symbols.get(n->GetPTX, "nvrtcGetPTX");
+    symbols.get(n->GetCUBINSize, "nvrtcGetCUBINSize");
+    symbols.get(n->GetCUBIN, "nvrtcGetCUBIN");
+    n->error = symbols.error();
     return n;
   }();
   return *api;

@@ -15,6 +15,7 @@
 #include "cubecc/codegen/hip.h"
 
 #include "common/compiler_log.h"
+#include "common/dynamic_library.h"
 #include "cubecc/ir/ir.h"
 #include "hip/hiprtc_internal.h"
 
@@ -99,19 +100,6 @@ struct HipLibraries {
   std::mutex compile;   ///< hipRTC and comgr 2.4 are not known to be thread-safe
 };
 
-/// dlopen by soname, then by the path found at build time.
-void *open_library(const char *soname, const char *built_path, std::string &error) {
-  if (void *h = dlopen(soname, RTLD_NOW | RTLD_LOCAL))
-    return h;
-  const char *why = dlerror(); // reading it clears it: once
-  std::string first = why ? why : "";
-  if (void *h = dlopen(built_path, RTLD_NOW | RTLD_LOCAL))
-    return h;
-  const char *second = dlerror();
-  error = fmt::format("cannot load {}: {}", soname, second ? second : first.c_str());
-  return nullptr;
-}
-
 HipLibraries &libraries() {
   static HipLibraries *libs = [] {
     auto *l = new HipLibraries; // never destroyed: the libraries stay loaded until exit
@@ -119,27 +107,20 @@ HipLibraries &libraries() {
     void *comgr = hip ? open_library(CUBECC_COMGR_SONAME, CUBECC_COMGR_LIBRARY, l->error) : nullptr;
     if (!hip || !comgr)
       return l;
-    bool ok = true;
-    auto get = [&](void *lib, auto &fn, const char *name) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
-      if (!fn && ok) {
-        l->error = fmt::format("{} has no symbol {}",
-                               lib == hip ? CUBECC_HIP_SONAME : CUBECC_COMGR_SONAME, name);
-        ok = false;
-      }
-    };
-    get(hip, l->GetErrorString, "hiprtcGetErrorString");
-    get(hip, l->CreateProgram, "hiprtcCreateProgram");
-    get(hip, l->CompileProgram, "hiprtcCompileProgram");
-    get(hip, l->DestroyProgram, "hiprtcDestroyProgram");
-    get(hip, l->GetProgramLogSize, "hiprtcGetProgramLogSize");
-    get(hip, l->GetProgramLog, "hiprtcGetProgramLog");
-    get(hip, l->GetCodeSize, "hiprtcGetCodeSize");
-    get(hip, l->GetCode, "hiprtcGetCode");
-    get(comgr, l->get_isa_count, "amd_comgr_get_isa_count");
-    get(comgr, l->get_isa_name, "amd_comgr_get_isa_name");
-    get(comgr, l->get_version, "amd_comgr_get_version");
-    if (!ok) {
+    SymbolTable h(hip, CUBECC_HIP_SONAME), c(comgr, CUBECC_COMGR_SONAME);
+    h.get(l->GetErrorString, "hiprtcGetErrorString");
+    h.get(l->CreateProgram, "hiprtcCreateProgram");
+    h.get(l->CompileProgram, "hiprtcCompileProgram");
+    h.get(l->DestroyProgram, "hiprtcDestroyProgram");
+    h.get(l->GetProgramLogSize, "hiprtcGetProgramLogSize");
+    h.get(l->GetProgramLog, "hiprtcGetProgramLog");
+    h.get(l->GetCodeSize, "hiprtcGetCodeSize");
+    h.get(l->GetCode, "hiprtcGetCode");
+    c.get(l->get_isa_count, "amd_comgr_get_isa_count");
+    c.get(l->get_isa_name, "amd_comgr_get_isa_name");
+    c.get(l->get_version, "amd_comgr_get_version");
+    if (!h.error().empty() || !c.error().empty()) {
+      l->error = !h.error().empty() ? h.error() : c.error();
       l->GetErrorString = nullptr; // marks the set as unusable
       return l;
     }
