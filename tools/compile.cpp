@@ -404,119 +404,13 @@ int emit_c_family(const ir::Module &module, const std::string &target,
 
 } // namespace
 
-int compile_command(const CompileOptions &options) {
-  static const std::vector<std::string> kKinds = {"ir",    "cuda",  "ptx",       "cubin", "hip",
-                                                  "hsaco", "spirv", "spirv-asm", "glsl",  "msl"};
-  if (std::find(kKinds.begin(), kKinds.end(), options.emit) == kKinds.end()) {
-    std::cerr << fmt::format("cubecc: error: unknown --emit kind '{}' (kinds: ir, cuda, ptx, "
-                             "cubin, hip, hsaco, spirv, spirv-asm, glsl, msl)\n",
-                             options.emit);
-    return kUsageError;
-  }
-  std::vector<Target> targets;
-  for (const std::string &name : options.targets) {
-    Target target = parse_target(name);
-    if (!target.unavailable.empty()) {
-      std::cerr << "cubecc: error: " << target.unavailable << "\n";
-      return kUserError;
-    }
-    if (std::find(target.emits.begin(), target.emits.end(), options.emit) == target.emits.end()) {
-      std::string kinds;
-      for (const std::string &k : target.emits)
-        kinds += (kinds.empty() ? "" : ", ") + k;
-      std::cerr << fmt::format("cubecc: error: target '{}' cannot emit '{}' (it emits: {})\n", name,
-                               options.emit, kinds);
-      return kUserError;
-    }
-    targets.push_back(std::move(target));
-  }
-  if (options.emit != "ir" && targets.size() > 1) {
-    // Several targets: each one's output goes to its own subdirectory of the -o directory.
-    std::error_code ec;
-    if (options.output == "-" ||
-        (!options.output.ends_with('/') && !fs::is_directory(options.output, ec))) {
-      std::cerr << fmt::format("cubecc: error: --emit {} for {} targets writes one directory per "
-                               "target: give -o a directory (ending in '/')\n",
-                               options.emit, targets.size());
-      return kUsageError;
-    }
-    for (const Target &target : targets) {
-      std::string subdirectory = target.name;
-      std::replace(subdirectory.begin(), subdirectory.end(), ':', '_');
-      CompileOptions one = options;
-      one.targets = {target.name};
-      one.output = (fs::path(options.output) / subdirectory).string() + "/";
-      if (!options.dump_dir.empty())
-        one.dump_dir = (fs::path(options.dump_dir) / subdirectory).string();
-      if (int rc = compile_command(one))
-        return rc;
-    }
-    return kSuccess;
-  }
-
-  ir::Module module("kernels");
-  std::vector<ir::Diagnostic> errors;
-  if (!load_inputs(options.inputs, module, errors))
-    return report(errors);
-  if (!options.kernel.empty()) {
-    const ir::Kernel *keep = module.find_kernel(options.kernel);
-    if (!keep) {
-      std::string known;
-      for (const auto &k : module.kernels())
-        known += (known.empty() ? "" : ", ") + k->name();
-      std::cerr << fmt::format("cubecc: error: no kernel named '{}' (kernels: {})\n",
-                               options.kernel, known);
-      return kUserError;
-    }
-    while (module.kernels().size() > 1)
-      for (const auto &k : module.kernels())
-        if (k.get() != keep) {
-          module.remove_kernel(k.get());
-          break;
-        }
-  }
-
-  // --dump-dir: each stage of each kernel in its own file.
-  auto dump = [&](const std::string &kernel, const std::string &suffix,
-                  const std::string &text) -> int {
-    if (options.dump_dir.empty())
-      return kSuccess;
-    std::error_code ec;
-    fs::create_directories(options.dump_dir, ec);
-    return write_output("cubecc",
-                        (fs::path(options.dump_dir) / (file_stem(kernel) + suffix)).string(), text);
-  };
-  if (!options.dump_dir.empty())
-    for (const auto &kernel : module.kernels())
-      if (int rc = dump(kernel->name(), ".input.cir", ir::to_string(*kernel)))
-        return rc;
-
-  int level = options.opt_level >= 0 ? options.opt_level : options.emit == "ir" ? 0 : 2;
-  passes::PassManagerOptions pass_options;
-  pass_options.print_after_all = options.print_after_all;
-  pass_options.print_after = options.print_after;
-  if (options.verify_each)
-    pass_options.verify_each = *options.verify_each;
-  pass_options.time_passes = options.time_passes;
-  for (const std::string &name : options.print_after)
-    if (!passes::find_pass(name)) {
-      std::cerr << fmt::format("cubecc: error: --print-after names unknown pass '{}'\n", name);
-      return kUsageError;
-    }
-  passes::PassManager manager(pass_options);
-  for (std::string_view name : passes::optimization_pipeline(level))
-    manager.add(*passes::find_pass(name));
-  if (auto errors_after = manager.run(module, std::cerr, std::cerr); !errors_after.empty())
-    return report(errors_after);
-  if (!options.dump_dir.empty())
-    for (const auto &kernel : module.kernels())
-      if (int rc = dump(kernel->name(), ".opt.cir", ir::to_string(*kernel)))
-        return rc;
-  if (options.emit == "ir")
-    return write_output("cubecc", options.output, ir::to_string(module));
-  const std::string &target = targets.front().name;
+/// Writes the optimized module's code for one target (--emit other than ir).
+template <class Dump>
+int emit_target(const ir::Module &module, const std::string &target, const CompileOptions &options,
+                Dump &dump) {
   if (target.starts_with("cuda:") || target.starts_with("hip:"))
     return emit_c_family(module, target, options, dump);
+  std::vector<ir::Diagnostic> errors;
 
   // SPIR-V and what is derived from it, one module per kernel.
   codegen::TargetFeatures features = options.emit == "msl"
@@ -580,6 +474,122 @@ int compile_command(const CompileOptions &options) {
     all += text;
   }
   return write_output("cubecc", options.output, all);
+}
+
+int compile_command(const CompileOptions &options) {
+  static const std::vector<std::string> kKinds = {"ir",    "cuda",  "ptx",       "cubin", "hip",
+                                                  "hsaco", "spirv", "spirv-asm", "glsl",  "msl"};
+  if (std::find(kKinds.begin(), kKinds.end(), options.emit) == kKinds.end()) {
+    std::cerr << fmt::format("cubecc: error: unknown --emit kind '{}' (kinds: ir, cuda, ptx, "
+                             "cubin, hip, hsaco, spirv, spirv-asm, glsl, msl)\n",
+                             options.emit);
+    return kUsageError;
+  }
+  std::vector<Target> targets;
+  for (const std::string &name : options.targets) {
+    Target target = parse_target(name);
+    if (!target.unavailable.empty()) {
+      std::cerr << "cubecc: error: " << target.unavailable << "\n";
+      return kUserError;
+    }
+    if (std::find(target.emits.begin(), target.emits.end(), options.emit) == target.emits.end()) {
+      std::string kinds;
+      for (const std::string &k : target.emits)
+        kinds += (kinds.empty() ? "" : ", ") + k;
+      std::cerr << fmt::format("cubecc: error: target '{}' cannot emit '{}' (it emits: {})\n", name,
+                               options.emit, kinds);
+      return kUserError;
+    }
+    targets.push_back(std::move(target));
+  }
+  if (options.emit != "ir" && targets.size() > 1) {
+    // Several targets: each one's output goes to its own subdirectory of the -o directory.
+    std::error_code ec;
+    if (options.output == "-" ||
+        (!options.output.ends_with('/') && !fs::is_directory(options.output, ec))) {
+      std::cerr << fmt::format("cubecc: error: --emit {} for {} targets writes one directory per "
+                               "target: give -o a directory (ending in '/')\n",
+                               options.emit, targets.size());
+      return kUsageError;
+    }
+  }
+
+  ir::Module module("kernels");
+  std::vector<ir::Diagnostic> errors;
+  if (!load_inputs(options.inputs, module, errors))
+    return report(errors);
+  if (!options.kernel.empty()) {
+    const ir::Kernel *keep = module.find_kernel(options.kernel);
+    if (!keep) {
+      std::string known;
+      for (const auto &k : module.kernels())
+        known += (known.empty() ? "" : ", ") + k->name();
+      std::cerr << fmt::format("cubecc: error: no kernel named '{}' (kernels: {})\n",
+                               options.kernel, known);
+      return kUserError;
+    }
+    while (module.kernels().size() > 1)
+      for (const auto &k : module.kernels())
+        if (k.get() != keep) {
+          module.remove_kernel(k.get());
+          break;
+        }
+  }
+
+  // --dump-dir: each stage of each kernel in its own file (a target's in its subdirectory when
+  // there are several).
+  auto dump_to = [](std::string dir) {
+    return [dir = std::move(dir)](const std::string &kernel, const std::string &suffix,
+                                  const std::string &text) -> int {
+      if (dir.empty())
+        return kSuccess;
+      std::error_code ec;
+      fs::create_directories(dir, ec);
+      return write_output("cubecc", (fs::path(dir) / (file_stem(kernel) + suffix)).string(), text);
+    };
+  };
+  auto dump = dump_to(options.dump_dir);
+  if (!options.dump_dir.empty())
+    for (const auto &kernel : module.kernels())
+      if (int rc = dump(kernel->name(), ".input.cir", ir::to_string(*kernel)))
+        return rc;
+
+  int level = options.opt_level >= 0 ? options.opt_level : options.emit == "ir" ? 0 : 2;
+  passes::PassManagerOptions pass_options;
+  pass_options.print_after_all = options.print_after_all;
+  pass_options.print_after = options.print_after;
+  if (options.verify_each)
+    pass_options.verify_each = *options.verify_each;
+  pass_options.time_passes = options.time_passes;
+  for (const std::string &name : options.print_after)
+    if (!passes::find_pass(name)) {
+      std::cerr << fmt::format("cubecc: error: --print-after names unknown pass '{}'\n", name);
+      return kUsageError;
+    }
+  passes::PassManager manager(pass_options);
+  for (std::string_view name : passes::optimization_pipeline(level))
+    manager.add(*passes::find_pass(name));
+  if (auto errors_after = manager.run(module, std::cerr, std::cerr); !errors_after.empty())
+    return report(errors_after);
+  if (!options.dump_dir.empty())
+    for (const auto &kernel : module.kernels())
+      if (int rc = dump(kernel->name(), ".opt.cir", ir::to_string(*kernel)))
+        return rc;
+  if (options.emit == "ir")
+    return write_output("cubecc", options.output, ir::to_string(module));
+  if (targets.size() == 1)
+    return emit_target(module, targets.front().name, options, dump);
+  for (const Target &target : targets) {
+    std::string subdirectory = target.name;
+    std::replace(subdirectory.begin(), subdirectory.end(), ':', '_');
+    CompileOptions one = options;
+    one.output = (fs::path(options.output) / subdirectory).string() + "/";
+    auto target_dump = dump_to(
+        options.dump_dir.empty() ? "" : (fs::path(options.dump_dir) / subdirectory).string());
+    if (int rc = emit_target(module, target.name, one, target_dump))
+      return rc;
+  }
+  return kSuccess;
 }
 
 } // namespace cubecc::tools
