@@ -14,6 +14,7 @@
 #ifdef CUBECC_HAVE_VULKAN
 #include "cubecc/runtime/vulkan_device.h"
 #endif
+#include "test_support.h"
 #include "vulkan_test_buffer.h"
 
 #include <gmock/gmock.h>
@@ -31,16 +32,6 @@ using namespace cubecc::runtime;
 using ::testing::HasSubstr;
 
 namespace {
-
-std::unique_ptr<ir::Module> axpy_module() {
-  std::ifstream in(CUBECC_SOURCE_DIR "/examples/ir/axpy.cir");
-  std::ostringstream text;
-  text << in.rdbuf();
-  ir::ParseResult parsed = ir::parse_module(text.str(), "axpy.cir");
-  if (!parsed.module || !parsed.errors.empty())
-    throw Error("examples/ir/axpy.cir does not parse");
-  return std::move(parsed.module);
-}
 
 template <class F> std::string error_of(F &&f) {
   try {
@@ -61,7 +52,7 @@ std::vector<float> ramp(size_t n, float scale) {
 //===- interp: host memory -------------------------------------------------------------------===//
 
 TEST(ExternalMemory, interp_a_kernel_writes_into_adopted_host_memory_without_a_copy) {
-  auto m = axpy_module();
+  auto m = test::example_module("axpy.cir");
   Runtime rt = Runtime::open("interp");
   KernelHandle axpy = rt.load(*m->kernels()[0]);
   const size_t n = 1000;
@@ -132,7 +123,7 @@ TEST(ExternalMemory, an_adopted_buffer_may_outlive_its_runtime_and_go_on_another
 }
 
 TEST(ExternalMemory, a_graph_that_used_adopted_memory_keeps_it_until_the_graph_goes) {
-  auto m = axpy_module();
+  auto m = test::example_module("axpy.cir");
   Runtime rt = Runtime::open("interp");
   KernelHandle axpy = rt.load(*m->kernels()[0]);
   const size_t n = 300;
@@ -203,7 +194,7 @@ TEST_P(ExternalMemoryOnEveryDevice, adopting_a_buffers_native_memory_aliases_it)
     GTEST_SKIP() << e.what();
   }
   Runtime &rt = *opened;
-  auto m = axpy_module();
+  auto m = test::example_module("axpy.cir");
   KernelHandle axpy = rt.load(*m->kernels()[0]);
   const size_t n = 777;
   std::vector<float> x = ramp(n, 0.5f), y = ramp(n, -0.25f), expected(n);
@@ -272,7 +263,7 @@ TEST_F(ExternalVulkanMemory, exposes_the_devices_vulkan_handles) {
 }
 
 TEST_F(ExternalVulkanMemory, a_kernel_writes_into_the_callers_vkbuffer_read_through_its_mapping) {
-  auto m = axpy_module();
+  auto m = test::example_module("axpy.cir");
   KernelHandle axpy = rt().load(*m->kernels()[0]);
   const size_t n = 1000;
   const uint64_t x_offset = 256; // a multiple of every device's storage buffer alignment
@@ -308,7 +299,7 @@ TEST_F(ExternalVulkanMemory, a_kernel_writes_into_the_callers_vkbuffer_read_thro
 }
 
 TEST_F(ExternalVulkanMemory, a_graph_replays_into_adopted_memory_and_releases_it_last) {
-  auto m = axpy_module();
+  auto m = test::example_module("axpy.cir");
   KernelHandle axpy = rt().load(*m->kernels()[0]);
   const size_t n = 512;
   test_vulkan_buffer vy = make_buffer(n * 4);

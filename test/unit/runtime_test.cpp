@@ -35,16 +35,7 @@ using ::testing::HasSubstr;
 
 namespace {
 
-std::string read_file(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-std::unique_ptr<ir::Module> example(const char *name) {
-  return test::parse_valid(read_file(std::string(CUBECC_SOURCE_DIR "/examples/ir/") + name));
-}
+using test::read_file;
 
 /// Sets an environment variable for the life of the object.
 class ScopedEnv {
@@ -407,7 +398,7 @@ TEST(MemoryPool, host_copies_check_element_type_and_size) {
 //===- The interp device ---------------------------------------------------------------------===//
 
 TEST(InterpDevice, runs_axpy_like_the_host) {
-  auto m = example("axpy.cir");
+  auto m = test::example_module("axpy.cir");
   Runtime rt = Runtime::open("interp");
   KernelHandle axpy = rt.load(*m->kernels()[0]);
   const size_t n = 1000; // not a multiple of 256: the bounds check matters
@@ -423,7 +414,7 @@ TEST(InterpDevice, runs_axpy_like_the_host) {
 }
 
 TEST(InterpDevice, runs_reduce_sum_with_shared_memory_subgroups_and_atomics) {
-  auto m = example("reduce_sum.cir");
+  auto m = test::example_module("reduce_sum.cir");
   Runtime rt = Runtime::open("interp");
   KernelHandle reduce = rt.load(*m->kernels()[0]);
   const size_t n = 3000;
@@ -493,8 +484,8 @@ TEST(InterpDevice, a_kernel_sees_exactly_the_bound_range) {
 
 TEST(KernelCache, a_second_load_of_an_equal_kernel_does_not_compile) {
   Runtime rt = Runtime::open("interp");
-  auto first = example("axpy.cir");
-  auto second = example("axpy.cir"); // another module: equal by structure
+  auto first = test::example_module("axpy.cir");
+  auto second = test::example_module("axpy.cir"); // another module: equal by structure
   KernelHandle a = rt.load(*first->kernels()[0]);
   KernelHandle b = rt.load(*second->kernels()[0]);
   EXPECT_EQ(a.hash(), b.hash());
@@ -538,7 +529,7 @@ TEST(KernelCache, a_keyed_load_traces_and_compiles_only_when_cold) {
   EXPECT_EQ(&other.compiled(), &cold.compiled());
 
   // The kernel-reference form of the callback.
-  auto m = example("reduce_sum.cir");
+  auto m = test::example_module("reduce_sum.cir");
   int calls = 0;
   auto by_reference = [&]() -> const ir::Kernel & {
     ++calls;
@@ -565,7 +556,7 @@ protected:
     axpy = rt.load(*module->kernels()[0]);
     scale = rt.load(*scale_module->kernels()[0]);
   }
-  std::unique_ptr<ir::Module> module = example("axpy.cir");
+  std::unique_ptr<ir::Module> module = test::example_module("axpy.cir");
   std::unique_ptr<ir::Module> scale_module = test::parse_valid(kScaleKernel);
   Runtime rt = Runtime::open("interp");
   KernelHandle axpy, scale;
@@ -788,7 +779,7 @@ TEST_F(VulkanDeviceTest, reports_the_device_and_its_features) {
 }
 
 TEST_F(VulkanDeviceTest, runs_glsl_axpy_with_buffers_and_push_constants) {
-  auto m = example("axpy.cir");
+  auto m = test::example_module("axpy.cir");
   KernelHandle axpy = glsl_kernel("axpy", kAxpyGlsl, *m);
   ASSERT_TRUE(axpy.valid());
   const size_t n = 1000;
@@ -825,7 +816,7 @@ TEST_F(VulkanDeviceTest, packs_values_of_three_widths_like_the_interpreter) {
 TEST_F(VulkanDeviceTest, runs_a_reduction_with_subgroups_shared_memory_and_float_atomics) {
   if (!rt->info().features.float32_atomic_add)
     GTEST_SKIP() << "the device has no float atomic add";
-  auto m = example("reduce_sum.cir");
+  auto m = test::example_module("reduce_sum.cir");
   KernelHandle reduce = glsl_kernel("reduce", kReduceGlsl, *m);
   ASSERT_TRUE(reduce.valid());
   const size_t n = 3000;
@@ -836,7 +827,7 @@ TEST_F(VulkanDeviceTest, runs_a_reduction_with_subgroups_shared_memory_and_float
 }
 
 TEST_F(VulkanDeviceTest, binds_exactly_the_launch_arguments_range) {
-  auto m = example("axpy.cir");
+  auto m = test::example_module("axpy.cir");
   KernelHandle axpy = glsl_kernel("axpy_range", kAxpyGlsl, *m);
   ASSERT_TRUE(axpy.valid());
   // 1024 elements in memory, the kernel sees 1000: y.length() is 1000, the rest is untouched.
@@ -852,7 +843,7 @@ TEST_F(VulkanDeviceTest, binds_exactly_the_launch_arguments_range) {
 }
 
 TEST_F(VulkanDeviceTest, accumulates_launches_past_one_batch_with_a_time_for_each) {
-  auto m = example("axpy.cir");
+  auto m = test::example_module("axpy.cir");
   KernelHandle axpy = glsl_kernel("axpy_batch", kAxpyGlsl, *m);
   ASSERT_TRUE(axpy.valid());
   Buffer x = rt->upload(std::vector<float>(256, 1.0f));
@@ -902,7 +893,7 @@ TEST_F(VulkanDeviceTest, refuses_a_kernel_beyond_the_device_limits) {
 }
 
 TEST_F(VulkanDeviceTest, refuses_a_grid_beyond_the_device_limit) {
-  auto m = example("axpy.cir");
+  auto m = test::example_module("axpy.cir");
   KernelHandle axpy = glsl_kernel("axpy_grid", kAxpyGlsl, *m);
   ASSERT_TRUE(axpy.valid());
   Buffer x = rt->allocate<float>(4), y = rt->allocate<float>(4);
@@ -925,7 +916,7 @@ TEST_F(VulkanDeviceTest, a_validation_message_fails_the_operation_that_caused_it
 }
 
 TEST_F(VulkanDeviceTest, runs_the_spirv_writers_kernels_like_the_interpreter) {
-  auto m = example("axpy.cir");
+  auto m = test::example_module("axpy.cir");
   KernelHandle axpy;
   std::string error = error_of([&] { axpy = rt->load(*m->kernels()[0]); });
   ASSERT_EQ(error, "<no error>");
@@ -937,7 +928,7 @@ TEST_F(VulkanDeviceTest, runs_the_spirv_writers_kernels_like_the_interpreter) {
   for (size_t i = 0; i < n; ++i)
     ASSERT_PRED4(fma_or_unfused, out[i], -1.5f, x[i], y[i]) << "element " << i;
 
-  auto reduce_module = example("reduce_sum.cir");
+  auto reduce_module = test::example_module("reduce_sum.cir");
   KernelHandle reduce = rt->load(*reduce_module->kernels()[0]);
   std::vector<float> in = whole_floats(5000, 6);
   Buffer din = rt->upload(in), dout = rt->upload(std::vector<float>{0.0f});
@@ -975,7 +966,7 @@ TEST(VulkanDevice, copies_through_staging_buffers_when_forced) {
   std::string error;
   auto words = glsl_to_spirv("axpy_staging", kAxpyGlsl, error);
   ASSERT_TRUE(words) << error;
-  auto m = example("axpy.cir");
+  auto m = test::example_module("axpy.cir");
   codegen::SpirvKernel spirv{*words, codegen::KernelAbi::of(*m->kernels()[0])};
   KernelHandle axpy = rt->adopt(*m->kernels()[0], vk->compile_spirv(spirv));
   std::vector<float> x = random_floats(300, 7), y = random_floats(300, 8);

@@ -7,7 +7,10 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <memory>
+#include <sstream>
+#include <string>
 #include <string_view>
 
 namespace cubecc::test {
@@ -31,5 +34,20 @@ inline std::string first_error(std::string_view text) {
   auto problems = ir::verify(*r.module, &r.source_map);
   return problems.empty() ? "" : problems.front().str();
 }
+
+/// The bytes of the file at `path` ("" when it cannot be read).
+inline std::string read_file(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+#ifdef CUBECC_SOURCE_DIR
+/// examples/ir/<name>, parsed and verified (failing the current test if it is not).
+inline std::unique_ptr<ir::Module> example_module(const char *name) {
+  return parse_valid(read_file(std::string(CUBECC_SOURCE_DIR "/examples/ir/") + name));
+}
+#endif
 
 } // namespace cubecc::test
