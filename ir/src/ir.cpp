@@ -44,20 +44,20 @@ bool AttributeList::remove(std::string_view name) {
 //===- Value ---------------------------------------------------------------------------------===//
 
 Value::~Value() {
-  assert(users_.empty() && "destroying a value that still has users");
-}
-
-void Value::remove_user(Operation *op) {
-  auto it = std::find(users_.begin(), users_.end(), op);
-  assert(it != users_.end());
-  users_.erase(it);
+  assert(!first_use_ && "destroying a value that still has users");
 }
 
 void Value::replace_all_uses_with(Value *other) {
   if (other == this)
     return;
-  while (!users_.empty())
-    users_.back()->replace_uses_of(this, other);
+  while (first_use_) {
+    Use *use = first_use_;
+    use->user_->set_operand(use->operand_number(), other);
+  }
+}
+
+unsigned Use::operand_number() const {
+  return static_cast<unsigned>(this - user_->uses_.data());
 }
 
 //===- Region --------------------------------------------------------------------------------===//
@@ -148,6 +148,7 @@ std::unique_ptr<Operation> Operation::create(Opcode opcode, std::span<Value *con
                                              unsigned num_regions, Location loc) {
   std::unique_ptr<Operation> op(new Operation(opcode, loc));
   op->operands_.reserve(operands.size());
+  op->uses_.reserve(operands.size());
   op->results_.reserve(result_types.size());
   for (Value *v : operands)
     op->append_operand(v);
@@ -163,21 +164,54 @@ Operation::~Operation() {
   // Regions first: their ops may use this op's operands, never this op's results.
   while (!regions_.empty())
     regions_.pop_back();
-  for (Value *v : operands_)
-    v->remove_user(this);
+  for (unsigned i = 0; i < uses_.size(); ++i)
+    unlink_use(i);
+}
+
+void Operation::link_use(unsigned i) {
+  Use &use = uses_[i];
+  Value *v = operands_[i];
+  use.user_ = this;
+  use.next_ = v->first_use_;
+  if (use.next_)
+    use.next_->prev_link_ = &use.next_;
+  use.prev_link_ = &v->first_use_;
+  v->first_use_ = &use;
+  ++v->num_uses_;
+}
+
+void Operation::unlink_use(unsigned i) {
+  Use &use = uses_[i];
+  *use.prev_link_ = use.next_;
+  if (use.next_)
+    use.next_->prev_link_ = use.prev_link_;
+  use.next_ = nullptr;
+  use.prev_link_ = nullptr;
+  --operands_[i]->num_uses_;
 }
 
 void Operation::set_operand(unsigned i, Value *v) {
   assert(v && "null operand");
-  operands_[i]->remove_user(this);
+  unlink_use(i);
   operands_[i] = v;
-  v->users_.push_back(this);
+  link_use(i);
 }
 
 void Operation::append_operand(Value *v) {
   assert(v && "null operand");
+  if (uses_.size() == uses_.capacity()) {
+    // Growing moves the uses, and the lists point into them: take them out, move, put back.
+    size_t capacity = std::max<size_t>(4, 2 * uses_.capacity());
+    for (unsigned i = 0; i < uses_.size(); ++i)
+      unlink_use(i);
+    uses_.reserve(capacity);
+    operands_.reserve(capacity);
+    for (unsigned i = 0; i < uses_.size(); ++i)
+      link_use(i);
+  }
   operands_.push_back(v);
-  v->users_.push_back(this);
+  uses_.emplace_back();
+  link_use(static_cast<unsigned>(uses_.size() - 1));
 }
 
 void Operation::replace_uses_of(Value *from, Value *to) {
@@ -187,8 +221,9 @@ void Operation::replace_uses_of(Value *from, Value *to) {
 }
 
 void Operation::drop_all_references() {
-  for (Value *v : operands_)
-    v->remove_user(this);
+  for (unsigned i = 0; i < uses_.size(); ++i)
+    unlink_use(i);
+  uses_.clear();
   operands_.clear();
   for (auto &region : regions_)
     region->drop_all_references();

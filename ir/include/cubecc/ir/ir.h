@@ -3,7 +3,9 @@
 // The IR is SSA with structured control flow. A Module holds Kernels; a Kernel has parameters, a
 // workgroup size, attributes and a body Region. A Region is a single block: arguments plus an
 // ordered list of Operations ending in a terminator. Operations own their results and regions;
-// each Value knows its users, so rewrites can replace all uses in one call.
+// each Value knows its users through an intrusive list of Uses (one per operand slot, kept inside
+// the using op, as MLIR's OpOperand), so adding or removing a use is O(1), replacing all uses of a
+// value is linear in its uses, and destroying a module is linear in its size.
 //
 //===-----------------------------------------------------------------------------------------===//
 #pragma once
@@ -61,6 +63,26 @@ private:
   std::vector<NamedAttribute> entries_;
 };
 
+/// One operand slot of an operation, linked into the use list of the value it reads. Owned by
+/// the operation; values only point at it.
+class Use {
+public:
+  Use() = default;
+  /// The operation whose operand this is.
+  Operation *user() const { return user_; }
+  /// The next use of the same value (in no particular order), or null.
+  Use *next() const { return next_; }
+  /// Which operand of user() this is.
+  unsigned operand_number() const;
+
+private:
+  friend class Operation;
+  friend class Value;
+  Operation *user_ = nullptr;
+  Use *next_ = nullptr;
+  Use **prev_link_ = nullptr; ///< the pointer that points at this use (O(1) unlinking)
+};
+
 /// An SSA value: the result of an operation or an argument of a region.
 class Value {
 public:
@@ -81,10 +103,45 @@ public:
   /// Result number or argument number.
   unsigned index() const { return index_; }
 
-  /// Each operand slot that uses this value adds one entry.
-  const std::vector<Operation *> &users() const { return users_; }
-  bool has_uses() const { return !users_.empty(); }
-  /// Makes every user use `other` instead.
+  /// The operations that use this value, one entry per operand slot (an op that uses the value
+  /// twice appears twice), in no particular order.
+  class UserRange {
+  public:
+    class iterator {
+    public:
+      using value_type = Operation *;
+      using difference_type = std::ptrdiff_t;
+      iterator() = default;
+      explicit iterator(const Use *use) : use_(use) {}
+      Operation *operator*() const { return use_->user(); }
+      iterator &operator++() {
+        use_ = use_->next();
+        return *this;
+      }
+      iterator operator++(int) {
+        iterator old = *this;
+        ++*this;
+        return old;
+      }
+      friend bool operator==(iterator, iterator) = default;
+
+    private:
+      const Use *use_ = nullptr;
+    };
+    explicit UserRange(const Use *first) : first_(first) {}
+    iterator begin() const { return iterator(first_); }
+    iterator end() const { return iterator(nullptr); }
+
+  private:
+    const Use *first_;
+  };
+  UserRange users() const { return UserRange(first_use_); }
+  /// The first use in this value's use list (walk on with Use::next), or null.
+  const Use *first_use() const { return first_use_; }
+  /// How many operand slots use this value.
+  size_t num_uses() const { return num_uses_; }
+  bool has_uses() const { return first_use_ != nullptr; }
+  /// Makes every user use `other` instead. Linear in the number of uses.
   void replace_all_uses_with(Value *other);
 
 private:
@@ -92,14 +149,14 @@ private:
   friend class Region;
   Value(Type t, Operation *def, Region *owner, unsigned index)
       : type_(t), def_op_(def), owner_region_(owner), index_(index) {}
-  void remove_user(Operation *op);
 
   Type type_;
   std::string name_;
   Operation *def_op_;
   Region *owner_region_;
   unsigned index_;
-  std::vector<Operation *> users_;
+  Use *first_use_ = nullptr;
+  size_t num_uses_ = 0;
 };
 
 /// A single-block region: arguments and an ordered list of operations.
@@ -218,11 +275,15 @@ public:
 
 private:
   friend class Region;
+  friend class Use;
   Operation(Opcode opcode, Location loc) : opcode_(opcode), loc_(loc) {}
+  void link_use(unsigned i);
+  void unlink_use(unsigned i);
 
   Opcode opcode_;
   Location loc_;
   std::vector<Value *> operands_;
+  std::vector<Use> uses_; ///< uses_[i] links operand i into operands_[i]'s use list
   std::vector<std::unique_ptr<Value>> results_;
   std::vector<std::unique_ptr<Region>> regions_;
   AttributeList attrs_;
