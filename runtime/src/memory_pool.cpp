@@ -34,6 +34,7 @@ MemoryPool::MemoryPool(std::shared_ptr<Device> device, PoolOptions options)
     : device_(std::move(device)), options_(options) {}
 
 MemoryPool::~MemoryPool() {
+  std::lock_guard device_lock(device_->mutex());
   std::lock_guard lock(mutex_);
   trim_locked();
 }
@@ -116,6 +117,7 @@ DeviceMemory MemoryPool::allocate_from_device_locked(uint64_t class_bytes, uint6
 }
 
 DeviceMemory MemoryPool::acquire(uint64_t bytes) {
+  std::lock_guard device_lock(device_->mutex()); // always before mutex_ (device.h)
   std::lock_guard lock(mutex_);
   const uint64_t now = stats_.allocations + 1; // this allocation, if it succeeds
   if (options_.idle_release_allocations > 0)
@@ -147,6 +149,7 @@ DeviceMemory MemoryPool::acquire(uint64_t bytes) {
 }
 
 void MemoryPool::release(DeviceMemory memory) {
+  std::lock_guard device_lock(device_->mutex()); // always before mutex_ (device.h)
   std::lock_guard lock(mutex_);
   auto live = live_.find(memory.handle);
   if (live == live_.end()) {
@@ -183,6 +186,7 @@ void MemoryPool::release(DeviceMemory memory) {
 }
 
 void MemoryPool::trim() {
+  std::lock_guard device_lock(device_->mutex()); // always before mutex_ (device.h)
   std::lock_guard lock(mutex_);
   trim_locked();
 }

@@ -12,7 +12,9 @@
 //   - PowerOfTwo: the classic buckets, for comparison and as an option.
 // Both release cached blocks beyond max_cached_bytes and those idle for idle_release_allocations
 // allocations; trim() (and running out of device memory) gives them all back. One mutex guards
-// everything: acquire and release may be called from any thread.
+// everything: acquire and release may be called from any thread. Each first takes the device's
+// mutex (Device::mutex), so that a block freed on one thread never reaches the device while
+// another thread's Runtime call is using it.
 //
 //===-----------------------------------------------------------------------------------------===//
 #pragma once

@@ -14,9 +14,12 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <limits>
+#include <mutex>
 #include <sstream>
+#include <thread>
 #include <unordered_set>
 
 namespace cubecc::runtime {
@@ -41,7 +44,10 @@ struct SharedBlock {
       pool->release(memory);
       return;
     }
-    pool->device().release_adopted(memory);
+    {
+      std::lock_guard device_lock(pool->device().mutex());
+      pool->device().release_adopted(memory);
+    }
     if (release)
       release();
   }
@@ -99,6 +105,55 @@ const CompiledKernel &KernelHandle::compiled() const {
   return *kernel_->compiled;
 }
 
+//===- One thread at a time ------------------------------------------------------------------===//
+
+/// Which thread is inside the Runtime, and in which call. A Runtime is not thread-safe: a second
+/// thread that enters while a first is inside gets an Error instead of racing it.
+struct RuntimeOccupancy {
+  std::atomic<std::thread::id> owner{};
+  std::atomic<const char *> call{nullptr};
+  int depth = 0; ///< nested calls of the owner (touched only by the owner)
+};
+
+namespace {
+
+/// Held for the duration of one public Runtime call: claims the Runtime for this thread (or
+/// throws when another thread holds it) and locks the device against frees from other threads.
+class RuntimeCall {
+public:
+  RuntimeCall(RuntimeOccupancy &occupancy, Device &device, const char *call)
+      : occupancy_(occupancy) {
+    const std::thread::id self = std::this_thread::get_id();
+    std::thread::id expected{};
+    if (!occupancy.owner.compare_exchange_strong(expected, self) && expected != self) {
+      const char *other = occupancy.call.load();
+      throw Error(fmt::format(
+          "Runtime::{} was called on one thread while another thread is inside Runtime::{} of the "
+          "same Runtime: a Runtime is not thread-safe; give each thread its own Runtime, or hold "
+          "a lock around every call (Buffers may still be destroyed on any thread)",
+          call, other ? other : "(a call)"));
+    }
+    if (occupancy.depth++ == 0)
+      occupancy.call.store(call);
+    lock_ = std::unique_lock(device.mutex());
+  }
+  RuntimeCall(const RuntimeCall &) = delete;
+  RuntimeCall &operator=(const RuntimeCall &) = delete;
+  ~RuntimeCall() {
+    lock_.unlock();
+    if (--occupancy_.depth == 0) {
+      occupancy_.call.store(nullptr);
+      occupancy_.owner.store(std::thread::id{});
+    }
+  }
+
+private:
+  RuntimeOccupancy &occupancy_;
+  std::unique_lock<std::recursive_mutex> lock_;
+};
+
+} // namespace
+
 //===- Runtime -------------------------------------------------------------------------------===//
 
 Runtime Runtime::open(const std::string &name, PoolOptions pool) {
@@ -110,14 +165,16 @@ Runtime Runtime::open(const std::string &name, PoolOptions pool) {
 
 Runtime::Runtime(std::unique_ptr<Device> device, PoolOptions pool)
     : device_(std::move(device)), pool_(std::make_shared<MemoryPool>(device_, pool)),
-      cache_(std::make_unique<KernelCache>(device_->info().backend + ":" + device_->info().name)) {}
+      cache_(std::make_unique<KernelCache>(device_->info().backend + ":" + device_->info().name)),
+      occupancy_(std::make_unique<RuntimeOccupancy>()) {}
 
 Runtime::Runtime(Runtime &&) noexcept = default;
 Runtime &Runtime::operator=(Runtime &&) noexcept = default;
 
 Runtime::~Runtime() {
   if (!device_)
-    return;         // moved from
+    return; // moved from
+  std::lock_guard device_lock(device_->mutex());
   capture_.reset(); // an unfinished capture is abandoned
   try {
     device_->synchronize();
@@ -132,6 +189,7 @@ const DeviceInfo &Runtime::info() const {
 }
 
 Buffer Runtime::allocate(ir::Scalar element, size_t count) {
+  RuntimeCall call(*occupancy_, *device_, "allocate");
   if (element == ir::Scalar::Bool)
     throw Error("cannot allocate a buffer of bool: buffers hold numbers (use u8 or u32)");
   uint64_t bytes = uint64_t(count) * (ir::scalar_bits(element) / 8);
@@ -149,6 +207,7 @@ Buffer Runtime::allocate(ir::Scalar element, size_t count) {
 
 Buffer Runtime::adopt_memory(const ExternalMemory &memory, ir::Scalar element,
                              std::function<void()> release) {
+  RuntimeCall call(*occupancy_, *device_, "adopt_memory");
   const char *what = external_memory_kind_name(memory.kind);
   const std::string &backend = device_->info().backend;
   if (backend != external_memory_backend(memory.kind))
@@ -186,6 +245,7 @@ Buffer Runtime::adopt_memory(const ExternalMemory &memory, ir::Scalar element,
 }
 
 ExternalMemory Runtime::native_memory(const Buffer &buffer) const {
+  RuntimeCall call(*occupancy_, *device_, "native_memory");
   if (!buffer.valid())
     throw Error("native_memory: the buffer is empty (moved from or default-constructed)");
   ExternalMemory memory = device_->native_memory(buffer.memory_);
@@ -206,6 +266,7 @@ void Runtime::check_host_copy(const Buffer &buffer, ir::Scalar element, size_t c
 }
 
 void Runtime::write(Buffer &buffer, const void *src, uint64_t bytes) {
+  RuntimeCall call(*occupancy_, *device_, "write");
   check_not_capturing("upload");
   if (!buffer.valid() || bytes > buffer.bytes())
     throw Error(
@@ -215,6 +276,7 @@ void Runtime::write(Buffer &buffer, const void *src, uint64_t bytes) {
 }
 
 void Runtime::read(const Buffer &buffer, void *dst, uint64_t bytes) {
+  RuntimeCall call(*occupancy_, *device_, "read");
   check_not_capturing("download");
   if (!buffer.valid() || bytes > buffer.bytes())
     throw Error(fmt::format("download: {} bytes are more than a buffer of {} bytes", bytes,
@@ -232,6 +294,7 @@ const PoolOptions &Runtime::pool_options() const {
 }
 
 void Runtime::trim() {
+  RuntimeCall call(*occupancy_, *device_, "trim");
   pool_->trim();
 }
 
@@ -277,6 +340,7 @@ std::shared_ptr<LoadedKernel> describe(const ir::Kernel &kernel, const ir::Hash1
 } // namespace
 
 KernelHandle Runtime::load(const ir::Kernel &kernel) {
+  RuntimeCall call(*occupancy_, *device_, "load");
   ir::Hash128 hash = ir::structural_hash(kernel);
   if (auto cached = cache_->find(hash)) {
     ++cache_->statistics.hits;
@@ -318,6 +382,7 @@ KernelHandle Runtime::load_keyed(std::string_view key, const ir::Kernel &kernel)
 }
 
 KernelHandle Runtime::kernel(std::string_view key, FunctionRef<const ir::Kernel &()> trace) {
+  RuntimeCall call(*occupancy_, *device_, "kernel");
   if (auto cached = cache_->find_keyed(key)) {
     ++cache_->statistics.hits;
     return KernelHandle(std::move(cached));
@@ -328,6 +393,7 @@ KernelHandle Runtime::kernel(std::string_view key, FunctionRef<const ir::Kernel 
 
 KernelHandle Runtime::kernel(std::string_view key,
                              FunctionRef<std::unique_ptr<ir::Module>()> trace) {
+  RuntimeCall call(*occupancy_, *device_, "kernel");
   if (auto cached = cache_->find_keyed(key)) {
     ++cache_->statistics.hits;
     return KernelHandle(std::move(cached));
@@ -342,6 +408,7 @@ KernelHandle Runtime::kernel(std::string_view key,
 }
 
 KernelHandle Runtime::adopt(const ir::Kernel &kernel, std::unique_ptr<CompiledKernel> compiled) {
+  RuntimeCall call(*occupancy_, *device_, "adopt");
   check_abi(kernel, compiled->abi());
   auto loaded = describe(kernel, ir::structural_hash(kernel));
   loaded->compiled = std::move(compiled);
@@ -350,6 +417,7 @@ KernelHandle Runtime::adopt(const ir::Kernel &kernel, std::unique_ptr<CompiledKe
 }
 
 void Runtime::use_environment(const std::string &path, EnvironmentOptions options) {
+  RuntimeCall call(*occupancy_, *device_, "use_environment");
   std::shared_ptr<const EnvironmentSource> environment;
   try {
     environment = open_environment(path);
@@ -366,6 +434,7 @@ void Runtime::use_environment(const std::string &path, EnvironmentOptions option
 
 void Runtime::use_environment(std::shared_ptr<const EnvironmentSource> environment,
                               EnvironmentOptions options) {
+  RuntimeCall call(*occupancy_, *device_, "use_environment");
   environment_ = std::move(environment);
   environment_options_ = options;
   if (environment_)
@@ -377,6 +446,7 @@ std::optional<std::string> Runtime::find_tuning_record(std::string_view key) con
 }
 
 KernelCacheStatistics Runtime::cache_statistics() const {
+  RuntimeCall call(*occupancy_, *device_, "cache_statistics");
   return cache_->statistics;
 }
 
@@ -480,6 +550,7 @@ uint64_t convert_lane(const LoadedKernel &k, size_t i, ir::Scalar s, ArgumentVal
 
 void Runtime::launch_values(const KernelHandle &kernel, std::array<uint32_t, 3> num_workgroups,
                             std::span<const ArgumentValue> args) {
+  RuntimeCall call(*occupancy_, *device_, "launch");
   if (!kernel.valid())
     throw Error("launch: the kernel handle is empty");
   const LoadedKernel &k = *kernel.kernel_;
@@ -526,6 +597,7 @@ void Runtime::launch_values(const KernelHandle &kernel, std::array<uint32_t, 3> 
 
 void Runtime::launch(const KernelHandle &kernel, std::array<uint32_t, 3> num_workgroups,
                      std::span<const LaunchArg> args) {
+  RuntimeCall call(*occupancy_, *device_, "launch");
   if (!kernel.valid())
     throw Error("launch: the kernel handle is empty");
   const LoadedKernel &k = *kernel.kernel_;
@@ -559,11 +631,13 @@ void Runtime::launch(const KernelHandle &kernel, std::array<uint32_t, 3> num_wor
 }
 
 void Runtime::synchronize() {
+  RuntimeCall call(*occupancy_, *device_, "synchronize");
   check_not_capturing("synchronize");
   device_->synchronize();
 }
 
 std::vector<double> Runtime::last_launch_times_ns() const {
+  RuntimeCall call(*occupancy_, *device_, "last_launch_times_ns");
   return device_->last_launch_times_ns();
 }
 
@@ -620,6 +694,7 @@ void Runtime::check_not_capturing(const char *what) const {
 }
 
 void Runtime::begin_capture() {
+  RuntimeCall call(*occupancy_, *device_, "begin_capture");
   if (capture_)
     throw Error(fmt::format("begin_capture: a capture is already in progress ({} launch(es) "
                             "recorded); captures do not nest: call end_capture() first",
@@ -631,6 +706,7 @@ void Runtime::begin_capture() {
 }
 
 Graph Runtime::end_capture() {
+  RuntimeCall call(*occupancy_, *device_, "end_capture");
   if (!capture_)
     throw Error("end_capture: no capture in progress (call begin_capture() first)");
   std::unique_ptr<GraphState> state = std::move(capture_);
@@ -648,6 +724,7 @@ void Runtime::record(const KernelHandle &kernel, std::array<uint32_t, 3> num_wor
 }
 
 void Runtime::replay(Graph &graph) {
+  RuntimeCall call(*occupancy_, *device_, "replay");
   if (!graph.valid())
     throw Error("replay: the graph is empty (moved from or default-constructed)");
   check_not_capturing("replay");

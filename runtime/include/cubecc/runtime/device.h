@@ -14,6 +14,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -153,6 +154,12 @@ public:
   virtual ~Device() = default;
   virtual const DeviceInfo &info() const = 0;
 
+  /// Serializes everything that reaches this device: a Runtime holds it during each of its
+  /// calls, and the memory pool and adopted memory take it before they free or release memory,
+  /// so a Buffer destroyed on another thread waits for the call in progress instead of, say,
+  /// flushing a command buffer that the call is recording. Recursive: a call may free memory.
+  std::recursive_mutex &mutex() const { return mutex_; }
+
   virtual DeviceMemory allocate(uint64_t bytes) = 0;
   virtual void free(DeviceMemory memory) = 0;
   /// Wraps memory the caller owns (already checked by the Runtime: this backend's kind, not null,
@@ -188,6 +195,9 @@ public:
   virtual std::vector<double> last_launch_times_ns() const = 0;
   /// An empty graph for this device. The default is a RecordedGraph.
   virtual std::unique_ptr<DeviceGraph> create_graph();
+
+private:
+  mutable std::recursive_mutex mutex_;
 };
 
 /// The portable graph: keeps each launch (kernel, grid, memory handles and values copied) and

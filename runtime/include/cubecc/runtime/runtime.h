@@ -10,8 +10,9 @@
 //     re-traces nor re-lowers;
 //   - launch(): typed arguments checked against the kernel's IR signature; errors name the kernel
 //     and the parameter.
-// A Runtime is not thread-safe: use one per thread or lock around it. Buffers may be destroyed on
-// any thread.
+// A Runtime is not thread-safe: use one per thread or lock around it. A second thread that calls
+// it while a first is inside gets an Error saying so (never a race). Buffers may be destroyed on
+// any thread: their memory goes back once the call in progress on the Runtime's device is done.
 //
 //===-----------------------------------------------------------------------------------------===//
 #pragma once
@@ -47,6 +48,7 @@ class KernelCache;
 struct LoadedKernel;
 struct GraphState;
 struct SharedBlock;
+struct RuntimeOccupancy;
 
 /// A non-owning reference to a callable, for callbacks that run only during the call.
 template <class Signature> class FunctionRef;
@@ -391,7 +393,8 @@ private:
   std::shared_ptr<const EnvironmentSource> environment_;
   EnvironmentOptions environment_options_;
   EnvironmentStatistics environment_statistics_;
-  std::unique_ptr<GraphState> capture_; ///< the graph being captured, or null
+  std::unique_ptr<GraphState> capture_;         ///< the graph being captured, or null
+  std::unique_ptr<RuntimeOccupancy> occupancy_; ///< which thread is inside, if any
 };
 
 /// The options under which Runtime::load compiles, as environment keys spell them.
