@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# run-bundle-fuzzer.sh FUZZER SEEDS REPO CORPUS_DIR SECONDS: seeds CORPUS_DIR with small valid
-# bundles (SEEDS writes them), then fuzzes the bundle reader for SECONDS with a fixed seed
-# (CUBECC_FUZZ_SEED, default 1). Fails on any finding.
+# run-bundle-fuzzer.sh FUZZER SEEDS REPO WORK_DIR RUNS: fuzzes the bundle reader for exactly RUNS
+# executions from small valid bundles (SEEDS writes them). Fails on any finding. Reproducible as
+# run-fuzzer.sh is: fresh folders, seeds written the same way every time, a fixed random seed
+# (CUBECC_FUZZ_SEED, default 1) and a number of executions rather than a time.
 set -eu
-fuzzer=$1 seeds=$2 repo=$3 corpus=$4 seconds=$5
-mkdir -p "$corpus" "$corpus.findings"
-"$seeds" "$corpus" "$repo/examples/ir/axpy.cir"
-exec "$fuzzer" "$corpus" -artifact_prefix="$corpus.findings/" -seed="${CUBECC_FUZZ_SEED:-1}" \
-  -max_total_time="$seconds" -max_len=16384 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
+fuzzer=$1 seeds=$2 repo=$3 work=$4 runs=$5
+rm -rf "$work"
+mkdir -p "$work/seeds" "$work/corpus" "$work/findings"
+"$seeds" "$work/seeds" "$repo/examples/ir/axpy.cir"
+echo "run-bundle-fuzzer.sh: $(ls "$work/seeds" | wc -l) seed bundles, $runs runs, seed ${CUBECC_FUZZ_SEED:-1}"
+exec "$fuzzer" "$work/corpus" "$work/seeds" -artifact_prefix="$work/findings/" \
+  -seed="${CUBECC_FUZZ_SEED:-1}" -runs="$runs" -max_len=16384 -timeout=10 -rss_limit_mb=2048 \
+  -print_final_stats=1

@@ -1,17 +1,27 @@
 #!/usr/bin/env bash
-# run-fuzzer.sh FUZZER REPO CORPUS_DIR SECONDS: seeds CORPUS_DIR with every .cir file of the
-# repository (and a dictionary of the IR's keywords), then fuzzes for SECONDS. Fails on any finding.
-# The seed is fixed (CUBECC_FUZZ_SEED, default 1) so that a run is reproducible: the suite must not
-# pass or fail by chance. Longer or other-seed runs are for finding bugs, not for the suite.
+# run-fuzzer.sh FUZZER REPO WORK_DIR RUNS: fuzzes the IR parser for exactly RUNS executions from a
+# seed corpus of every .cir file of the repository (and a dictionary of the IR's keywords). Fails
+# on any finding.
+#
+# A run is reproducible: the seed corpus is copied into a fresh folder under names that sort the
+# same on every machine, the new inputs go to another fresh folder, the random seed is fixed
+# (CUBECC_FUZZ_SEED, default 1) and the length of the run is a number of executions, not a time,
+# so the same build explores the same inputs on a fast or a busy machine: the suite must not pass
+# or fail by chance. Long runs (-runs=10000000) are for finding bugs; docs/testing.md lists them.
 set -eu
 fuzzer=$1
 repo=$2
-corpus=$3
-seconds=$4
-mkdir -p "$corpus"
-find "$repo" -name '*.cir' -not -path '*/build*' -exec cp {} "$corpus/" \;
-dict=$(dirname "$0")/cir.dict
-mkdir -p "$corpus.findings"
-exec "$fuzzer" "$corpus" -dict="$dict" -artifact_prefix="$corpus.findings/" \
-  -seed="${CUBECC_FUZZ_SEED:-1}" -max_total_time="$seconds" -max_len=4096 -timeout=10 \
-  -rss_limit_mb=2048 -print_final_stats=1
+work=$3
+runs=$4
+rm -rf "$work"
+mkdir -p "$work/seeds" "$work/corpus" "$work/findings"
+# Each seed is named by its path in the repository, so that the order does not depend on find.
+(cd "$repo" && find . -name '*.cir' -not -path './build*' -not -path './.git/*' | LC_ALL=C sort) |
+  while read -r path; do
+    name=${path#./}
+    cp "$repo/$name" "$work/seeds/${name//\//__}"
+  done
+echo "run-fuzzer.sh: $(ls "$work/seeds" | wc -l) seed files, $runs runs, seed ${CUBECC_FUZZ_SEED:-1}"
+exec "$fuzzer" "$work/corpus" "$work/seeds" -dict="$(dirname "$0")/cir.dict" \
+  -artifact_prefix="$work/findings/" -seed="${CUBECC_FUZZ_SEED:-1}" -runs="$runs" -max_len=4096 \
+  -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
