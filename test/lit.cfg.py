@@ -31,6 +31,7 @@ for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
 config.substitutions.append(("%cubecc-opt", os.path.join(tools_dir, "cubecc-opt")))
 config.substitutions.append(("%cubecc", os.path.join(tools_dir, "cubecc")))
 config.substitutions.append(("%examples_lib", os.path.join(os.path.dirname(tools_dir), "examples", "libcubecc_examples.so")))
+config.substitutions.append(("%bad_libraries", os.path.join(os.path.dirname(tools_dir), "test", "libraries")))
 config.substitutions.append(("%expect-exit", os.path.join(config.test_source_root, "utils", "expect-exit")))
 config.substitutions.append(("%repo", repo_root))
 

@@ -142,6 +142,42 @@ private:
   }
   bool check(const ir::Operation &op);
 
+  /// The target's shared memory and workgroup limits, checked here so that a kernel over them is
+  /// a user error naming the kernel and the numbers, not a compiler failure inside NVRTC or
+  /// hipRTC. The messages are the SPIR-V writer's.
+  bool check_limits(const KernelAbi &abi) {
+    bool ok = true;
+    if (abi.shared_bytes > features_.max_shared_bytes) {
+      errors_.push_back(
+          {"",
+           0,
+           0,
+           fmt::format("kernel '{}' uses {} bytes of shared memory; target '{}' has {}",
+                       kernel_.name(), abi.shared_bytes, features_.target,
+                       features_.max_shared_bytes),
+           {}});
+      ok = false;
+    }
+    auto wg = abi.workgroup_size;
+    uint64_t invocations = uint64_t(wg[0]) * wg[1] * wg[2];
+    if (invocations > features_.max_workgroup_invocations ||
+        wg[0] > features_.max_workgroup_size[0] || wg[1] > features_.max_workgroup_size[1] ||
+        wg[2] > features_.max_workgroup_size[2]) {
+      errors_.push_back(
+          {"",
+           0,
+           0,
+           fmt::format("kernel '{}' has workgroup({}, {}, {}); target '{}' allows at most {} "
+                       "invocations and ({}, {}, {})",
+                       kernel_.name(), wg[0], wg[1], wg[2], features_.target,
+                       features_.max_workgroup_invocations, features_.max_workgroup_size[0],
+                       features_.max_workgroup_size[1], features_.max_workgroup_size[2]),
+           {}});
+      ok = false;
+    }
+    return ok;
+  }
+
   std::string fresh(std::string base) {
     std::string clean;
     for (char c : base)
@@ -987,12 +1023,12 @@ void CEmitter::emit_op(const ir::Operation &op) {
 std::optional<CSource> CEmitter::run() {
   bool ok = true;
   kernel_.walk([&](const ir::Operation *op) { ok &= check(*op); });
-  if (!ok)
+  CSource out;
+  out.abi = KernelAbi::of(kernel_);
+  if (!check_limits(out.abi) || !ok)
     return std::nullopt;
   uniformity_ = std::make_unique<ir::UniformityAnalysis>(kernel_);
 
-  CSource out;
-  out.abi = KernelAbi::of(kernel_);
   // The entry has C linkage, so it must not meet a C function of the vendor headers (sin, nan,
   // select, ...): the kernel's name with a `_kernel` suffix, which none of them has.
   out.entry = fresh(kernel_.name() + "_kernel");

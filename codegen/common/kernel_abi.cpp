@@ -30,10 +30,8 @@ KernelAbi KernelAbi::of(const ir::Kernel &kernel) {
   }
   abi.param_block_bytes = (offset + 3) / 4 * 4;
   for (const ir::Operation *op : kernel.body()) { // shared.alloc is only at the top level
-    if (op->opcode() == ir::Opcode::SharedAlloc) {
-      ir::Type t = op->result()->type();
-      abi.shared_bytes += t.count() * (ir::scalar_bits(t.element()) / 8);
-    }
+    if (op->opcode() == ir::Opcode::SharedAlloc)
+      abi.shared_bytes += op->result()->type().array_bytes();
   }
   return abi;
 }

@@ -521,8 +521,7 @@ private:
       Type t = op.result()->type();
       bool local = o == Opcode::LocalAlloc;
       auto &storage = (local ? local_storage_ : shared_storage_)[&op];
-      size_t bytes =
-          static_cast<size_t>(t.count()) * (scalar_bits(t.element()) / 8) * (local ? size_ : 1);
+      uint64_t bytes = t.array_bytes() * (local ? size_ : 1);
       // Fresh contents are unspecified; the interpreter fills them with a recognisable pattern.
       storage.assign(bytes, 0xCD);
       memory_[op.result()] = Memory{t.element(), t.count(), storage.data(), local,

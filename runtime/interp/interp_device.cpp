@@ -27,10 +27,28 @@ HostMemory &host(const DeviceMemory &memory) {
   return *static_cast<HostMemory *>(memory.handle);
 }
 
+/// The interp device's limits. They are those of a Vulkan device (the workgroup count is
+/// Vulkan's minimum maxComputeWorkGroupCount), so that a kernel and a launch the interpreter
+/// accepts run on the GPU devices too; shared memory is larger, for tests of big arrays.
+constexpr uint32_t kMaxSharedBytes = 16u << 20;
+constexpr uint32_t kMaxWorkgroupInvocations = 1024;
+constexpr uint32_t kMaxWorkgroupSize = 1024;
+constexpr uint32_t kMaxWorkgroupCount = 65535;
+
+/// Refuses a kernel over the device's shared memory, with the Vulkan device's message: the
+/// interpreter would otherwise allocate whatever the kernel asks for. (Workgroup sizes over 1024
+/// invocations are refused by the verifier, for every device.)
+void check_kernel_limits(const codegen::KernelAbi &abi) {
+  if (abi.shared_bytes > kMaxSharedBytes)
+    throw Error(fmt::format("interp: kernel '{}' uses {} bytes of shared memory; the device has {}",
+                            abi.name, abi.shared_bytes, kMaxSharedBytes));
+}
+
 class InterpKernel : public CompiledKernel {
 public:
   explicit InterpKernel(std::unique_ptr<ir::Module> module) : module_(std::move(module)) {
     abi_ = codegen::KernelAbi::of(kernel());
+    check_kernel_limits(abi_);
   }
   const ir::Kernel &kernel() const { return *module_->kernels().front(); }
 
@@ -72,10 +90,10 @@ public:
     f.signed_zero_inf_nan_preserve = true;
     f.subgroup_size = info_.subgroup_size;
     f.linear_subgroups = true;
-    f.max_shared_bytes = 16u << 20;
+    f.max_shared_bytes = kMaxSharedBytes;
     f.max_param_block_bytes = 4096;
-    f.max_workgroup_invocations = 1024;
-    f.max_workgroup_size[0] = f.max_workgroup_size[1] = f.max_workgroup_size[2] = 1024;
+    f.max_workgroup_invocations = kMaxWorkgroupInvocations;
+    f.max_workgroup_size[0] = f.max_workgroup_size[1] = f.max_workgroup_size[2] = kMaxWorkgroupSize;
     info_.max_buffer_bytes = uint64_t(1) << 40;
     info_.timestamp_period_ns = 0; // the times reported are host times
   }
@@ -147,6 +165,13 @@ public:
       throw Error(
           fmt::format("interp: kernel '{}' was compiled for another device", compiled.abi().name));
     const ir::Kernel &kernel = k->kernel();
+    for (uint32_t count : num_workgroups)
+      if (count > kMaxWorkgroupCount)
+        throw Error(fmt::format("interp: launch of kernel '{}': a grid of {}x{}x{} workgroups "
+                                "exceeds the device's maximum of {}x{}x{}",
+                                kernel.name(), num_workgroups[0], num_workgroups[1],
+                                num_workgroups[2], kMaxWorkgroupCount, kMaxWorkgroupCount,
+                                kMaxWorkgroupCount));
     if (args.size() != kernel.num_parameters())
       throw Error(fmt::format("interp: kernel '{}' takes {} arguments, got {}", kernel.name(),
                               kernel.num_parameters(), args.size()));

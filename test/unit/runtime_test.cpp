@@ -141,6 +141,19 @@ module @m {
 }
 )";
 
+/// 2^30 f32 elements: 4 GiB of shared memory, which a 32-bit byte count wraps to 0.
+constexpr std::string_view kHugeSharedKernel = R"(
+module @m {
+  kernel @huge(%out: buffer<f32, write>) workgroup(1, 1, 1) {
+    %s = shared.alloc : shared<f32, 1073741824>
+    %zero = const 0 : u32
+    %v = load %s, %zero : f32
+    store %out, %zero, %v
+    return
+  }
+}
+)";
+
 } // namespace
 
 //===- Devices and opening -------------------------------------------------------------------===//
@@ -456,6 +469,33 @@ TEST(InterpDevice, an_out_of_bounds_store_is_an_error_with_the_interpreters_text
   std::string error = error_of([&] { rt.launch(k, {1, 1, 1}, out); });
   EXPECT_THAT(error, HasSubstr("interp: launch of kernel 'unguarded' failed"));
   EXPECT_THAT(error, HasSubstr("index 10 is out of bounds"));
+}
+
+TEST(InterpDevice, refuses_more_shared_memory_than_it_advertises) {
+  auto m = test::parse_valid(kHugeSharedKernel);
+  Runtime rt = Runtime::open("interp");
+  EXPECT_EQ(rt.info().features.max_shared_bytes, 16u << 20);
+  EXPECT_THAT(error_of([&] { rt.load(*m->kernels()[0]); }),
+              HasSubstr("interp: kernel 'huge' uses 4294967296 bytes of shared memory; the device "
+                        "has 16777216"));
+}
+
+TEST(InterpDevice, refuses_a_grid_vulkan_refuses) {
+  auto m = test::parse_valid(kUnguardedKernel);
+  Runtime rt = Runtime::open("interp");
+  KernelHandle k = rt.load(*m->kernels()[0]);
+  Buffer out = rt.allocate<uint32_t>(64);
+  // 65,535 per dimension is Vulkan's minimum maxComputeWorkGroupCount.
+  EXPECT_EQ(error_of([&] {
+              rt.launch(k, {65536, 1, 1}, out);
+            }),
+            "interp: launch of kernel 'unguarded': a grid of 65536x1x1 workgroups exceeds the "
+            "device's maximum of 65535x65535x65535");
+  EXPECT_EQ(error_of([&] {
+              rt.launch(k, {1, 1, 65536}, out);
+            }),
+            "interp: launch of kernel 'unguarded': a grid of 1x1x65536 workgroups exceeds the "
+            "device's maximum of 65535x65535x65535");
 }
 
 TEST(InterpDevice, a_kernel_sees_exactly_the_bound_range) {
@@ -890,6 +930,12 @@ TEST_F(VulkanDeviceTest, refuses_a_kernel_beyond_the_device_limits) {
   spirv.abi.workgroup_size = {4096, 1, 1};
   EXPECT_THAT(error_of([&] { vk->compile_spirv(spirv); }),
               HasSubstr("kernel 'big' has workgroup size (4096, 1, 1)"));
+}
+
+TEST_F(VulkanDeviceTest, refuses_shared_memory_whose_32_bit_size_wraps_to_zero) {
+  auto m = test::parse_valid(kHugeSharedKernel);
+  EXPECT_THAT(error_of([&] { rt->load(*m->kernels()[0]); }),
+              HasSubstr("kernel 'huge' uses 4294967296 bytes of shared memory; target 'vulkan ("));
 }
 
 TEST_F(VulkanDeviceTest, refuses_a_grid_beyond_the_device_limit) {

@@ -43,7 +43,9 @@ struct KernelAbi {
   /// target's limit: then a read-only storage buffer at binding `num_buffers` (set by the
   /// backend; the runtime creates and binds it).
   bool param_block_in_buffer = false;
-  uint32_t shared_bytes = 0; ///< workgroup memory of all shared.alloc ops
+  /// Workgroup memory of all shared.alloc ops, in 64 bits so that a huge array is refused by the
+  /// limits rather than wrapping to a small size.
+  uint64_t shared_bytes = 0;
 
   static KernelAbi of(const ir::Kernel &kernel);
 };

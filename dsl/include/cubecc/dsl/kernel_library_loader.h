@@ -19,6 +19,9 @@ namespace cubecc::dsl {
 class KernelLibrary {
 public:
   /// Opens `path`; on failure returns null and sets `error` (naming the file and what to do).
+  /// The file is checked against its ELF headers and probed in a forked process (its static
+  /// initializers and its table) before it is loaded into this one: a truncated file, a throwing
+  /// global constructor or a table with bad pointers is an error, never a crash.
   static std::unique_ptr<KernelLibrary> open(const std::string &path, std::string &error);
   ~KernelLibrary();
   KernelLibrary(const KernelLibrary &) = delete;
@@ -31,7 +34,8 @@ public:
   const std::vector<Entry> &kernels() const { return entries_; }
 
   /// Traces kernel `index` and parses it into `module` (appending the kernel). Returns false and
-  /// appends diagnostics on failure.
+  /// appends diagnostics on failure: tracing failed or threw, or it produced another kernel
+  /// than the table lists at `index`.
   bool trace(size_t index, ir::Module &module, std::vector<ir::Diagnostic> &errors) const;
 
   /// A tunable of the library (ABI version 2; none in a version 1 library).
@@ -55,6 +59,11 @@ public:
 
 private:
   KernelLibrary() = default;
+  /// dlopen of `file` (`path` as the user gave it) and its table checked; no probe.
+  static std::unique_ptr<KernelLibrary> load(const std::string &path, const std::string &file,
+                                             std::string &error);
+  /// Loads `file` in a forked child; why the child crashed or exited early, or empty.
+  static std::string probe(const std::string &path, const std::string &file);
   bool read_tunables(std::string &error);
   std::string path_;
   void *handle_ = nullptr;

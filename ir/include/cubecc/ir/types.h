@@ -90,6 +90,9 @@ public:
   uint32_t lanes() const { return kind_ == TypeKind::Vector ? count_ : 1; }
   /// Element count of a shared or local array.
   uint32_t count() const { return count_; }
+  /// Bytes of a shared or local array, in 64 bits: `shared<f64, 4294967295>` is 32 GiB, not a
+  /// 32-bit wrap of it.
+  uint64_t array_bytes() const { return uint64_t{count_} * (scalar_bits(element_) / 8); }
   Access access() const { return access_; }
 
   bool is_scalar() const { return kind_ == TypeKind::Scalar; }

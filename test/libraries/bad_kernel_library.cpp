@@ -1,0 +1,67 @@
+//===- bad_kernel_library.cpp - Kernel libraries with one defect each, for the loader's tests
+//---===//
+//
+// Built once per defect (CUBECC_BAD_LIBRARY, see test/CMakeLists.txt) into
+// libcubecc_bad_library_<defect>.so; test/lit/tools/cubecc-bad-kernel-library.test runs cubecc
+// on each. Every table is written by hand, as a library built by another compiler could be.
+//
+//===----------------------------------------------------------------------------------------===//
+#include "cubecc/dsl/kernel_library.h"
+
+#include <cstdint>
+#include <stdexcept>
+
+namespace {
+
+#define NULL_ENTRIES 1
+#define NULL_NAME 2
+#define DANGLING_ENTRIES 3
+#define UNLISTED_KERNEL 4
+#define THROWING_TRACE 5
+#define THROWING_INITIALIZER 6
+#define NULL_TRACE 7
+
+#if CUBECC_BAD_LIBRARY == THROWING_INITIALIZER
+// Runs inside dlopen: the exception has no handler to reach and terminates the process.
+const int initialized = []() -> int { throw std::runtime_error("static initializer failed"); }();
+#endif
+
+#if CUBECC_BAD_LIBRARY == NULL_NAME
+const cubecc_kernel_entry kernels[] = {{nullptr, "none"}};
+#else
+const cubecc_kernel_entry kernels[] = {{"listed", "none"}};
+#endif
+
+const char *trace_ir(uint32_t) {
+#if CUBECC_BAD_LIBRARY == THROWING_TRACE
+  throw std::runtime_error("tracing failed on purpose");
+#elif CUBECC_BAD_LIBRARY == UNLISTED_KERNEL
+  return "module @m {\n  kernel @unlisted() workgroup(1, 1, 1) {\n    return\n  }\n}\n";
+#else
+  return "module @m {\n  kernel @listed() workgroup(1, 1, 1) {\n    return\n  }\n}\n";
+#endif
+}
+
+const char *last_error() {
+  return "no reason";
+}
+
+const cubecc_kernel_entry *entries() {
+#if CUBECC_BAD_LIBRARY == NULL_ENTRIES
+  return nullptr;
+#elif CUBECC_BAD_LIBRARY == DANGLING_ENTRIES
+  return reinterpret_cast<const cubecc_kernel_entry *>(uintptr_t{8});
+#else
+  return kernels;
+#endif
+}
+
+} // namespace
+
+extern "C" __attribute__((visibility("default"))) const cubecc_kernel_library *
+cubecc_kernel_library_v1(void) {
+  static const cubecc_kernel_library library = {
+      1,          1, entries(), CUBECC_BAD_LIBRARY == NULL_TRACE ? nullptr : trace_ir,
+      last_error, 0, nullptr,   nullptr};
+  return &library;
+}
