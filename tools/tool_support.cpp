@@ -203,10 +203,11 @@ int finish_standard_output(const char *tool, int code) {
   }
   if (std::ferror(stdout))
     failed = true;
-  // Closing reports what the last write could not (a full disk on NFS, say). A descriptor
-  // closed before the tool started, with nothing written to it, is no failure.
-  errno = 0;
-  if (std::fclose(stdout) != 0 && errno != EBADF) {
+  // Closing reports what the last write could not (a full disk on NFS, say): a duplicate is
+  // closed, which flushes the same way and leaves stdout valid for what runs after main (the
+  // standard library flushes std::cout at exit). A descriptor closed before the tool started,
+  // with nothing written to it, is no failure.
+  if (int copy = ::dup(STDOUT_FILENO); copy >= 0 && ::close(copy) != 0) {
     failed = true;
     error = errno;
   }

@@ -77,8 +77,8 @@ std::optional<std::string> input_problem(const std::string &path, bool missing_o
 /// instead of after reading gigabytes). On failure `error` is the reason, without the path.
 bool read_ir_text(const std::string &path, std::string &text, std::string &error);
 
-/// Flushes and closes standard output; a failure (a full disk, /dev/full, a closed descriptor
-/// after something was written) turns kSuccess into kUserError, with a message.
+/// Flushes standard output and closes a duplicate of it; a failure (a full disk, /dev/full, a
+/// closed descriptor after something was written) turns kSuccess into kUserError, with a message.
 int finish_standard_output(const char *tool, int code);
 
 /// Runs a tool's body; an escaping exception is a bug in cubecc and exits with kInternalError.
