@@ -29,6 +29,7 @@
 #include <iostream>
 #include <map>
 #include <regex>
+#include <set>
 #include <spawn.h>
 #include <sstream>
 #include <sys/wait.h>
@@ -46,13 +47,21 @@ bool ends_with(const std::string &s, std::string_view suffix) {
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-/// A temporary directory removed with everything in it when this goes out of scope.
+/// A temporary directory in $TMPDIR (else /tmp) removed with everything in it when this goes
+/// out of scope. When it cannot be made, path() is empty and error() says why.
 class TempDir {
 public:
   TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "cubecc-XXXXXX").string();
+    const char *tmpdir = std::getenv("TMPDIR");
+    const bool from_env = tmpdir && *tmpdir;
+    const std::string base = from_env ? tmpdir : "/tmp";
+    std::string pattern = base + "/cubecc-XXXXXX";
     if (mkdtemp(pattern.data()))
       path_ = pattern;
+    else
+      error_ = fmt::format("cannot create a temporary directory in {}{}: {}{}", shown(base),
+                           from_env ? " (TMPDIR)" : "", std::strerror(errno),
+                           from_env ? "; set TMPDIR to a writable folder" : "");
   }
   ~TempDir() {
     std::error_code ec;
@@ -60,10 +69,46 @@ public:
       fs::remove_all(path_, ec);
   }
   const fs::path &path() const { return path_; }
+  const std::string &error() const { return error_; }
 
 private:
   fs::path path_;
+  std::string error_;
 };
+
+/// Refuses a kernel name too long for every backend (kMaxKernelNameBytes), as an error of
+/// `input`.
+bool check_kernel_name(const std::string &input, const std::string &name,
+                       std::vector<ir::Diagnostic> &errors) {
+  if (name.size() <= kMaxKernelNameBytes)
+    return true;
+  errors.push_back({input,
+                    0,
+                    0,
+                    fmt::format("kernel '{}': the name is {} bytes; cubecc compiles kernels whose "
+                                "names are at most {} bytes (64 KiB)",
+                                shown(name), name.size(), kMaxKernelNameBytes),
+                    {}});
+  return false;
+}
+
+bool check_kernel_names(const std::string &input, const dsl::KernelLibrary &library,
+                        std::vector<ir::Diagnostic> &errors) {
+  for (const auto &entry : library.kernels())
+    if (!check_kernel_name(input, entry.name, errors))
+      return false;
+  return true;
+}
+
+/// An input a tool cannot read (tool_support.h: input_problem) as a located error.
+bool check_input(const std::string &input, std::vector<ir::Diagnostic> &errors,
+                 bool missing_ok = false) {
+  if (auto problem = input_problem(input, missing_ok)) {
+    errors.push_back({input, 0, 0, *problem, {}});
+    return false;
+  }
+  return true;
+}
 
 /// What a kernel library is built with: the DSL and IR headers and static libraries, and the
 /// version script that leaves only the library's C table exported.
@@ -150,7 +195,9 @@ bool build_kernel_library(const std::string &source, const fs::path &library,
   return false;
 }
 
-bool trace_library(const std::string &path, ir::Module &module, std::vector<ir::Diagnostic> &errors,
+/// Traces every kernel of the library at `path` (built from `input`, or `input` itself).
+bool trace_library(const std::string &path, const std::string &input, ir::Module &module,
+                   std::vector<ir::Diagnostic> &errors,
                    std::map<std::string, std::string> *configurations) {
   std::string error;
   auto library = dsl::KernelLibrary::open(path, error);
@@ -158,6 +205,8 @@ bool trace_library(const std::string &path, ir::Module &module, std::vector<ir::
     errors.push_back({"", 0, 0, error, {}});
     return false;
   }
+  if (!check_kernel_names(input, *library, errors))
+    return false;
   for (size_t i = 0; i < library->kernels().size(); ++i) {
     if (!library->trace(i, module, errors))
       return false;
@@ -172,29 +221,33 @@ bool trace_library(const std::string &path, ir::Module &module, std::vector<ir::
 std::unique_ptr<dsl::KernelLibrary> open_kernel_library(const std::string &input,
                                                         std::vector<ir::Diagnostic> &errors) {
   std::string error;
-  if (ends_with(input, ".so")) {
-    auto library = dsl::KernelLibrary::open(input, error);
-    if (!library)
-      errors.push_back({"", 0, 0, error, {}});
-    return library;
-  }
-  if (ends_with(input, ".cpp") || ends_with(input, ".cc") || ends_with(input, ".cxx")) {
-    if (!fs::exists(input)) {
-      errors.push_back({input, 0, 0, "cannot open the file: no such file", {}});
+  // Each kernel name checked as the library is opened (a tunable's variants are kernels).
+  auto checked = [&](std::unique_ptr<dsl::KernelLibrary> library,
+                     const std::string &file) -> std::unique_ptr<dsl::KernelLibrary> {
+    if (!library) {
+      errors.push_back({file, 0, 0, error, {}});
       return nullptr;
     }
+    return check_kernel_names(input, *library, errors) ? std::move(library) : nullptr;
+  };
+  if (ends_with(input, ".so")) {
+    // A missing file is the loader's to report; a FIFO or a device would block dlopen.
+    if (!check_input(input, errors, /*missing_ok=*/true))
+      return nullptr;
+    return checked(dsl::KernelLibrary::open(input, error), "");
+  }
+  if (ends_with(input, ".cpp") || ends_with(input, ".cc") || ends_with(input, ".cxx")) {
+    if (!check_input(input, errors))
+      return nullptr;
     TempDir dir; // removed on return: a loaded library stays mapped
     if (dir.path().empty()) {
-      errors.push_back({input, 0, 0, "cannot create a temporary directory", {}});
+      errors.push_back({input, 0, 0, dir.error(), {}});
       return nullptr;
     }
     fs::path path = dir.path() / "kernels.so";
     if (!build_kernel_library(input, path, errors))
       return nullptr;
-    auto library = dsl::KernelLibrary::open(path.string(), error);
-    if (!library)
-      errors.push_back({input, 0, 0, error, {}});
-    return library;
+    return checked(dsl::KernelLibrary::open(path.string(), error), input);
   }
   errors.push_back({input, 0, 0, "give a kernel library (.so) or a DSL source (.cpp)", {}});
   return nullptr;
@@ -205,36 +258,36 @@ bool load_inputs(const std::vector<std::string> &inputs, ir::Module &module,
                  std::map<std::string, std::string> *configurations) {
   for (const std::string &input : inputs) {
     if (ends_with(input, ".so")) {
-      if (!trace_library(input, module, errors, configurations))
+      // A missing file is the loader's to report; a FIFO or a device would block dlopen.
+      if (!check_input(input, errors, /*missing_ok=*/true) ||
+          !trace_library(input, input, module, errors, configurations))
         return false;
     } else if (ends_with(input, ".cpp") || ends_with(input, ".cc") || ends_with(input, ".cxx")) {
-      if (!fs::exists(input)) {
-        errors.push_back({input, 0, 0, "cannot open the file: no such file", {}});
+      if (!check_input(input, errors))
         return false;
-      }
       TempDir dir;
       if (dir.path().empty()) {
-        errors.push_back({input, 0, 0, "cannot create a temporary directory", {}});
+        errors.push_back({input, 0, 0, dir.error(), {}});
         return false;
       }
       fs::path library = dir.path() / "kernels.so";
       if (!build_kernel_library(input, library, errors) ||
-          !trace_library(library.string(), module, errors, configurations))
+          !trace_library(library.string(), input, module, errors, configurations))
         return false;
     } else if (ends_with(input, ".cir")) {
-      std::ifstream file(input, std::ios::binary);
-      if (!file) {
-        errors.push_back(
-            {input, 0, 0, fmt::format("cannot open the file: {}", std::strerror(errno)), {}});
+      std::string text, error;
+      if (!read_ir_text(input, text, error)) {
+        errors.push_back({input, 0, 0, error, {}});
         return false;
       }
-      std::ostringstream text;
-      text << file.rdbuf();
-      ir::ParseResult parsed = ir::parse_module(text.str(), input);
+      ir::ParseResult parsed = ir::parse_module(text, input);
       if (!parsed.module) {
         errors.insert(errors.end(), parsed.errors.begin(), parsed.errors.end());
         return false;
       }
+      for (const auto &k : parsed.module->kernels())
+        if (!check_kernel_name(input, k->name(), errors))
+          return false;
       auto problems = ir::verify(*parsed.module, &parsed.source_map);
       if (!problems.empty()) {
         errors.insert(errors.end(), problems.begin(), problems.end());
@@ -248,7 +301,7 @@ bool load_inputs(const std::vector<std::string> &inputs, ir::Module &module,
                0,
                fmt::format("kernel '{}' is defined by two inputs; kernel names must be "
                            "unique",
-                           k->name()),
+                           shown(k->name())),
                {}});
           return false;
         }
@@ -268,13 +321,58 @@ bool load_inputs(const std::vector<std::string> &inputs, ir::Module &module,
 
 namespace {
 
-/// A file name for a kernel: its name with anything unusual replaced by '_'.
+/// A file name for a kernel: its name with anything unusual replaced by '_' ("_" for @"").
 std::string file_stem(const std::string &kernel) {
-  std::string out = kernel;
+  std::string out = kernel.empty() ? "_" : kernel;
   for (char &c : out)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.'))
       c = '_';
   return out;
+}
+
+/// Whether -o names a directory: a path ending in '/', or an existing directory.
+bool names_directory(const std::string &output) {
+  std::error_code ec;
+  return output != "-" && (output.ends_with('/') || fs::is_directory(output, ec));
+}
+
+/// Creates `dir` (and its parents) for per-kernel files; prints why not.
+int make_directory(const std::string &dir) {
+  std::error_code ec, again;
+  if (fs::create_directories(dir, ec) || fs::is_directory(dir, again))
+    return kSuccess;
+  std::cerr << fmt::format("{}: error: cannot create the directory: {}\n", shown(dir),
+                           ec ? ec.message() : "a file of that name is in the way");
+  return kUserError;
+}
+
+/// Writes one file per kernel, <dir>/<kernel stem><extension>.
+int write_kernel_files(const std::string &dir, const std::string &extension,
+                       const std::vector<std::pair<std::string, std::string>> &outputs) {
+  if (int rc = make_directory(dir))
+    return rc;
+  for (const auto &[name, bytes] : outputs)
+    if (int rc =
+            write_output("cubecc", (fs::path(dir) / (file_stem(name) + extension)).string(), bytes))
+      return rc;
+  return kSuccess;
+}
+
+/// Two kernels whose names map to one file name ("a/b" and "a_b" both to a_b.spv) are refused
+/// before anything is written, naming both: neither file silently replaces the other.
+int check_file_names(const ir::Module &module) {
+  std::map<std::string, std::string> by_stem;
+  for (const auto &k : module.kernels()) {
+    auto [it, inserted] = by_stem.emplace(file_stem(k->name()), k->name());
+    if (!inserted) {
+      std::cerr << fmt::format("cubecc: error: kernels '{}' and '{}' would both be written to "
+                               "files named '{}.*'; rename one of them, or keep one with "
+                               "--kernel\n",
+                               shown(it->second), shown(k->name()), shown(it->first));
+      return kUserError;
+    }
+  }
+  return kSuccess;
 }
 
 /// What a target is and whether this cubecc can generate code for it.
@@ -293,19 +391,19 @@ Target parse_target(const std::string &name) {
   // hipRTC, whose absence compile_cuda / compile_hip report.
   static const std::regex sm(R"(cuda:sm_(\d{2,4})[af]?)");
   static const std::regex gfx(R"(hip:gfx[0-9a-f]{3,4}(:[a-z]+[+-])*)");
+  // std::regex recurses per character: a long name would overflow the stack. No target is long.
+  if (name.size() > kMaxTargetNameBytes)
+    return {name, {}, unknown_target_message(name)};
   std::smatch m;
   if (std::regex_match(name, m, sm)) {
     if (std::stoi(m[1]) < 80)
-      return {name, {}, fmt::format("target '{}': cubecc compiles for sm_80 and newer", name)};
+      return {
+          name, {}, fmt::format("target '{}': cubecc compiles for sm_80 and newer", shown(name))};
     return {name, {"ir", "cuda", "ptx", "cubin"}, {}};
   }
   if (std::regex_match(name, gfx))
     return {name, {"ir", "hip", "hsaco"}, {}};
-  return {name,
-          {},
-          fmt::format("unknown target '{}' (targets: vulkan, interp, cuda:sm_80, cuda:sm_90, "
-                      "cuda:sm_90a, cuda:sm_100, hip:gfx90a, hip:gfx942)",
-                      name)};
+  return {name, {}, unknown_target_message(name)};
 }
 
 /// Writes one output per kernel: to standard output (sources and PTX, concatenated with a
@@ -313,22 +411,14 @@ Target parse_target(const std::string &name) {
 /// of a binary or PTX kind or -o names a directory, to <dir>/<kernel><extension>.
 int write_per_kernel(const CompileOptions &options, const std::string &extension, bool binary,
                      const std::vector<std::pair<std::string, std::string>> &outputs) {
-  bool to_directory =
-      options.output != "-" && (options.output.ends_with('/') || fs::is_directory(options.output));
-  if (to_directory || (binary && outputs.size() > 1)) {
+  if (names_directory(options.output) || (binary && outputs.size() > 1)) {
     if (options.output == "-") {
       std::cerr << fmt::format("cubecc: error: --emit {} writes one file per kernel and there are "
                                "{}: give -o <directory> or --kernel <name>\n",
                                options.emit, outputs.size());
       return kUsageError;
     }
-    std::error_code ec;
-    fs::create_directories(options.output, ec);
-    for (const auto &[name, bytes] : outputs)
-      if (int rc = write_output(
-              "cubecc", (fs::path(options.output) / (file_stem(name) + extension)).string(), bytes))
-        return rc;
-    return kSuccess;
+    return write_kernel_files(options.output, extension, outputs);
   }
   std::string all;
   for (const auto &[name, text] : outputs) {
@@ -425,7 +515,7 @@ int emit_target(const ir::Module &module, const std::string &target, const Compi
       std::cerr << fmt::format("cubecc: internal error: the SPIR-V written for kernel '{}' does "
                                "not validate:\n{}This is a bug in cubecc; please report it with "
                                "the input that caused it.\n",
-                               kernel->name(), problems);
+                               shown(kernel->name()), problems);
       return kInternalError;
     }
     if (int rc = dump(kernel->name(), ".spvasm", codegen::disassemble_spirv(spirv->words)))
@@ -440,7 +530,7 @@ int emit_target(const ir::Module &module, const std::string &target, const Compi
       auto source = options.emit == "glsl" ? codegen::spirv_to_glsl(spirv->words, error)
                                            : codegen::spirv_to_msl(spirv->words, error);
       if (!source) {
-        std::cerr << fmt::format("cubecc: error: kernel '{}': {}\n", kernel->name(), error);
+        std::cerr << fmt::format("cubecc: error: kernel '{}': {}\n", shown(kernel->name()), error);
         return kUserError;
       }
       text = std::move(*source);
@@ -448,9 +538,7 @@ int emit_target(const ir::Module &module, const std::string &target, const Compi
     outputs.emplace_back(kernel->name(), std::move(text));
   }
 
-  bool to_directory =
-      options.output != "-" && (options.output.ends_with('/') || fs::is_directory(options.output));
-  if (options.emit == "spirv" && (outputs.size() > 1 || to_directory)) {
+  if (options.emit == "spirv" && (outputs.size() > 1 || names_directory(options.output))) {
     // One binary per kernel: -o names a directory.
     if (options.output == "-") {
       std::cerr << fmt::format("cubecc: error: --emit spirv writes one binary per kernel and "
@@ -458,13 +546,7 @@ int emit_target(const ir::Module &module, const std::string &target, const Compi
                                outputs.size());
       return kUsageError;
     }
-    std::error_code ec;
-    fs::create_directories(options.output, ec);
-    for (const auto &[name, bytes] : outputs)
-      if (int rc = write_output(
-              "cubecc", (fs::path(options.output) / (file_stem(name) + ".spv")).string(), bytes))
-        return rc;
-    return kSuccess;
+    return write_kernel_files(options.output, ".spv", outputs);
   }
   std::string all;
   std::string comment = options.emit == "spirv-asm" ? "; " : "// ";
@@ -482,7 +564,7 @@ int compile_command(const CompileOptions &options) {
   if (std::find(kKinds.begin(), kKinds.end(), options.emit) == kKinds.end()) {
     std::cerr << fmt::format("cubecc: error: unknown --emit kind '{}' (kinds: ir, cuda, ptx, "
                              "cubin, hip, hsaco, spirv, spirv-asm, glsl, msl)\n",
-                             options.emit);
+                             shown(options.emit));
     return kUsageError;
   }
   std::vector<Target> targets;
@@ -496,17 +578,15 @@ int compile_command(const CompileOptions &options) {
       std::string kinds;
       for (const std::string &k : target.emits)
         kinds += (kinds.empty() ? "" : ", ") + k;
-      std::cerr << fmt::format("cubecc: error: target '{}' cannot emit '{}' (it emits: {})\n", name,
-                               options.emit, kinds);
+      std::cerr << fmt::format("cubecc: error: target '{}' cannot emit '{}' (it emits: {})\n",
+                               shown(name), options.emit, kinds);
       return kUserError;
     }
     targets.push_back(std::move(target));
   }
   if (options.emit != "ir" && targets.size() > 1) {
     // Several targets: each one's output goes to its own subdirectory of the -o directory.
-    std::error_code ec;
-    if (options.output == "-" ||
-        (!options.output.ends_with('/') && !fs::is_directory(options.output, ec))) {
+    if (!names_directory(options.output)) {
       std::cerr << fmt::format("cubecc: error: --emit {} for {} targets writes one directory per "
                                "target: give -o a directory (ending in '/')\n",
                                options.emit, targets.size());
@@ -523,9 +603,9 @@ int compile_command(const CompileOptions &options) {
     if (!keep) {
       std::string known;
       for (const auto &k : module.kernels())
-        known += (known.empty() ? "" : ", ") + k->name();
+        known += (known.empty() ? "" : ", ") + shown(k->name());
       std::cerr << fmt::format("cubecc: error: no kernel named '{}' (kernels: {})\n",
-                               options.kernel, known);
+                               shown(options.kernel), runtime::shorten_for_message(known, 4000));
       return kUserError;
     }
     while (module.kernels().size() > 1)
@@ -536,6 +616,16 @@ int compile_command(const CompileOptions &options) {
         }
   }
 
+  // One file per kernel (several targets, -o a directory, several binaries; --dump-dir): no two
+  // kernels may map to one file name.
+  static const std::set<std::string> kBinaryKinds = {"spirv", "ptx", "cubin", "hsaco"};
+  const bool per_kernel_files = options.emit != "ir" && options.output != "-" &&
+                                (targets.size() > 1 || names_directory(options.output) ||
+                                 (kBinaryKinds.count(options.emit) && module.kernels().size() > 1));
+  if (per_kernel_files || !options.dump_dir.empty())
+    if (int rc = check_file_names(module))
+      return rc;
+
   // --dump-dir: each stage of each kernel in its own file (a target's in its subdirectory when
   // there are several).
   auto dump_to = [](std::string dir) {
@@ -543,8 +633,8 @@ int compile_command(const CompileOptions &options) {
                                   const std::string &text) -> int {
       if (dir.empty())
         return kSuccess;
-      std::error_code ec;
-      fs::create_directories(dir, ec);
+      if (int rc = make_directory(dir))
+        return rc;
       return write_output("cubecc", (fs::path(dir) / (file_stem(kernel) + suffix)).string(), text);
     };
   };
@@ -563,7 +653,8 @@ int compile_command(const CompileOptions &options) {
   pass_options.time_passes = options.time_passes;
   for (const std::string &name : options.print_after)
     if (!passes::find_pass(name)) {
-      std::cerr << fmt::format("cubecc: error: --print-after names unknown pass '{}'\n", name);
+      std::cerr << fmt::format("cubecc: error: --print-after names unknown pass '{}'\n",
+                               shown(name));
       return kUsageError;
     }
   passes::PassManager manager(pass_options);

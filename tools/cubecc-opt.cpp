@@ -2,7 +2,9 @@
 //
 // The driver of the lit tests: reads a .cir file (or stdin), verifies it, runs a pipeline, prints
 // the result. Exit codes follow the command-line contract: 0 success, 1 user error (bad input,
-// verification failure), 2 usage error, 3 internal error (a bug in cubecc).
+// verification failure, an unwritable output), 2 usage error, 3 internal error (a bug in cubecc).
+// The input is a regular file or standard input, of at most 256 MiB of text; the output is
+// written as every tool writes (tool_support.h).
 //
 //===-----------------------------------------------------------------------------------------===//
 #include "cubecc/ir/parser.h"
@@ -15,9 +17,6 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 
@@ -73,31 +72,22 @@ int run(int argc, char **argv) {
     for (std::string_view name : cubecc::passes::optimization_pipeline(opt_level))
       manager.add(*cubecc::passes::find_pass(name));
   } else if (auto error = manager.add_pipeline(pipeline)) {
-    std::cerr << "cubecc-opt: error: " << *error << "\n";
+    std::cerr << "cubecc-opt: error: " << shown_message(*error) << "\n";
     return kUsageError;
   }
   for (const std::string &name : options.print_after)
     if (!cubecc::passes::find_pass(name)) {
-      std::cerr << "cubecc-opt: error: --print-after names unknown pass '" << name << "'\n";
+      std::cerr << "cubecc-opt: error: --print-after names unknown pass '" << shown(name) << "'\n";
       return kUsageError;
     }
 
+  if (int code = check_output(output))
+    return code;
   std::string text;
   std::string buffer_name = input == "-" ? "<stdin>" : input;
-  {
-    std::ostringstream buffer;
-    if (input == "-") {
-      buffer << std::cin.rdbuf();
-    } else {
-      std::ifstream file(input, std::ios::binary);
-      if (!file) {
-        std::cerr << fmt::format("{}: error: cannot open the file: {}\n", input,
-                                 std::strerror(errno));
-        return kUserError;
-      }
-      buffer << file.rdbuf();
-    }
-    text = buffer.str();
+  if (std::string error; !read_ir_text(input, text, error)) {
+    std::cerr << fmt::format("{}: error: {}\n", shown(buffer_name), error);
+    return kUserError;
   }
 
   cubecc::ir::ParseResult parsed = cubecc::ir::parse_module(text, buffer_name);
@@ -108,7 +98,8 @@ int run(int argc, char **argv) {
 
   std::ostringstream pass_output;
   if (auto errors = manager.run(*parsed.module, pass_output, std::cerr); !errors.empty()) {
-    std::cout << pass_output.str();
+    if (int code = write_output("cubecc-opt", "-", pass_output.str()))
+      return code;
     return report(errors);
   }
 

@@ -19,6 +19,8 @@
 #include "tool_support.h"
 #include "tune.h"
 
+#include "cubecc/runtime/log.h"
+
 #include <CLI/CLI.hpp>
 
 #include <iostream>
@@ -28,6 +30,9 @@ namespace {
 using namespace cubecc::tools;
 
 int run(int argc, char **argv) {
+  // CUBECC_LOG is read now, whatever the subcommand: a value it does not know is said at once
+  // (once), not only if something happens to be logged.
+  cubecc::runtime::log_level();
   CLI::App app{"cubecc: compile kernels written with the cubecc DSL or in cubecc IR for CUDA, "
                "HIP and Vulkan; build, inspect and merge environment bundles"};
   app.require_subcommand(0, 1);
@@ -43,7 +48,8 @@ int run(int argc, char **argv) {
              "  cubecc devices --json\n"
              "  cubecc --version\n\n"
              "Exit codes: 0 success; 1 user error (bad input, compile error, unsupported "
-             "feature); 2 usage error; 3 internal error (a bug in cubecc).\n"
+             "feature or target, a file that cannot be read or written); 2 usage error; 3 "
+             "internal error (a bug in cubecc).\n"
              "Environment: CUBECC_DEVICE, CUBECC_ENV, CUBECC_CACHE_DIR, CUBECC_LOG, CXX (for "
              ".cpp inputs). See docs/cli.md.");
 

@@ -92,12 +92,12 @@ int devices_command(bool json) {
     std::string out = "{\"devices\": [";
     for (size_t i = 0; i < entries.size(); ++i)
       out += (i ? ",\n  " : "\n  ") + entry_json(entries[i]);
-    fmt::print("{}\n],\n\"pool\": {}}}\n", out, pool_json(runtime::PoolOptions{}));
+    print_out("{}\n],\n\"pool\": {}}}\n", out, pool_json(runtime::PoolOptions{}));
     return kSuccess;
   }
   for (const runtime::DeviceEntry &e : entries) {
     const char *state = !e.built ? "not built" : e.available ? "available" : "unavailable";
-    fmt::print("{:<8} {:<12} {}\n", e.backend, state, e.detail);
+    print_out("{:<8} {:<12} {}\n", e.backend, state, e.detail);
     if (!e.info)
       continue;
     const runtime::DeviceInfo &info = *e.info;
@@ -105,20 +105,20 @@ int devices_command(bool json) {
     for (const auto &[name, on] : feature_flags(info.features))
       if (on)
         features += (features.empty() ? "" : " ") + std::string(name);
-    fmt::print("{:<21} subgroup size {}, shared memory {} B, parameter block {} B, workgroup "
-               "up to {} invocations\n",
-               "", info.subgroup_size, info.features.max_shared_bytes,
-               info.features.max_param_block_bytes, info.features.max_workgroup_invocations);
-    fmt::print("{:<21} {}\n", "", features);
+    print_out("{:<21} subgroup size {}, shared memory {} B, parameter block {} B, workgroup "
+              "up to {} invocations\n",
+              "", info.subgroup_size, info.features.max_shared_bytes,
+              info.features.max_param_block_bytes, info.features.max_workgroup_invocations);
+    print_out("{:<21} {}\n", "", features);
   }
   runtime::PoolOptions pool;
-  fmt::print("memory pool: {}, cached bytes {}, idle blocks freed after {} allocations, reserved "
-             "at most {} x peak requested, exact class after {} requests\n",
-             runtime::pool_policy_name(pool.policy),
-             pool.max_cached_bytes == std::numeric_limits<uint64_t>::max()
-                 ? std::string("uncapped")
-                 : fmt::format("capped at {}", pool.max_cached_bytes),
-             pool.idle_release_allocations, pool.max_reserved_ratio, pool.exact_class_after);
+  print_out("memory pool: {}, cached bytes {}, idle blocks freed after {} allocations, reserved "
+            "at most {} x peak requested, exact class after {} requests\n",
+            runtime::pool_policy_name(pool.policy),
+            pool.max_cached_bytes == std::numeric_limits<uint64_t>::max()
+                ? std::string("uncapped")
+                : fmt::format("capped at {}", pool.max_cached_bytes),
+            pool.idle_release_allocations, pool.max_reserved_ratio, pool.exact_class_after);
   return kSuccess;
 }
 

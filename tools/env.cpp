@@ -35,14 +35,43 @@ std::string human_bytes(uint64_t bytes) {
   return fmt::format("{:.1f} MiB", bytes / (1024.0 * 1024.0));
 }
 
-/// Opens a bundle for a command; prints the error and returns null when it does not open.
+/// Opens a bundle for a command; prints the error and returns null when it does not open. A
+/// path that is not a regular file is refused before it is opened (a FIFO would block open()).
 std::shared_ptr<const environments::Bundle> open_bundle(const std::string &path) {
+  if (auto problem = input_problem(path, /*missing_ok=*/true)) {
+    std::cerr << fmt::format("cubecc: error: {}: cannot open the environment bundle: {}\n",
+                             shown(path), *problem);
+    return nullptr;
+  }
   try {
     return environments::Bundle::open(path);
   } catch (const runtime::Error &e) {
-    std::cerr << "cubecc: error: " << e.what() << "\n";
+    std::cerr << "cubecc: error: " << shown_message(e.what()) << "\n";
     return nullptr;
   }
+}
+
+/// Writes a bundle as every output is written (runtime::write_file_atomically); prints why not.
+/// `bytes` receives its size.
+int write_bundle_file(const std::string &path, const environments::BundleContents &contents,
+                      size_t &bytes) {
+  std::string serialized;
+  try {
+    serialized = environments::serialize_bundle(contents);
+  } catch (const runtime::Error &e) {
+    std::cerr << "cubecc: error: " << shown_message(e.what()) << "\n";
+    return kUserError;
+  }
+  bytes = serialized.size();
+  return write_output("cubecc", path, serialized);
+}
+
+/// Whether the targets given are none at all ("--target ''", "--target ,"): a usage error.
+bool no_targets(const std::vector<std::string> &lists) {
+  for (const std::string &list : lists)
+    if (list.find_first_not_of(", ") != std::string::npos)
+      return false;
+  return true;
 }
 
 /// A progress bar on a terminal; nothing otherwise (the summary line follows either way).
@@ -111,11 +140,27 @@ std::string check_artifact(const environments::Artifact &a) {
 
 int env_build_command(const EnvBuildOptions &options) {
   std::string error;
+  // An unknown or unsupported target is bad input (exit 1, as for compile); no target at all is
+  // a missing argument (exit 2). A name longer than any target is unknown before a regular
+  // expression sees it.
+  for (const std::string &list : options.targets)
+    for (size_t start = 0; start <= list.size();) {
+      size_t end = std::min(list.find(',', start), list.size());
+      if (end - start > kMaxTargetNameBytes) {
+        std::cerr << "cubecc: error: " << unknown_target_message(list.substr(start, end - start))
+                  << "\n";
+        return kUserError;
+      }
+      start = end + 1;
+    }
   auto targets = environments::parse_targets(options.targets, error);
   if (!targets) {
-    std::cerr << "cubecc: error: " << error << "\n";
-    return kUsageError;
+    std::cerr << "cubecc: error: " << shown_message(error) << "\n";
+    return no_targets(options.targets) ? kUsageError : kUserError;
   }
+  // The output is checked before the build, which can take minutes.
+  if (int code = check_output(options.output))
+    return code;
   // Each input in a module of its own: kernels are keyed by their hashes, so two inputs may
   // both hold a kernel of the same name (e.g. one kernel per .cir file).
   std::vector<std::unique_ptr<ir::Module>> modules;
@@ -148,22 +193,16 @@ int env_build_command(const EnvBuildOptions &options) {
   metadata.targets = contents->metadata.targets;
   metadata.toolkits = contents->metadata.toolkits;
   contents->metadata = std::move(metadata);
-  try {
-    environments::write_bundle(options.output, *contents);
-  } catch (const runtime::Error &e) {
-    std::cerr << "cubecc: error: " << e.what() << "\n";
-    return kUserError;
-  }
+  size_t bytes = 0;
+  if (int code = write_bundle_file(options.output, *contents, bytes))
+    return code;
   size_t artifacts = 0;
   for (const auto &e : contents->entries)
     artifacts += e.artifacts.size();
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  auto bundle = open_bundle(options.output);
-  if (!bundle)
-    return kInternalError;
   std::cerr << fmt::format("cubecc: {}: {} kernels, {} binaries for {} in {:.1f} s ({})\n",
-                           options.output, contents->entries.size(), artifacts,
-                           fmt::join(*targets, ", "), seconds, human_bytes(bundle->file_bytes()));
+                           shown(options.output), contents->entries.size(), artifacts,
+                           fmt::join(*targets, ", "), seconds, human_bytes(bytes));
   return kSuccess;
 }
 
@@ -229,24 +268,24 @@ int env_inspect_command(const std::string &path, bool json) {
       out["tuning"].push_back(
           {{"key", t.key}, {"record", record.is_discarded() ? nlohmann::json(t.record) : record}});
     }
-    std::cout << out.dump(2) << "\n";
+    std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return kSuccess;
   }
 
-  fmt::print("{}: environment bundle, format {}, {}\n", path, bundle->format_version(),
-             human_bytes(bundle->file_bytes()));
-  fmt::print("built by cubecc {} on {} at {}{}\n", m.cubecc_version,
-             m.created_host.empty() ? "?" : m.created_host, created,
-             m.created_by.empty() ? "" : fmt::format(" ({})", m.created_by));
-  fmt::print("targets: {}\n",
-             m.targets.empty() ? "-" : fmt::format("{}", fmt::join(m.targets, ", ")));
+  print_out("{}: environment bundle, format {}, {}\n", path, bundle->format_version(),
+            human_bytes(bundle->file_bytes()));
+  print_out("built by cubecc {} on {} at {}{}\n", m.cubecc_version,
+            m.created_host.empty() ? "?" : m.created_host, created,
+            m.created_by.empty() ? "" : fmt::format(" ({})", m.created_by));
+  print_out("targets: {}\n",
+            m.targets.empty() ? "-" : fmt::format("{}", fmt::join(m.targets, ", ")));
   std::vector<std::string> toolkits;
   for (const auto &[name, version] : m.toolkits)
     toolkits.push_back(name + " " + version);
-  fmt::print("toolkits: {}\n\n",
-             toolkits.empty() ? "-" : fmt::format("{}", fmt::join(toolkits, "; ")));
-  fmt::print("{:<22} {:<26} {:<4} {:<12} {}\n", "kernel", "configuration", "opt", "hash",
-             "binaries");
+  print_out("toolkits: {}\n\n",
+            toolkits.empty() ? "-" : fmt::format("{}", fmt::join(toolkits, "; ")));
+  print_out("{:<22} {:<26} {:<4} {:<12} {}\n", "kernel", "configuration", "opt", "hash",
+            "binaries");
   std::vector<size_t> order(entries.size()); // by name, for reading; the index is by key
   for (size_t i = 0; i < order.size(); ++i)
     order[i] = i;
@@ -255,7 +294,7 @@ int env_inspect_command(const std::string &path, bool json) {
   });
   for (size_t i : order) {
     if (!entries[i]) {
-      fmt::print("entry {}: DAMAGED: {}\n", i, damaged[i]);
+      print_out("entry {}: DAMAGED: {}\n", i, damaged[i]);
       continue;
     }
     const environments::Entry &e = *entries[i];
@@ -263,16 +302,16 @@ int env_inspect_command(const std::string &path, bool json) {
     for (const environments::Artifact &a : e.artifacts)
       binaries.push_back(
           fmt::format("{} {} {}", a.target.target, a.target.format, human_bytes(a.data.size())));
-    fmt::print("{:<22} {:<26} {:<4} {:<12} {}\n", e.name,
-               e.configuration.empty() ? "-" : e.configuration, e.options,
-               e.hash.hex().substr(0, 12), fmt::join(binaries, ", "));
+    print_out("{:<22} {:<26} {:<4} {:<12} {}\n", e.name,
+              e.configuration.empty() ? "-" : e.configuration, e.options,
+              e.hash.hex().substr(0, 12), fmt::join(binaries, ", "));
   }
-  fmt::print("\n{} kernels; {} tuning records\n", entries.size(), tuning.size());
+  print_out("\n{} kernels; {} tuning records\n", entries.size(), tuning.size());
   for (const auto &t : tuning) {
     std::string error;
     std::optional<autotune::TuningRecord> r = autotune::parse_record(t.record, error);
     if (!r) {
-      fmt::print("  {}: DAMAGED: {}\n", t.key, error);
+      print_out("  {}: DAMAGED: {}\n", t.key, error);
       continue;
     }
     std::vector<std::string> timings;
@@ -281,8 +320,8 @@ int env_inspect_command(const std::string &path, bool json) {
                         : v.eliminated
                             ? v.configuration + " eliminated"
                             : fmt::format("{} {:.1f} us", v.configuration, v.median_ns / 1e3));
-    fmt::print("  {} [{}] -> {}  ({})\n    on {}\n", r->tunable, r->bucket, r->configuration,
-               fmt::join(timings, "; "), r->device);
+    print_out("  {} [{}] -> {}  ({})\n    on {}\n", r->tunable, r->bucket, r->configuration,
+              fmt::join(timings, "; "), r->device);
   }
   return kSuccess;
 }
@@ -328,7 +367,7 @@ int env_verify_command(const std::string &path, bool json) {
                           {"binaries", artifacts},
                           {"tuning_records", bundle->num_tuning_records()},
                           {"problems", problems}};
-    fmt::print("{}\n", out.dump(2));
+    print_out("{}\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
     return problems.empty() ? kSuccess : kUserError;
   }
   for (const nlohmann::json &p : problems) {
@@ -347,13 +386,15 @@ int env_verify_command(const std::string &path, bool json) {
                              problems.size() == 1 ? "" : "s");
     return kUserError;
   }
-  fmt::print("{}: ok: {} kernels, {} binaries, {} tuning records verified\n", path,
-             bundle->num_entries(), artifacts, bundle->num_tuning_records());
+  print_out("{}: ok: {} kernels, {} binaries, {} tuning records verified\n", path,
+            bundle->num_entries(), artifacts, bundle->num_tuning_records());
   return kSuccess;
 }
 
 int env_merge_command(const std::vector<std::string> &inputs, const std::string &output,
                       const std::string &command_line) {
+  if (int code = check_output(output))
+    return code;
   environments::BundleContents merged;
   std::string version;
   for (const std::string &input : inputs) {
@@ -363,7 +404,8 @@ int env_merge_command(const std::vector<std::string> &inputs, const std::string 
     if (!version.empty() && bundle->metadata().cubecc_version != version) {
       std::cerr << fmt::format("cubecc: error: {} was built by cubecc {}, {} by cubecc {}: "
                                "bundles of different versions cannot be merged\n",
-                               inputs.front(), version, input, bundle->metadata().cubecc_version);
+                               shown(inputs.front()), version, shown(input),
+                               bundle->metadata().cubecc_version);
       return kUserError;
     }
     version = bundle->metadata().cubecc_version;
@@ -379,7 +421,7 @@ int env_merge_command(const std::vector<std::string> &inputs, const std::string 
       for (const std::string &note : environments::merge_contents(merged, bundle->contents()))
         std::cerr << fmt::format("cubecc: note: {}: {}\n", input, note);
     } catch (const runtime::Error &e) {
-      std::cerr << "cubecc: error: " << e.what() << "\n";
+      std::cerr << "cubecc: error: " << shown_message(e.what()) << "\n";
       return kUserError;
     }
   }
@@ -388,14 +430,12 @@ int env_merge_command(const std::vector<std::string> &inputs, const std::string 
   metadata.targets = std::move(merged.metadata.targets);
   metadata.toolkits = std::move(merged.metadata.toolkits);
   merged.metadata = std::move(metadata);
-  try {
-    environments::write_bundle(output, merged);
-  } catch (const runtime::Error &e) {
-    std::cerr << "cubecc: error: " << e.what() << "\n";
-    return kUserError;
-  }
-  std::cerr << fmt::format("cubecc: {}: {} kernels, {} tuning records from {} bundles\n", output,
-                           merged.entries.size(), merged.tuning.size(), inputs.size());
+  size_t bytes = 0;
+  if (int code = write_bundle_file(output, merged, bytes))
+    return code;
+  std::cerr << fmt::format("cubecc: {}: {} kernels, {} tuning records from {} bundles\n",
+                           shown(output), merged.entries.size(), merged.tuning.size(),
+                           inputs.size());
   return kSuccess;
 }
 

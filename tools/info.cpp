@@ -42,25 +42,30 @@ int version_command(bool json) {
                           {"structural_hash_version", ir::kStructuralHashVersion},
                           {"bundle_format", environments::kFormatVersion},
                           {"toolkits", toolkits}};
-    fmt::print("{}\n", out.dump(2));
+    print_out("{}\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
     return kSuccess;
   }
-  fmt::print("cubecc {}\nIR text format 1, structural hash version {}, environment bundle "
-             "format {}\n",
-             version(), ir::kStructuralHashVersion, environments::kFormatVersion);
+  print_out("cubecc {}\nIR text format 1, structural hash version {}, environment bundle "
+            "format {}\n",
+            version(), ir::kStructuralHashVersion, environments::kFormatVersion);
   // The compilers the backends drive, as found at run time.
-  fmt::print("NVRTC {}\n", nvrtc.empty() ? "not available: " + nvrtc_why : nvrtc);
-  fmt::print("hipRTC {}\n", hiprtc.empty() ? "not available: " + hiprtc_why : hiprtc);
-  fmt::print("{}\nSPIRV-Cross {}\n", codegen::spirv_tools_version(),
-             codegen::spirv_cross_version());
+  print_out("NVRTC {}\n", nvrtc.empty() ? "not available: " + nvrtc_why : nvrtc);
+  print_out("hipRTC {}\n", hiprtc.empty() ? "not available: " + hiprtc_why : hiprtc);
+  print_out("{}\nSPIRV-Cross {}\n", codegen::spirv_tools_version(), codegen::spirv_cross_version());
   return kSuccess;
 }
 
 int kernels_command(const std::string &path, bool hashes, bool json) {
+  // A missing file is the loader's to report; a FIFO or a device would block dlopen.
+  if (auto problem = input_problem(path, /*missing_ok=*/true)) {
+    std::cerr << fmt::format("{}: error: cannot load the kernel library: {}\n", shown(path),
+                             *problem);
+    return kUserError;
+  }
   std::string error;
   auto library = dsl::KernelLibrary::open(path, error);
   if (!library) {
-    std::cerr << error << "\n";
+    std::cerr << shown_message(error) << "\n";
     return kUserError;
   }
   nlohmann::json list = nlohmann::json::array();
@@ -80,11 +85,11 @@ int kernels_command(const std::string &path, bool hashes, bool json) {
         k["hash"] = hash;
       list.push_back(std::move(k));
     } else {
-      fmt::print("{:<24} {}{}\n", entry.name, entry.configuration, hash.empty() ? "" : "  " + hash);
+      print_out("{:<24} {}{}\n", entry.name, entry.configuration, hash.empty() ? "" : "  " + hash);
     }
   }
   if (json)
-    fmt::print("{}\n", list.dump(2));
+    print_out("{}\n", list.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
   return kSuccess;
 }
 

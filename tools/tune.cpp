@@ -17,6 +17,9 @@
 namespace cubecc::tools {
 
 int tune_command(const TuneCommandOptions &options) {
+  // The output is checked before tuning, which takes minutes.
+  if (int code = check_output(options.output))
+    return code;
   std::vector<std::unique_ptr<dsl::KernelLibrary>> libraries;
   std::vector<ir::Diagnostic> errors;
   for (const std::string &input : options.inputs) {
@@ -28,7 +31,7 @@ int tune_command(const TuneCommandOptions &options) {
   try {
     rt.emplace(runtime::Runtime::open(options.device));
   } catch (const runtime::Error &e) {
-    std::cerr << "cubecc: error: " << e.what() << "\n";
+    std::cerr << "cubecc: error: " << shown_message(e.what()) << "\n";
     return kUserError;
   }
   std::cerr << fmt::format("cubecc: tuning on {} ({})\n", rt->info().backend, rt->info().name);
@@ -52,8 +55,8 @@ int tune_command(const TuneCommandOptions &options) {
         tune.relative_tolerance = tunable.relative_tolerance;
         records = autotune::tune_library(*rt, tunable, tune);
       } catch (const runtime::Error &e) {
-        std::cerr << fmt::format("cubecc: error: {}: tunable '{}': {}\n", options.inputs[l], name,
-                                 e.what());
+        std::cerr << fmt::format("cubecc: error: {}: tunable '{}': {}\n", shown(options.inputs[l]),
+                                 shown(name), shown_message(e.what()));
         return kUserError;
       }
       double seconds =
@@ -78,20 +81,17 @@ int tune_command(const TuneCommandOptions &options) {
     std::cerr << (options.tunable.empty()
                       ? std::string("cubecc: error: the inputs declare no tunables "
                                     "(dsl::register_tunable)\n")
-                      : fmt::format("cubecc: error: no tunable named '{}'\n", options.tunable));
+                      : fmt::format("cubecc: error: no tunable named '{}'\n",
+                                    shown(options.tunable)));
     return kUserError;
   }
   environments::Metadata metadata = environments::current_metadata(options.command_line);
   contents.metadata = std::move(metadata);
-  try {
-    environments::write_bundle(options.output, contents);
-  } catch (const runtime::Error &e) {
-    std::cerr << "cubecc: error: " << e.what() << "\n";
-    return kUserError;
-  }
+  if (int code = write_output("cubecc", options.output, environments::serialize_bundle(contents)))
+    return code;
   std::cerr << fmt::format("cubecc: {}: {} tuning records (merge them with compiled kernels: "
                            "cubecc env merge kernels.cubeenv {} -o app.cubeenv)\n",
-                           options.output, contents.tuning.size(), options.output);
+                           shown(options.output), contents.tuning.size(), shown(options.output));
   return kSuccess;
 }
 

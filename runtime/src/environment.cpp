@@ -9,6 +9,8 @@
 #include <cstring>
 #include <mutex>
 #include <set>
+#include <string>
+#include <strings.h>
 
 namespace cubecc::runtime {
 
@@ -19,17 +21,22 @@ LogLevel log_level() {
     const char *text = std::getenv("CUBECC_LOG");
     if (!text || !*text)
       return LogLevel::Warning;
+    // Case does not matter (CUBECC_LOG=DEBUG); anything else is said once, here, with the
+    // accepted values, and the default is used.
     for (auto [name, value] : {std::pair{"debug", LogLevel::Debug},
                                {"info", LogLevel::Info},
                                {"warning", LogLevel::Warning},
                                {"error", LogLevel::Error},
                                {"off", LogLevel::Off}})
-      if (std::strcmp(text, name) == 0)
+      if (strcasecmp(text, name) == 0)
         return value;
+    std::string shown(text);
+    if (shown.size() > 200)
+      shown = shown.substr(0, 200) + "...";
     std::fprintf(stderr,
                  "cubecc: warning: CUBECC_LOG=%s is not one of debug, info, warning, "
                  "error, off; using warning\n",
-                 text);
+                 shown.c_str());
     return LogLevel::Warning;
   }();
   return level;

@@ -1,6 +1,7 @@
 //===- log.h - CUBECC_LOG: what the runtime tells the user on stderr --------------------------===//
 //
-// CUBECC_LOG=debug|info|warning|error|off (default: warning). Messages go to stderr as
+// CUBECC_LOG=debug|info|warning|error|off (default: warning; case does not matter; another value
+// is said once on stderr, naming these, and the default used). Messages go to stderr as
 // "cubecc: <level>: <message>". Environment hits and misses are logged at debug level, a rejected
 // environment entry at warning level.
 //
