@@ -145,6 +145,11 @@ std::optional<std::vector<std::string>> parse_targets(std::span<const std::strin
       start = comma == std::string::npos ? list.size() + 1 : comma + 1;
       if (t.empty())
         continue;
+      if (t.size() > 64) { // std::regex recurses per character: a huge name must not reach it
+        error = fmt::format("unknown target '{}…' ({} bytes; no target name is over 64)",
+                            t.substr(0, 64), t.size());
+        return std::nullopt;
+      }
       std::smatch m;
       if (std::regex_match(t, m, sm)) {
         if (std::stoi(m[1]) < 80) {

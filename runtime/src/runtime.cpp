@@ -157,6 +157,7 @@ private:
 //===- Runtime -------------------------------------------------------------------------------===//
 
 Runtime Runtime::open(const std::string &name, PoolOptions pool) {
+  log_level(); // reads CUBECC_LOG now, so that a value it does not know is warned about at start
   Runtime runtime(open_device(name), pool);
   if (const char *path = std::getenv("CUBECC_ENV"); path && *path)
     runtime.use_environment(path);

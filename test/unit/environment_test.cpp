@@ -569,3 +569,12 @@ TEST(BundleDamage, every_single_byte_flip_behind_recomputed_checksums_is_handled
   // Resealing an undamaged bundle changes nothing.
   EXPECT_EQ(environments::reseal_for_testing(bytes), bytes);
 }
+
+TEST(BundleBuilder, parse_targets_refuses_an_over_long_name_before_matching_it) {
+  // A megabyte-long name used to reach std::regex, whose matcher recurses per character.
+  std::string error;
+  const std::vector<std::string> lists{"cuda:sm_" + std::string(1 << 20, '9')};
+  EXPECT_FALSE(environments::parse_targets(lists, error));
+  EXPECT_EQ(error, "unknown target 'cuda:sm_" + std::string(56, '9') +
+                       "…' (1048584 bytes; no target name is over 64)");
+}

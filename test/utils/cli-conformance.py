@@ -42,14 +42,7 @@ TEMPORARY = re.compile(r"^\..*\.\d+\.\d+\.[0-9a-f]{16}\.tmp$")
 
 # Cases whose fix belongs to another part of cubecc than the command line; listed with the reason,
 # reported as XFAIL while they fail and as "now passes" once that fix is in (then remove them).
-KNOWN_ELSEWHERE = {
-    # dsl/src/kernel_library_loader.cpp: dlopen maps a truncated ELF file and dies of SIGBUS; the
-    # loader must check the file against its ELF headers first (issue 17, the loader's part).
-    "kernels truncated.so": "kernel library loader: truncated ELF",
-    "compile truncated.so": "kernel library loader: truncated ELF",
-    "env build truncated.so": "kernel library loader: truncated ELF",
-    "tune truncated.so": "kernel library loader: truncated ELF",
-}
+KNOWN_ELSEWHERE: dict[str, str] = {}
 
 
 class Suite:
