@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <map>
@@ -216,6 +217,23 @@ int env_inspect_command(const std::string &path, bool json) {
   for (size_t i = 0; i < bundle->num_entries(); ++i)
     entries.push_back(bundle->read_entry(i, damaged[i]));
   std::vector<environments::TuningEntry> tuning = bundle->tuning_records();
+  std::vector<std::string> damaged_records(tuning.size());
+  std::vector<std::optional<autotune::TuningRecord>> records;
+  for (size_t i = 0; i < tuning.size(); ++i)
+    records.push_back(autotune::parse_record(tuning[i].record, damaged_records[i]));
+  // Everything that can be listed is; damage makes the exit status 1 (verify says more).
+  auto finish = [&] {
+    std::vector<std::string> damage;
+    if (auto n = std::count(entries.begin(), entries.end(), std::nullopt))
+      damage.push_back(fmt::format("{} damaged {}", n, n == 1 ? "entry" : "entries"));
+    if (auto n = std::count(records.begin(), records.end(), std::nullopt))
+      damage.push_back(fmt::format("{} damaged tuning record{}", n, n == 1 ? "" : "s"));
+    if (damage.empty())
+      return kSuccess;
+    std::fflush(stdout); // the listing comes before the error
+    std::cerr << fmt::format("cubecc: error: {}: {}\n", path, fmt::join(damage, ", "));
+    return kUserError;
+  };
   std::string created = fmt::format("{:%Y-%m-%d %H:%M:%S} UTC",
                                     fmt::gmtime(static_cast<std::time_t>(m.created_unix)));
 
@@ -263,13 +281,16 @@ int env_inspect_command(const std::string &path, bool json) {
       out["kernels"].push_back(k);
     }
     out["tuning"] = nlohmann::json::array();
-    for (const auto &t : tuning) {
+    for (size_t i = 0; i < tuning.size(); ++i) {
+      const auto &t = tuning[i];
       nlohmann::json record = nlohmann::json::parse(t.record, nullptr, false);
       out["tuning"].push_back(
           {{"key", t.key}, {"record", record.is_discarded() ? nlohmann::json(t.record) : record}});
+      if (!records[i])
+        out["tuning"].back()["damaged"] = damaged_records[i];
     }
     std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-    return kSuccess;
+    return finish();
   }
 
   print_out("{}: environment bundle, format {}, {}\n", path, bundle->format_version(),
@@ -307,11 +328,10 @@ int env_inspect_command(const std::string &path, bool json) {
               e.hash.hex().substr(0, 12), fmt::join(binaries, ", "));
   }
   print_out("\n{} kernels; {} tuning records\n", entries.size(), tuning.size());
-  for (const auto &t : tuning) {
-    std::string error;
-    std::optional<autotune::TuningRecord> r = autotune::parse_record(t.record, error);
+  for (size_t i = 0; i < tuning.size(); ++i) {
+    const std::optional<autotune::TuningRecord> &r = records[i];
     if (!r) {
-      print_out("  {}: DAMAGED: {}\n", t.key, error);
+      print_out("  {}: DAMAGED: {}\n", tuning[i].key, damaged_records[i]);
       continue;
     }
     std::vector<std::string> timings;
@@ -323,7 +343,7 @@ int env_inspect_command(const std::string &path, bool json) {
     print_out("  {} [{}] -> {}  ({})\n    on {}\n", r->tunable, r->bucket, r->configuration,
               fmt::join(timings, "; "), r->device);
   }
-  return kSuccess;
+  return finish();
 }
 
 int env_verify_command(const std::string &path, bool json) {

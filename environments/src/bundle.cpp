@@ -19,6 +19,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <set>
 #include <tuple>
 
@@ -405,47 +406,115 @@ std::vector<std::string> merge_contents(BundleContents &into, BundleContents fro
 
 //===- Reading -------------------------------------------------------------------------------===//
 
-/// The file's bytes: a read-only private mapping, or a copy in memory (aligned for FlatBuffers).
+/// The file's bytes: a read-only private mapping, or a copy in memory (aligned for FlatBuffers);
+/// the header and the index copied out of the file; and what the file was when it was opened.
 struct Bundle::Mapping {
   void *address = nullptr;
   size_t length = 0;
   std::unique_ptr<uint64_t[]> memory;
+  std::unique_ptr<uint64_t[]> head;
+  /// The opened file (kept to notice a change under the mapping); -1 for bytes in memory.
+  int fd = -1;
+  off_t size = 0;
+  timespec modified{};
+  /// Set once the file is seen changed; `changed_message` says how (guarded by `mutex`).
+  std::atomic<bool> changed{false};
+  std::mutex mutex;
+  std::string changed_message;
   ~Mapping() {
     if (address)
       ::munmap(address, length);
+    if (fd >= 0)
+      ::close(fd);
   }
 };
 
 Bundle::~Bundle() = default;
 
+namespace {
+
+const char *file_kind(mode_t mode) {
+  if (S_ISDIR(mode))
+    return "a directory";
+  if (S_ISFIFO(mode))
+    return "a FIFO";
+  if (S_ISCHR(mode))
+    return "a character device";
+  if (S_ISBLK(mode))
+    return "a block device";
+  if (S_ISSOCK(mode))
+    return "a socket";
+  return "not a file";
+}
+
+/// Reads `size` bytes at `offset` of `fd` into `out`; false when the file is shorter.
+bool read_at(int fd, uint64_t offset, uint64_t size, uint8_t *out) {
+  while (size > 0) {
+    ssize_t got = ::pread(fd, out, size, static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got <= 0)
+      return false;
+    out += got;
+    offset += static_cast<uint64_t>(got);
+    size -= static_cast<uint64_t>(got);
+  }
+  return true;
+}
+
+} // namespace
+
 std::shared_ptr<const Bundle> Bundle::open(const std::string &path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO for reading would wait for a writer; nothing but a regular file is
+  // read, and for a regular file the flag changes nothing (it is cleared all the same).
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     throw Error(
         fmt::format("{}: cannot open the environment bundle: {}", path, std::strerror(errno)));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw Error(fmt::format("{}: not a regular file", path));
-  }
   std::shared_ptr<Bundle> bundle(new Bundle());
   bundle->name_ = path;
   bundle->mapping_ = std::make_unique<Mapping>();
+  Mapping &m = *bundle->mapping_;
+  m.fd = fd; // closed with the mapping from here on
+  struct stat st {};
+  if (::fstat(fd, &st) != 0)
+    throw Error(
+        fmt::format("{}: cannot open the environment bundle: {}", path, std::strerror(errno)));
+  if (!S_ISREG(st.st_mode))
+    throw Error(fmt::format("{}: cannot open the environment bundle: not a regular file (it is {})",
+                            path, file_kind(st.st_mode)));
+  if (int flags = ::fcntl(fd, F_GETFL); flags >= 0)
+    ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  m.size = st.st_size;
+  m.modified = st.st_mtim;
   bundle->size_ = static_cast<uint64_t>(st.st_size);
+
+  // The header and the index, read (not mapped) into memory: check() sees them, and lookups use
+  // them, whatever happens to the file later. The index size is the header's, bounded by the
+  // file: check() refuses a header that does not describe this file.
+  uint64_t head_bytes = std::min(bundle->size_, kHeaderBytes);
+  if (head_bytes == kHeaderBytes) {
+    uint8_t header[kHeaderBytes];
+    if (!read_at(fd, 0, kHeaderBytes, header))
+      throw Error(fmt::format("{}: the file shrank while it was opened", path));
+    head_bytes += std::min({read_le<uint64_t>(header + kOffIndexBytes),
+                            bundle->size_ - kHeaderBytes, uint64_t(FLATBUFFERS_MAX_BUFFER_SIZE)});
+  }
+  m.head = std::make_unique<uint64_t[]>(head_bytes / 8 + 1);
+  if (!read_at(fd, 0, head_bytes, reinterpret_cast<uint8_t *>(m.head.get())))
+    throw Error(fmt::format("{}: the file shrank while it was opened", path));
+  bundle->head_ = reinterpret_cast<const uint8_t *>(m.head.get());
+  bundle->check();
+
   if (st.st_size > 0) {
     void *address = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
-    if (address == MAP_FAILED) {
-      int saved = errno;
-      ::close(fd);
+    if (address == MAP_FAILED)
       throw Error(
-          fmt::format("{}: cannot map the environment bundle: {}", path, std::strerror(saved)));
-    }
-    bundle->mapping_->address = address;
-    bundle->mapping_->length = static_cast<size_t>(st.st_size);
+          fmt::format("{}: cannot map the environment bundle: {}", path, std::strerror(errno)));
+    m.address = address;
+    m.length = static_cast<size_t>(st.st_size);
     bundle->data_ = static_cast<const uint8_t *>(address);
   }
-  ::close(fd);
-  bundle->check();
   return bundle;
 }
 
@@ -456,17 +525,45 @@ std::shared_ptr<const Bundle> Bundle::from_bytes(std::string_view bytes, std::st
   bundle->mapping_->memory = std::make_unique<uint64_t[]>(bytes.size() / 8 + 1);
   std::memcpy(bundle->mapping_->memory.get(), bytes.data(), bytes.size());
   bundle->data_ = reinterpret_cast<const uint8_t *>(bundle->mapping_->memory.get());
+  bundle->head_ = bundle->data_;
   bundle->size_ = bytes.size();
   bundle->check();
   return bundle;
 }
 
+std::string Bundle::file_changed() const {
+  Mapping &m = *mapping_;
+  if (m.fd < 0)
+    return {};
+  if (!m.changed.load(std::memory_order_acquire)) {
+    struct stat st {};
+    bool statted = ::fstat(m.fd, &st) == 0;
+    if (statted && st.st_size == m.size && st.st_mtim.tv_sec == m.modified.tv_sec &&
+        st.st_mtim.tv_nsec == m.modified.tv_nsec)
+      return {};
+    std::lock_guard lock(m.mutex);
+    if (!m.changed.load(std::memory_order_relaxed)) {
+      m.changed_message = fmt::format(
+          "the file {} since it was opened, so it is no longer used: replace a bundle that "
+          "applications may have open by renaming the new file over it (mv), never by copying "
+          "over it (cp)",
+          !statted ? "cannot be examined"
+          : st.st_size != m.size
+              ? fmt::format("changed size ({} bytes, now {})", m.size, st.st_size)
+              : std::string("was modified"));
+      m.changed.store(true, std::memory_order_release);
+    }
+  }
+  std::lock_guard lock(m.mutex);
+  return m.changed_message;
+}
+
 const void *Bundle::index() const {
-  return data_ + kHeaderBytes;
+  return head_ + kHeaderBytes;
 }
 
 uint32_t Bundle::format_version() const {
-  return read_le<uint32_t>(data_ + kOffFormat);
+  return read_le<uint32_t>(head_ + kOffFormat);
 }
 
 void Bundle::check() {
@@ -475,33 +572,33 @@ void Bundle::check() {
     fail(fmt::format("truncated or not an environment bundle: {} bytes, less than its {}-byte "
                      "header",
                      size_, kHeaderBytes));
-  if (std::memcmp(data_, kMagic, sizeof kMagic) != 0)
+  if (std::memcmp(head_, kMagic, sizeof kMagic) != 0)
     fail("not an environment bundle (bad magic at offset 0); build one with `cubecc env build`");
   if (uint32_t version = format_version(); version != kFormatVersion)
     fail(fmt::format("bundle format version {} at offset {}; this cubecc reads version {}: "
                      "rebuild the bundle with this cubecc's `cubecc env build`",
                      version, kOffFormat, kFormatVersion));
-  uint64_t stored = read_le<uint64_t>(data_ + kOffHeaderChecksum);
-  if (stored != checksum(data_, kOffHeaderChecksum))
+  uint64_t stored = read_le<uint64_t>(head_ + kOffHeaderChecksum);
+  if (stored != checksum(head_, kOffHeaderChecksum))
     fail(fmt::format("the header is damaged (checksum at offset {} does not match)",
                      kOffHeaderChecksum));
-  if (read_le<uint32_t>(data_ + kOffHeaderBytes) != kHeaderBytes)
+  if (read_le<uint32_t>(head_ + kOffHeaderBytes) != kHeaderBytes)
     fail(fmt::format("header size {} at offset {}; expected {}",
-                     read_le<uint32_t>(data_ + kOffHeaderBytes), kOffHeaderBytes, kHeaderBytes));
-  uint64_t file_bytes = read_le<uint64_t>(data_ + kOffFileBytes);
+                     read_le<uint32_t>(head_ + kOffHeaderBytes), kOffHeaderBytes, kHeaderBytes));
+  uint64_t file_bytes = read_le<uint64_t>(head_ + kOffFileBytes);
   if (file_bytes != size_)
     fail(fmt::format("truncated or extended: the header says {} bytes, the file has {}", file_bytes,
                      size_));
-  uint64_t index_offset = read_le<uint64_t>(data_ + kOffIndexOffset);
-  uint64_t index_bytes = read_le<uint64_t>(data_ + kOffIndexBytes);
+  uint64_t index_offset = read_le<uint64_t>(head_ + kOffIndexOffset);
+  uint64_t index_bytes = read_le<uint64_t>(head_ + kOffIndexBytes);
   if (index_offset != kHeaderBytes || index_bytes > size_ - kHeaderBytes ||
       index_bytes > FLATBUFFERS_MAX_BUFFER_SIZE)
     fail(fmt::format("the index (offset {}, {} bytes) lies outside the file", index_offset,
                      index_bytes));
-  if (read_le<uint64_t>(data_ + kOffIndexChecksum) != checksum(data_ + kHeaderBytes, index_bytes))
+  if (read_le<uint64_t>(head_ + kOffIndexChecksum) != checksum(head_ + kHeaderBytes, index_bytes))
     fail(fmt::format("the index at offset {} is damaged (its checksum does not match)",
                      kHeaderBytes));
-  flatbuffers::Verifier verifier(data_ + kHeaderBytes, index_bytes,
+  flatbuffers::Verifier verifier(head_ + kHeaderBytes, index_bytes,
                                  flatbuffers::Verifier::Options{64, kMaxTables, true, true});
   if (!verifier.VerifyBuffer<fb::Index>(nullptr))
     fail(fmt::format("the index at offset {} is not a valid index", kHeaderBytes));
@@ -553,6 +650,10 @@ size_t Bundle::num_tuning_records() const {
   return idx->tuning() ? idx->tuning()->size() : 0;
 }
 
+uint64_t Bundle::entry_offset(size_t i) const {
+  return fb::GetIndex(index())->entries()->Get(static_cast<flatbuffers::uoffset_t>(i))->offset();
+}
+
 uint64_t Bundle::entry_bytes(size_t i) const {
   return fb::GetIndex(index())->entries()->Get(static_cast<flatbuffers::uoffset_t>(i))->size();
 }
@@ -597,6 +698,8 @@ std::optional<Entry> Bundle::read_entry(size_t i, std::string &error) const {
     error = fmt::format("no entry {}", i);
     return std::nullopt;
   }
+  if (error = file_changed(); !error.empty())
+    return std::nullopt;
   if (error = verify_entry(i); !error.empty())
     return std::nullopt;
   const fb::EntryRef *ref =
@@ -634,6 +737,12 @@ runtime::EnvironmentLookup
 Bundle::find_kernel(const ir::Hash128 &hash, std::string_view options,
                     std::span<const runtime::BinaryTarget> targets) const {
   runtime::EnvironmentLookup result;
+  // Before the mapping is touched: a file truncated under it would be SIGBUS.
+  if (std::string changed = file_changed(); !changed.empty()) {
+    result.outcome = runtime::EnvironmentLookup::Rejected;
+    result.why = std::move(changed);
+    return result;
+  }
   if (!version_matches_) {
     result.outcome = runtime::EnvironmentLookup::Rejected;
     result.why = fmt::format("the bundle was built by cubecc {}, this is cubecc {}: rebuild it",
@@ -714,6 +823,10 @@ Bundle::find_kernel(const ir::Hash128 &hash, std::string_view options,
 }
 
 std::optional<std::string> Bundle::find_tuning(std::string_view key) const {
+  // The records are in the copy of the index, safe whatever happens to the file; but a bundle
+  // seen changed (by a kernel lookup, which says why) answers nothing more.
+  if (mapping_->changed.load(std::memory_order_acquire))
+    return std::nullopt;
   const fb::Index *idx = fb::GetIndex(index());
   if (!idx->tuning())
     return std::nullopt;

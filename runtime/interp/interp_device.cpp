@@ -155,7 +155,48 @@ public:
         parsed.module->kernels().front()->name() != abi.name)
       throw Error(fmt::format("interp: the IR for kernel '{}' does not hold exactly that kernel",
                               abi.name));
-    return std::make_unique<InterpKernel>(std::move(parsed.module));
+    auto kernel = std::make_unique<InterpKernel>(std::move(parsed.module));
+    // The launch metadata is what the launch is checked against: the IR must agree with it, and
+    // fit the device (the interpreter allocates the shared memory the IR asks for).
+    const codegen::KernelAbi &ir = kernel->abi();
+    if (ir.workgroup_size != abi.workgroup_size)
+      throw Error(fmt::format("interp: kernel '{}': its IR's workgroup size ({}, {}, {}) is not "
+                              "the launch metadata's ({}, {}, {})",
+                              abi.name, ir.workgroup_size[0], ir.workgroup_size[1],
+                              ir.workgroup_size[2], abi.workgroup_size[0], abi.workgroup_size[1],
+                              abi.workgroup_size[2]));
+    bool same = ir.params.size() == abi.params.size() && ir.num_buffers == abi.num_buffers &&
+                ir.param_block_bytes == abi.param_block_bytes;
+    for (size_t i = 0; same && i < ir.params.size(); ++i)
+      same = ir.params[i].kind == abi.params[i].kind && ir.params[i].type == abi.params[i].type &&
+             ir.params[i].binding == abi.params[i].binding &&
+             ir.params[i].offset == abi.params[i].offset &&
+             ir.params[i].lane_bytes == abi.params[i].lane_bytes;
+    if (!same)
+      throw Error(fmt::format("interp: kernel '{}': its IR's parameters are not those of the "
+                              "launch metadata",
+                              abi.name));
+    const codegen::TargetFeatures &f = info_.features;
+    uint64_t invocations =
+        uint64_t(ir.workgroup_size[0]) * ir.workgroup_size[1] * ir.workgroup_size[2];
+    for (int i = 0; i < 3; ++i)
+      if (ir.workgroup_size[i] > f.max_workgroup_size[i])
+        invocations = ~uint64_t(0);
+    if (invocations > f.max_workgroup_invocations)
+      throw Error(fmt::format("interp: kernel '{}' has workgroup size ({}, {}, {}); the device "
+                              "allows at most {} invocations",
+                              abi.name, ir.workgroup_size[0], ir.workgroup_size[1],
+                              ir.workgroup_size[2], f.max_workgroup_invocations));
+    uint64_t shared_bytes = 0; // in 64 bits: IR from outside may ask for any amount
+    for (const ir::Operation *op : kernel->kernel().body())
+      if (op->opcode() == ir::Opcode::SharedAlloc)
+        shared_bytes += uint64_t(op->result()->type().count()) *
+                        (ir::scalar_bits(op->result()->type().element()) / 8);
+    if (shared_bytes > f.max_shared_bytes)
+      throw Error(fmt::format("interp: kernel '{}' uses {} bytes of shared memory; the device has "
+                              "{}",
+                              abi.name, shared_bytes, f.max_shared_bytes));
+    return kernel;
   }
 
   void launch(const CompiledKernel &compiled, std::array<uint32_t, 3> num_workgroups,

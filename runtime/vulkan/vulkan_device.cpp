@@ -18,6 +18,9 @@
 //===-----------------------------------------------------------------------------------------===//
 #include "cubecc/runtime/vulkan_device.h"
 
+#include "spirv_interface.h"
+
+#include "cubecc/codegen/spirv.h"
 #include "cubecc/ir/ir.h"
 
 #include <fmt/format.h>
@@ -1030,6 +1033,18 @@ std::unique_ptr<CompiledKernel> VulkanDevice::load_binary(const KernelBinary &bi
   kernel.words.resize(bytes.size() / 4);
   std::memcpy(kernel.words.data(), bytes.data(), bytes.size());
   kernel.abi = binary.abi;
+  // The module comes from a file: the driver sees it only once it is valid SPIR-V (drivers are
+  // not required to survive anything else) and declares exactly the interface the pipeline is
+  // made from (spirv_interface.h). ~0.1 ms, once per kernel and process.
+  if (std::string problems = codegen::validate_spirv(kernel.words); !problems.empty())
+    throw Error(fmt::format("vulkan: kernel '{}': its SPIR-V does not validate: {}",
+                            binary.abi.name, problems.substr(0, problems.find('\n'))));
+  if (std::string why = check_spirv_interface(kernel.words, kernel.abi,
+                                              impl_->properties.limits.maxComputeSharedMemorySize);
+      !why.empty())
+    throw Error(fmt::format("vulkan: kernel '{}': its SPIR-V does not match its launch "
+                            "metadata: {}",
+                            binary.abi.name, why));
   return compile_spirv(kernel);
 }
 

@@ -7,95 +7,32 @@
 //   - a bundle from another cubecc, or a binary from another toolkit, is never used;
 //   - a CUBIN from a bundle is the CUBIN a fresh compile makes, and its PTX passes ptxas;
 //   - every truncation and every single-byte flip of a small bundle is detected or harmless.
+// bundle_trust_test.cpp has damage behind valid checksums, run through the runtime on both
+// devices, and files changed under a running application.
 //
 //===-----------------------------------------------------------------------------------------===//
 #include "cubecc/codegen/cuda.h"
-#include "cubecc/dsl/registry.h"
-#include "cubecc/environments/builder.h"
-#include "cubecc/environments/bundle.h"
-#include "cubecc/ir/clone.h"
 #include "cubecc/ir/structural_hash.h"
 #include "cubecc/passes/pass_manager.h"
-#include "cubecc/runtime/runtime.h"
+#include "environment_test_support.h"
 #include "toolkit_support.h"
 
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
-#include <random>
 #include <thread>
 
 using namespace cubecc;
-namespace fs = std::filesystem;
 
 namespace {
 
-/// The registered example kernels, as traced (not optimized): what an application loads.
-std::unique_ptr<ir::Module> traced_examples() {
-  auto module = std::make_unique<ir::Module>("examples");
-  std::vector<ir::Diagnostic> errors;
-  for (const auto &k : dsl::registered_kernels())
-    k.trace(*module, k, errors);
-  EXPECT_TRUE(errors.empty()) << ir::to_string(errors);
-  return module;
-}
-
-environments::BundleContents build(const ir::Module &module,
-                                   const std::vector<std::string> &targets, int opt_level = 2) {
-  std::vector<environments::KernelInput> kernels;
-  for (const auto &k : module.kernels())
-    kernels.push_back({k.get(), "config of " + k->name()});
-  environments::BuildOptions options;
-  options.targets = targets;
-  options.opt_level = opt_level;
-  std::vector<ir::Diagnostic> errors;
-  auto contents = environments::build_entries(kernels, options, errors);
-  EXPECT_TRUE(contents) << ir::to_string(errors);
-  if (!contents)
-    return {};
-  contents->metadata = environments::current_metadata("environment_test");
-  contents->metadata.targets = targets;
-  return std::move(*contents);
-}
-
-/// A file under a directory of this test's own (removed at the end of the process).
-std::string temp_file(const std::string &name) {
-  static const struct TempDir {
-    fs::path path = fs::temp_directory_path() / ("cubecc-env-test-" + std::to_string(getpid()));
-    TempDir() { fs::create_directories(path); }
-    ~TempDir() {
-      std::error_code ignored;
-      fs::remove_all(path, ignored);
-    }
-  } dir;
-  return (dir.path / name).string();
-}
-
-const runtime::BinaryTarget kInterp{"interp", "ir", "", ""};
-
-std::vector<float> host_axpy(const std::vector<float> &x, std::vector<float> y, float a) {
-  for (size_t i = 0; i < y.size(); ++i)
-    y[i] = std::fma(a, x[i], y[i]);
-  return y;
-}
-
-/// Runs the example axpy through `rt` on 1000 elements; returns y.
-std::vector<float> run_axpy(runtime::Runtime &rt, const runtime::KernelHandle &axpy) {
-  std::vector<float> x(1000), y(1000);
-  for (size_t i = 0; i < x.size(); ++i) {
-    x[i] = 0.25f * float(i);
-    y[i] = 1.0f - float(i);
-  }
-  runtime::Buffer bx = rt.upload(x), by = rt.upload(y);
-  // A DSL tensor parameter is a buffer with its shape and stride.
-  uint32_t n = static_cast<uint32_t>(x.size());
-  rt.launch(axpy, runtime::grid_1d(n, axpy.abi().workgroup_size[0]), bx, n, 1u, by, n, 1u, 3.0f);
-  return rt.download<float>(by);
-}
+using test::build;
+using test::host_axpy;
+using test::kInterp;
+using test::run_axpy;
+using test::temp_file;
+using test::traced_examples;
 
 /// The tests below on each device: interp and vulkan here; cuda and hip where a GPU opens (the
 /// bundle is then built for the device's own arch, e.g. cuda:sm_90).
@@ -392,31 +329,6 @@ TEST_P(EnvironmentOnDevice, a_bundle_from_another_cubecc_is_never_used) {
 INSTANTIATE_TEST_SUITE_P(Devices, EnvironmentOnDevice,
                          testing::Values("interp", "vulkan", "cuda", "hip"),
                          [](const auto &info) { return std::string(info.param); });
-
-TEST(RuntimeEnvironment, a_binary_whose_launch_shape_is_not_the_kernels_is_refused) {
-  // A bundle that lies (checksums intact: written so): its axpy runs 128-wide workgroups, the
-  // kernel 256. Launches are sized by the kernel's shape, so the binary must not be used.
-  auto module = traced_examples();
-  auto axpy = ir::copy_kernel(*module->find_kernel("axpy"));
-  auto contents = build(*axpy, {"interp"});
-  std::string &ir = contents.entries.at(0).artifacts.at(0).data;
-  size_t at = ir.find("workgroup(256, 1, 1)");
-  ASSERT_NE(at, std::string::npos) << ir;
-  ir.replace(at, 20, "workgroup(128, 1, 1)");
-  std::string path = temp_file("lying.cubeenv");
-  environments::write_bundle(path, contents);
-  runtime::Runtime rt = runtime::Runtime::open("interp");
-  rt.use_environment(path);
-  try {
-    rt.load(*axpy->kernels().front());
-    ADD_FAILURE() << "a binary of another workgroup shape was used";
-  } catch (const runtime::Error &e) {
-    EXPECT_NE(std::string(e.what()).find("workgroup size (128, 1, 1) is not the kernel's (256, "
-                                         "1, 1)"),
-              std::string::npos)
-        << e.what();
-  }
-}
 
 TEST(RuntimeEnvironment, CUBECC_ENV_names_the_bundle_Runtime_open_uses) {
   auto module = traced_examples();

@@ -4,7 +4,8 @@
 #      (CUBECC_E2E_COLLECT; they are this test's fixture), or, run alone, one run of the suite
 #      collecting them;
 #   2. `cubecc env build` a bundle per device from them (-O0: the suite runs kernels as given),
-#      `cubecc env merge` the two, `cubecc env verify` the result;
+#      `cubecc env merge` the two, `cubecc env verify` and `cubecc env inspect` the result (each
+#      exits 1 on a damaged entry), and rename it into place, as a deployment does;
 #   3. the suite again with CUBECC_ENV set: it checks at its end that no kernel was JIT-compiled
 #      and that the environment answered.
 # usage: e2e-with-environment.sh <cubecc_e2e_tests> <cubecc> <work dir>
@@ -23,7 +24,9 @@ for device in interp vulkan; do
   echo "== 2. $(ls "$work/kernels/$device" | wc -l) kernels for $device"
   "$cubecc" env build "$work/kernels/$device"/*.cir --target "$device" -O0 -o "$work/$device.cubeenv"
 done
-"$cubecc" env merge "$work/interp.cubeenv" "$work/vulkan.cubeenv" -o "$work/e2e.cubeenv"
-"$cubecc" env verify "$work/e2e.cubeenv"
+"$cubecc" env merge "$work/interp.cubeenv" "$work/vulkan.cubeenv" -o "$work/e2e.cubeenv.new"
+"$cubecc" env verify "$work/e2e.cubeenv.new"
+"$cubecc" env inspect "$work/e2e.cubeenv.new" > "$work/e2e-inspect.txt"
+mv "$work/e2e.cubeenv.new" "$work/e2e.cubeenv"
 echo "== 3. the suite with the bundle"
 CUBECC_ENV="$work/e2e.cubeenv" "$tests" --gtest_filter="$filter" --gtest_brief=1

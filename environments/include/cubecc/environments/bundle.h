@@ -14,10 +14,13 @@
 // and the backend compiler that made it, so a changed kernel, option, device feature set or
 // toolkit never gets a stale binary.
 //
-// Opening maps the file and checks the header and the index (O(entries) bytes hashed, nothing
-// decoded); an entry is verified (checksum, FlatBuffers verifier, decoded metadata) on its first
-// use. Lookups are binary searches. Nothing in a damaged or hostile file can crash the reader: it
-// is an Error at open, or a rejected entry at lookup.
+// Opening reads the header and the index into memory and checks them (O(entries) bytes hashed,
+// nothing decoded), and maps the rest of the file; an entry is verified (checksum, FlatBuffers
+// verifier, decoded metadata) on its first use. Lookups are binary searches in the copy of the
+// index. Nothing in a damaged or hostile file can crash the reader: it is an Error at open, or a
+// rejected entry at lookup. A file changed under an open bundle (copied over rather than renamed
+// over) is noticed before the mapping is touched: from then on every kernel lookup is rejected,
+// saying so, and no tuning record is found (docs/environments.md, "Deploying a bundle").
 //
 //===-----------------------------------------------------------------------------------------===//
 #pragma once
@@ -105,7 +108,9 @@ std::vector<std::string> merge_contents(BundleContents &into, BundleContents fro
 /// An opened bundle. Thread-safe: lookups from many threads may run at once.
 class Bundle final : public runtime::EnvironmentSource {
 public:
-  /// Maps and checks `path`. Throws runtime::Error naming the file and, for damage, the offset.
+  /// Reads, maps and checks `path`. Throws runtime::Error naming the file and, for damage, the
+  /// offset; anything but a regular file (a FIFO, a directory, a device) is refused without
+  /// waiting on it.
   static std::shared_ptr<const Bundle> open(const std::string &path);
   /// A bundle over bytes in memory (copied), for tests and the fuzzer; `name` is for messages.
   static std::shared_ptr<const Bundle> from_bytes(std::string_view bytes, std::string name);
@@ -119,7 +124,8 @@ public:
 
   /// Entry `i` in index order, verified and decoded (a copy); nullopt with `error` when damaged.
   std::optional<Entry> read_entry(size_t i, std::string &error) const;
-  /// Byte size of entry `i` as stored.
+  /// Where entry `i` is stored: its offset in the file and its byte size.
+  uint64_t entry_offset(size_t i) const;
   uint64_t entry_bytes(size_t i) const;
   std::vector<TuningEntry> tuning_records() const;
   /// Everything decoded (for merging); throws runtime::Error on the first damaged entry.
@@ -132,6 +138,11 @@ public:
   std::optional<std::string> find_tuning(std::string_view key) const override;
   const std::string &name() const override { return name_; }
 
+  /// Empty while the file is the one opened; once its size or modification time differs (it was
+  /// copied over or edited in place, not replaced by a rename), a message saying so, for good.
+  /// Always empty for a bundle from bytes.
+  std::string file_changed() const;
+
 private:
   struct Mapping;
   Bundle() = default;
@@ -142,6 +153,10 @@ private:
 
   std::string name_;
   std::unique_ptr<Mapping> mapping_;
+  /// The header and the index: a copy in memory, read before anything is checked, so that a
+  /// file changed under the mapping can never change what was checked.
+  const uint8_t *head_ = nullptr;
+  /// The whole file (entries are read from here): the mapping, or the bytes in memory.
   const uint8_t *data_ = nullptr;
   uint64_t size_ = 0;
   Metadata metadata_;

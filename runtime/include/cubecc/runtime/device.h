@@ -183,7 +183,11 @@ public:
   /// names the compiler compile() would use, "" when it has none (a binary from any is loadable).
   virtual std::vector<BinaryTarget> binary_targets() const = 0;
   /// Loads a kernel compiled elsewhere for one of binary_targets(): no tracing, no passes, no
-  /// code generation. Throws Error naming the kernel when the binary does not load.
+  /// code generation. The binary and `abi` come from outside the process (an environment
+  /// bundle): a backend checks what it can before its driver sees them (vulkan: the SPIR-V
+  /// validator, then the module's interface against `abi` and the device's limits; interp: the
+  /// IR parsed, verified and of `abi`'s shape). Throws Error naming the kernel and why when the
+  /// binary does not load.
   virtual std::unique_ptr<CompiledKernel> load_binary(const KernelBinary &binary) = 0;
   /// Queues a launch of `num_workgroups` workgroups. Launches run in order.
   virtual void launch(const CompiledKernel &kernel, std::array<uint32_t, 3> num_workgroups,

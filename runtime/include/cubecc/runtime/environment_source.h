@@ -66,8 +66,11 @@ using EnvironmentOpener = std::shared_ptr<const EnvironmentSource> (*)(const std
 void register_environment_opener(EnvironmentOpener opener);
 
 /// The kernel `kernel` (hashed as given) from `environment`, loaded on `device`; null when the
-/// environment does not hold it and `options` allow compiling instead. Counts into `statistics`.
-/// Throws Error when the binary does not load, or on a miss when fallback is off.
+/// environment does not hold it, or holds an entry it cannot use, and `options` allow compiling
+/// instead. An entry is unusable when the bundle rejects it (damage, another cubecc or toolkit),
+/// when its launch metadata is not the kernel's (workgroup size, parameters), or when the device
+/// does not load its binary (Device::load_binary validates it). Counts into `statistics`. Throws
+/// Error on a miss or an unusable entry when fallback is off, naming the kernel and why.
 std::unique_ptr<CompiledKernel> load_from_environment(const EnvironmentSource &environment,
                                                       Device &device, const ir::Kernel &kernel,
                                                       const ir::Hash128 &hash,
