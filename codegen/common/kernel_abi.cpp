@@ -4,6 +4,8 @@
 
 #include "cubecc/ir/ir.h"
 
+#include <fmt/format.h>
+
 #include <cstring>
 
 namespace cubecc::codegen {
@@ -34,6 +36,28 @@ KernelAbi KernelAbi::of(const ir::Kernel &kernel) {
       abi.shared_bytes += op->result()->type().array_bytes();
   }
   return abi;
+}
+
+std::string launch_shape_difference(const KernelAbi &actual, std::string_view actual_name,
+                                    const KernelAbi &expected, std::string_view expected_name) {
+  const auto &a = actual.workgroup_size, &e = expected.workgroup_size;
+  if (a != e)
+    return fmt::format("{}'s workgroup size ({}, {}, {}) is not {}'s ({}, {}, {})", actual_name,
+                       a[0], a[1], a[2], expected_name, e[0], e[1], e[2]);
+  bool same = actual.num_buffers == expected.num_buffers &&
+              actual.param_block_bytes == expected.param_block_bytes &&
+              actual.params.size() == expected.params.size();
+  for (size_t i = 0; same && i < actual.params.size(); ++i) {
+    const ParamSlot &p = actual.params[i], &q = expected.params[i];
+    same = p.kind == q.kind && p.type == q.type && p.binding == q.binding && p.offset == q.offset &&
+           p.lane_bytes == q.lane_bytes;
+  }
+  if (!same)
+    return fmt::format("{}'s parameters ({} buffers, {} bytes of values) are not {}'s ({} "
+                       "buffers, {} bytes)",
+                       actual_name, actual.num_buffers, actual.param_block_bytes, expected_name,
+                       expected.num_buffers, expected.param_block_bytes);
+  return {};
 }
 
 void pack_value(const ParamSlot &slot, const uint64_t *bits, uint8_t *block) {

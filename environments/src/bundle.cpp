@@ -500,7 +500,7 @@ std::shared_ptr<const Bundle> Bundle::open(const std::string &path) {
     head_bytes += std::min({read_le<uint64_t>(header + kOffIndexBytes),
                             bundle->size_ - kHeaderBytes, uint64_t(FLATBUFFERS_MAX_BUFFER_SIZE)});
   }
-  m.head = std::make_unique<uint64_t[]>(head_bytes / 8 + 1);
+  m.head = std::make_unique_for_overwrite<uint64_t[]>(head_bytes / 8 + 1); // filled just below
   if (!read_at(fd, 0, head_bytes, reinterpret_cast<uint8_t *>(m.head.get())))
     throw Error(fmt::format("{}: the file shrank while it was opened", path));
   bundle->head_ = reinterpret_cast<const uint8_t *>(m.head.get());

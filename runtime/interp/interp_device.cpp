@@ -159,23 +159,10 @@ public:
     // The launch metadata is what the launch is checked against: the IR must agree with it, and
     // fit the device (the interpreter allocates the shared memory the IR asks for).
     const codegen::KernelAbi &ir = kernel->abi();
-    if (ir.workgroup_size != abi.workgroup_size)
-      throw Error(fmt::format("interp: kernel '{}': its IR's workgroup size ({}, {}, {}) is not "
-                              "the launch metadata's ({}, {}, {})",
-                              abi.name, ir.workgroup_size[0], ir.workgroup_size[1],
-                              ir.workgroup_size[2], abi.workgroup_size[0], abi.workgroup_size[1],
-                              abi.workgroup_size[2]));
-    bool same = ir.params.size() == abi.params.size() && ir.num_buffers == abi.num_buffers &&
-                ir.param_block_bytes == abi.param_block_bytes;
-    for (size_t i = 0; same && i < ir.params.size(); ++i)
-      same = ir.params[i].kind == abi.params[i].kind && ir.params[i].type == abi.params[i].type &&
-             ir.params[i].binding == abi.params[i].binding &&
-             ir.params[i].offset == abi.params[i].offset &&
-             ir.params[i].lane_bytes == abi.params[i].lane_bytes;
-    if (!same)
-      throw Error(fmt::format("interp: kernel '{}': its IR's parameters are not those of the "
-                              "launch metadata",
-                              abi.name));
+    if (std::string why =
+            codegen::launch_shape_difference(ir, "its IR", abi, "the launch metadata");
+        !why.empty())
+      throw Error(fmt::format("interp: kernel '{}': {}", abi.name, why));
     const codegen::TargetFeatures &f = info_.features;
     uint64_t invocations =
         uint64_t(ir.workgroup_size[0]) * ir.workgroup_size[1] * ir.workgroup_size[2];

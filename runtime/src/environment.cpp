@@ -64,32 +64,6 @@ bool first_time(const std::string &key) {
   return seen.insert(key).second;
 }
 
-/// Empty when a binary of launch shape `abi` can run `expected`'s launches (the same workgroup
-/// size and parameters, laid out the same way); else what differs.
-std::string launch_shape_difference(const codegen::KernelAbi &abi,
-                                    const codegen::KernelAbi &expected) {
-  if (abi.workgroup_size != expected.workgroup_size)
-    return fmt::format("the binary's workgroup size ({}, {}, {}) is not the kernel's ({}, {}, {})",
-                       abi.workgroup_size[0], abi.workgroup_size[1], abi.workgroup_size[2],
-                       expected.workgroup_size[0], expected.workgroup_size[1],
-                       expected.workgroup_size[2]);
-  bool same = abi.num_buffers == expected.num_buffers &&
-              abi.param_block_bytes == expected.param_block_bytes &&
-              abi.params.size() == expected.params.size();
-  for (size_t i = 0; same && i < abi.params.size(); ++i)
-    same = abi.params[i].kind == expected.params[i].kind &&
-           abi.params[i].type == expected.params[i].type &&
-           abi.params[i].binding == expected.params[i].binding &&
-           abi.params[i].offset == expected.params[i].offset &&
-           abi.params[i].lane_bytes == expected.params[i].lane_bytes;
-  if (!same)
-    return fmt::format("the binary's parameters ({} buffers, {} bytes of values) are not the "
-                       "kernel's ({} buffers, {} bytes)",
-                       abi.num_buffers, abi.param_block_bytes, expected.num_buffers,
-                       expected.param_block_bytes);
-  return {};
-}
-
 } // namespace
 
 void register_environment_opener(EnvironmentOpener opener) {
@@ -118,12 +92,14 @@ std::unique_ptr<CompiledKernel> load_from_environment(const EnvironmentSource &e
     // otherwise is a rejected entry, and so is a binary that does not load (the device validates
     // it and checks it against the metadata and its limits).
     codegen::KernelAbi expected = codegen::KernelAbi::of(kernel);
-    std::string why = launch_shape_difference(found.binary.abi, expected);
+    std::string why =
+        codegen::launch_shape_difference(found.binary.abi, "the binary", expected, "the kernel");
     std::unique_ptr<CompiledKernel> compiled;
     if (why.empty()) {
       try {
         compiled = device.load_binary(found.binary);
-        why = launch_shape_difference(compiled->abi(), expected);
+        why =
+            codegen::launch_shape_difference(compiled->abi(), "the binary", expected, "the kernel");
       } catch (const Error &e) {
         why = fmt::format("its {} {} does not load: {}", found.binary.target.target,
                           found.binary.target.format, e.what());

@@ -92,6 +92,17 @@ environments::Artifact &artifact(environments::BundleContents &contents, const s
   throw std::runtime_error("no " + target + " artifact of " + kernel);
 }
 
+/// Edits `kernel`'s SPIR-V in `contents` with `edit` (which fails the test when the module is not
+/// as expected); the module must still validate: the checks behind the validator are tested.
+template <class Edit>
+void edit_spirv(environments::BundleContents &contents, const std::string &kernel, Edit &&edit) {
+  std::string &data = artifact(contents, kernel, "vulkan").data;
+  std::vector<uint32_t> words = to_words(data);
+  edit(words);
+  data = to_bytes(words);
+  EXPECT_EQ(codegen::validate_spirv(words), "");
+}
+
 /// Runs `kernel` (axpy or reduce_sum) and compares with its host reference.
 void expect_right_results(runtime::Runtime &rt, const runtime::KernelHandle &handle,
                           const std::string &kernel) {
@@ -160,14 +171,12 @@ TEST(BundleTrust, vulkan_spirv_of_another_local_size_is_rejected_and_compiled) {
   // of y would silently stay as it was.
   Examples ex;
   auto contents = build({&ex.axpy}, {"vulkan"});
-  std::string &data = artifact(contents, "axpy", "vulkan").data;
-  std::vector<uint32_t> words = to_words(data);
-  size_t mode = find_instruction(words, kOpExecutionMode, 1, kLocalSize);
-  ASSERT_NE(mode, 0u);
-  ASSERT_EQ(words[mode + 3], 256u);
-  words[mode + 3] = 128;
-  data = to_bytes(words);
-  ASSERT_EQ(codegen::validate_spirv(words), "");
+  edit_spirv(contents, "axpy", [](std::vector<uint32_t> &words) {
+    size_t mode = find_instruction(words, kOpExecutionMode, 1, kLocalSize);
+    ASSERT_NE(mode, 0u);
+    ASSERT_EQ(words[mode + 3], 256u);
+    words[mode + 3] = 128;
+  });
   expect_rejected("vulkan", contents, ex.axpy,
                   "its SPIR-V does not match its launch metadata: its LocalSize (128, 1, 1) is "
                   "not the launch metadata's workgroup size (256, 1, 1)");
@@ -176,13 +185,11 @@ TEST(BundleTrust, vulkan_spirv_of_another_local_size_is_rejected_and_compiled) {
 TEST(BundleTrust, vulkan_spirv_with_a_binding_the_pipeline_lacks_is_rejected_and_compiled) {
   Examples ex;
   auto contents = build({&ex.axpy}, {"vulkan"});
-  std::string &data = artifact(contents, "axpy", "vulkan").data;
-  std::vector<uint32_t> words = to_words(data);
-  size_t binding = find_instruction(words, kOpDecorate, 1, kBinding);
-  ASSERT_NE(binding, 0u);
-  words[binding + 3] = 5;
-  data = to_bytes(words);
-  ASSERT_EQ(codegen::validate_spirv(words), "");
+  edit_spirv(contents, "axpy", [](std::vector<uint32_t> &words) {
+    size_t binding = find_instruction(words, kOpDecorate, 1, kBinding);
+    ASSERT_NE(binding, 0u);
+    words[binding + 3] = 5;
+  });
   expect_rejected("vulkan", contents, ex.axpy, "is not one of the 2 bindings of set 0");
 }
 
@@ -198,24 +205,22 @@ TEST(BundleTrust, vulkan_metadata_without_the_push_constants_the_spirv_reads_is_
 TEST(BundleTrust, vulkan_spirv_beyond_the_devices_shared_memory_is_rejected_and_compiled) {
   Examples ex;
   auto contents = build({&ex.reduce_sum}, {"vulkan"});
-  std::string &data = artifact(contents, "reduce_sum", "vulkan").data;
-  std::vector<uint32_t> words = to_words(data);
-  // The shared array: the Workgroup variable's pointer type's pointee.
-  size_t variable = find_instruction(words, kOpVariable, 2, kWorkgroup);
-  ASSERT_NE(variable, 0u) << "reduce_sum has a shared array";
-  size_t pointer = find_instruction(words, kOpTypePointer, 0, words[variable + 1]);
-  ASSERT_NE(pointer, 0u);
-  size_t array = find_instruction(words, kOpTypeArray, 0, words[pointer + 3]);
-  ASSERT_NE(array, 0u);
-  size_t length = find_instruction(words, kOpConstant, 1, words[array + 3]);
-  ASSERT_NE(length, 0u);
-  // A length of its own (the constant may have other uses): 4 Mi floats.
-  uint32_t id = words[3]++;
-  words[array + 3] = id;
-  std::vector<uint32_t> constant = {(4u << 16) | kOpConstant, words[length + 1], id, 1u << 20};
-  words.insert(words.begin() + static_cast<ptrdiff_t>(array), constant.begin(), constant.end());
-  data = to_bytes(words);
-  ASSERT_EQ(codegen::validate_spirv(words), "");
+  edit_spirv(contents, "reduce_sum", [](std::vector<uint32_t> &words) {
+    // The shared array: the Workgroup variable's pointer type's pointee.
+    size_t variable = find_instruction(words, kOpVariable, 2, kWorkgroup);
+    ASSERT_NE(variable, 0u) << "reduce_sum has a shared array";
+    size_t pointer = find_instruction(words, kOpTypePointer, 0, words[variable + 1]);
+    ASSERT_NE(pointer, 0u);
+    size_t array = find_instruction(words, kOpTypeArray, 0, words[pointer + 3]);
+    ASSERT_NE(array, 0u);
+    size_t length = find_instruction(words, kOpConstant, 1, words[array + 3]);
+    ASSERT_NE(length, 0u);
+    // A length of its own (the constant may have other uses): 4 Mi floats.
+    uint32_t id = words[3]++;
+    words[array + 3] = id;
+    std::vector<uint32_t> constant = {(4u << 16) | kOpConstant, words[length + 1], id, 1u << 20};
+    words.insert(words.begin() + static_cast<ptrdiff_t>(array), constant.begin(), constant.end());
+  });
   expect_rejected("vulkan", contents, ex.reduce_sum, "bytes of shared memory");
 }
 

@@ -17,6 +17,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace cubecc::ir {
@@ -49,6 +50,14 @@ struct KernelAbi {
 
   static KernelAbi of(const ir::Kernel &kernel);
 };
+
+/// Empty when a kernel of launch shape `actual` runs the launches made for `expected`: the same
+/// workgroup size, and the same parameters laid out the same way (kind, type, binding, offset and
+/// lane bytes of each; buffer count; parameter block bytes). Otherwise what differs, naming each
+/// side: "the binary's workgroup size (128, 1, 1) is not the kernel's (256, 1, 1)" for
+/// `actual_name` "the binary" and `expected_name` "the kernel".
+std::string launch_shape_difference(const KernelAbi &actual, std::string_view actual_name,
+                                    const KernelAbi &expected, std::string_view expected_name);
 
 /// Writes the lanes of a value argument (`bits`, one entry per lane, zero-extended from the
 /// type's width) into a parameter block laid out by `slot`.
