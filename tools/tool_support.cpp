@@ -1,6 +1,8 @@
 //===- tool_support.cpp -----------------------------------------------------------------------===//
 #include "tool_support.h"
 
+#include "cubecc/runtime/files.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -25,22 +27,9 @@ void report_standard_output_failure(const char *tool, int error) {
                            error ? std::string(": ") + std::strerror(error) : std::string());
 }
 
-const char *file_kind(mode_t mode) {
-  if (S_ISDIR(mode))
-    return "a directory";
-  if (S_ISCHR(mode))
-    return "a character device";
-  if (S_ISBLK(mode))
-    return "a block device";
-  if (S_ISFIFO(mode))
-    return "a FIFO";
-  if (S_ISSOCK(mode))
-    return "a socket";
-  return "not a regular file";
-}
-
 std::string not_regular(mode_t mode) {
-  return fmt::format("not a regular file ({}); cubecc reads only regular files", file_kind(mode));
+  return fmt::format("not a regular file ({}); cubecc reads only regular files",
+                     runtime::file_kind(mode));
 }
 
 std::string too_long(size_t bytes) {

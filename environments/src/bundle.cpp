@@ -2,6 +2,7 @@
 #include "cubecc/environments/bundle.h"
 
 #include "cubecc/ir/version.h"
+#include "cubecc/runtime/files.h"
 
 #include "bundle_generated.h"
 
@@ -433,20 +434,6 @@ Bundle::~Bundle() = default;
 
 namespace {
 
-const char *file_kind(mode_t mode) {
-  if (S_ISDIR(mode))
-    return "a directory";
-  if (S_ISFIFO(mode))
-    return "a FIFO";
-  if (S_ISCHR(mode))
-    return "a character device";
-  if (S_ISBLK(mode))
-    return "a block device";
-  if (S_ISSOCK(mode))
-    return "a socket";
-  return "not a file";
-}
-
 /// Reads `size` bytes at `offset` of `fd` into `out`; false when the file is shorter.
 bool read_at(int fd, uint64_t offset, uint64_t size, uint8_t *out) {
   while (size > 0) {
@@ -481,8 +468,10 @@ std::shared_ptr<const Bundle> Bundle::open(const std::string &path) {
     throw Error(
         fmt::format("{}: cannot open the environment bundle: {}", path, std::strerror(errno)));
   if (!S_ISREG(st.st_mode))
-    throw Error(fmt::format("{}: cannot open the environment bundle: not a regular file (it is {})",
-                            path, file_kind(st.st_mode)));
+    throw Error(
+        fmt::format("{}: cannot open the environment bundle: not a regular file ({}); cubecc reads "
+                    "only regular files",
+                    path, runtime::file_kind(st.st_mode)));
   if (int flags = ::fcntl(fd, F_GETFL); flags >= 0)
     ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
   m.size = st.st_size;

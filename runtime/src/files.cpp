@@ -85,21 +85,6 @@ std::optional<pid_t> temporary_writer(std::string_view name) {
   return pid > 0 ? std::optional<pid_t>(pid) : std::nullopt;
 }
 
-/// What a file that is not a regular one is, for the message refusing it.
-const char *file_kind(mode_t mode) {
-  if (S_ISDIR(mode))
-    return "a directory";
-  if (S_ISCHR(mode))
-    return "a character device";
-  if (S_ISBLK(mode))
-    return "a block device";
-  if (S_ISFIFO(mode))
-    return "a FIFO";
-  if (S_ISSOCK(mode))
-    return "a socket";
-  return "not a regular file";
-}
-
 /// Whether `st` is the null device (/dev/null, however it is reached).
 bool is_null_device(const struct stat &st) {
   struct stat null;
@@ -276,6 +261,20 @@ void write_file_atomically(const std::string &path, std::string_view bytes) {
     ::fsync(dir);
     ::close(dir);
   }
+}
+
+const char *file_kind(unsigned mode) {
+  if (S_ISDIR(mode))
+    return "a directory";
+  if (S_ISCHR(mode))
+    return "a character device";
+  if (S_ISBLK(mode))
+    return "a block device";
+  if (S_ISFIFO(mode))
+    return "a FIFO";
+  if (S_ISSOCK(mode))
+    return "a socket";
+  return "not a regular file";
 }
 
 } // namespace cubecc::runtime

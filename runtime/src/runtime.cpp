@@ -306,27 +306,10 @@ namespace {
 /// A binary compiled elsewhere must take the kernel's parameters, laid out the same way, and run
 /// its workgroup shape (launches are sized by it).
 void check_abi(const ir::Kernel &kernel, const codegen::KernelAbi &abi) {
-  codegen::KernelAbi expected = codegen::KernelAbi::of(kernel);
-  if (abi.workgroup_size != expected.workgroup_size)
-    throw Error(fmt::format("kernel '{}': the compiled binary's workgroup size ({}, {}, {}) is not "
-                            "the kernel's ({}, {}, {})",
-                            kernel.name(), abi.workgroup_size[0], abi.workgroup_size[1],
-                            abi.workgroup_size[2], expected.workgroup_size[0],
-                            expected.workgroup_size[1], expected.workgroup_size[2]));
-  bool same = abi.num_buffers == expected.num_buffers &&
-              abi.param_block_bytes == expected.param_block_bytes &&
-              abi.params.size() == expected.params.size();
-  for (size_t i = 0; same && i < abi.params.size(); ++i)
-    same = abi.params[i].kind == expected.params[i].kind &&
-           abi.params[i].type == expected.params[i].type &&
-           abi.params[i].binding == expected.params[i].binding &&
-           abi.params[i].offset == expected.params[i].offset &&
-           abi.params[i].lane_bytes == expected.params[i].lane_bytes;
-  if (!same)
-    throw Error(fmt::format("kernel '{}': the compiled binary's parameters ({} buffers, {} bytes "
-                            "of values) differ from the kernel's ({} buffers, {} bytes)",
-                            kernel.name(), abi.num_buffers, abi.param_block_bytes,
-                            expected.num_buffers, expected.param_block_bytes));
+  std::string why = codegen::launch_shape_difference(abi, "the compiled binary",
+                                                     codegen::KernelAbi::of(kernel), "the kernel");
+  if (!why.empty())
+    throw Error(fmt::format("kernel '{}': {}", kernel.name(), why));
 }
 
 std::shared_ptr<LoadedKernel> describe(const ir::Kernel &kernel, const ir::Hash128 &hash) {

@@ -266,7 +266,7 @@ TEST(BundleFile, a_fifo_or_a_directory_is_refused_at_once_naming_it) {
     ADD_FAILURE() << "opened a FIFO";
   } catch (const runtime::Error &e) {
     EXPECT_EQ(std::string(e.what()), fifo + ": cannot open the environment bundle: not a regular "
-                                            "file (it is a FIFO)");
+                                            "file (a FIFO); cubecc reads only regular files");
   }
   std::string directory = temp_file("bundle.dir");
   std::filesystem::create_directories(directory);
@@ -274,8 +274,9 @@ TEST(BundleFile, a_fifo_or_a_directory_is_refused_at_once_naming_it) {
     environments::Bundle::open(directory);
     ADD_FAILURE() << "opened a directory";
   } catch (const runtime::Error &e) {
-    EXPECT_EQ(std::string(e.what()), directory + ": cannot open the environment bundle: not a "
-                                                 "regular file (it is a directory)");
+    EXPECT_EQ(std::string(e.what()),
+              directory + ": cannot open the environment bundle: not a "
+                          "regular file (a directory); cubecc reads only regular files");
   }
   // CUBECC_ENV naming a FIFO: the runtime runs without it (a warning), or refuses when strict.
   setenv("CUBECC_ENV", fifo.c_str(), 1);

@@ -63,4 +63,8 @@ size_t remove_stale_temporaries(const std::string &folder,
 /// "… (N bytes)". Names and paths from the user can be megabytes long.
 std::string shorten_for_message(std::string_view text, size_t max = 200);
 
+/// What a file of `st_mode` `mode` is, for a message refusing one that is not a regular file:
+/// "a directory", "a FIFO", "a character device", "a block device", "a socket".
+const char *file_kind(unsigned mode);
+
 } // namespace cubecc::runtime
