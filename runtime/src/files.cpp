@@ -263,18 +263,4 @@ void write_file_atomically(const std::string &path, std::string_view bytes) {
   }
 }
 
-const char *file_kind(unsigned mode) {
-  if (S_ISDIR(mode))
-    return "a directory";
-  if (S_ISCHR(mode))
-    return "a character device";
-  if (S_ISBLK(mode))
-    return "a block device";
-  if (S_ISFIFO(mode))
-    return "a FIFO";
-  if (S_ISSOCK(mode))
-    return "a socket";
-  return "not a regular file";
-}
-
 } // namespace cubecc::runtime

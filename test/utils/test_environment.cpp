@@ -5,9 +5,8 @@
 //   - CUBECC_VULKAN_VALIDATION=1: the Khronos validation layers are on, and any message they
 //     report fails the operation (docs/runtime.md);
 //   - MESA_SHADER_CACHE_DISABLE=true: lavapipe compiles every pipeline, no state across runs;
-// (a value already in the environment wins), and LeakSanitizer ignores allocations that
-// lavapipe, LLVM, the Vulkan loader and the validation layer keep until exit; a leak in
-// cubecc's own code still fails.
+// (a value already in the environment wins). LeakSanitizer's settings are lsan_defaults.cpp,
+// linked next to this file.
 //
 //===-----------------------------------------------------------------------------------------===//
 #include <cstdlib>
@@ -22,11 +21,3 @@ struct VulkanTestDefaults {
 } defaults;
 
 } // namespace
-
-/// Read by LeakSanitizer at exit (when the tests are built with sanitizers).
-extern "C" __attribute__((used)) const char *__lsan_default_suppressions() {
-  return "leak:libvulkan_lvp.so\n"
-         "leak:libLLVM\n"
-         "leak:libvulkan.so\n"
-         "leak:libVkLayer_khronos_validation.so\n";
-}

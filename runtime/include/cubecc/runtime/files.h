@@ -22,6 +22,8 @@
 #include "cubecc/runtime/device.h"
 
 #include <chrono>
+#include <sys/stat.h>
+
 #include <string>
 #include <string_view>
 
@@ -64,7 +66,20 @@ size_t remove_stale_temporaries(const std::string &folder,
 std::string shorten_for_message(std::string_view text, size_t max = 200);
 
 /// What a file of `st_mode` `mode` is, for a message refusing one that is not a regular file:
-/// "a directory", "a FIFO", "a character device", "a block device", "a socket".
-const char *file_kind(unsigned mode);
+/// "a directory", "a FIFO", "a character device", "a block device", "a socket". Inline: the
+/// bundle reader uses it without linking the runtime.
+inline const char *file_kind(unsigned mode) {
+  if (S_ISDIR(mode))
+    return "a directory";
+  if (S_ISCHR(mode))
+    return "a character device";
+  if (S_ISBLK(mode))
+    return "a block device";
+  if (S_ISFIFO(mode))
+    return "a FIFO";
+  if (S_ISSOCK(mode))
+    return "a socket";
+  return "not a regular file";
+}
 
 } // namespace cubecc::runtime

@@ -1,6 +1,7 @@
-//===- sanitizer_defaults.cpp - LeakSanitizer settings of the sanitizer build's tools ---------===//
+//===- lsan_defaults.cpp - LeakSanitizer settings of the sanitizer build's programs ----------===//
 //
-// Linked into cubecc and cubecc-opt only when they are built with sanitizers (CUBECC_SANITIZE).
+// Linked into every test executable and, in a sanitizer build (CUBECC_SANITIZE), into cubecc and
+// cubecc-opt. LeakSanitizer reads both functions at exit; without sanitizers nothing calls them.
 //
 // use_tls=0: LeakSanitizer in GCC 12 reads glibc 2.36's dynamic TLS vector wrongly once enough
 // libraries with thread-local storage are loaded (hipRTC, comgr and LLVM through dlopen): its
@@ -9,7 +10,9 @@
 // so it comes and goes with unrelated changes. Not scanning thread-local storage avoids it, and
 // can only add reports (memory reachable only from TLS then counts as leaked), never hide one.
 // The suppressions name the third-party libraries whose per-thread and per-process caches are
-// such memory; cubecc's own allocations are still checked.
+// such memory (LLVM, Mesa's lavapipe, the Vulkan loader and validation layer, hipRTC, comgr and
+// NVRTC keep caches that live until the process ends); cubecc's own allocations are still
+// checked.
 //
 //===-----------------------------------------------------------------------------------------===//
 
@@ -20,6 +23,7 @@ extern "C" __attribute__((used)) const char *__lsan_default_options() {
 extern "C" __attribute__((used)) const char *__lsan_default_suppressions() {
   return "leak:_dlerror_run\n" // dlerror's message, kept per thread by glibc
          "leak:_dl_exception_create\n"
+         "leak:dl_open_worker\n"      // the dynamic loader's own lists for a dlopen
          "leak:pthread_setspecific\n" // pthread keys' blocks, kept in the thread's descriptor
          "leak:libamdhip64.so\n"
          "leak:libamd_comgr.so\n"
