@@ -36,15 +36,37 @@ for layer in ir dsl passes codegen runtime autotune environments capi; do
     fi
   done < <(grep -rnoE '#include [<"]cubecc/[a-z_]+/' "$layer" 2>/dev/null)
 done
-for backend in cuda hip spirv; do
-  [ -d "codegen/$backend" ] || continue
-  for other in cuda hip spirv; do
+# Backends: a folder under codegen/ (other than common/) is one backend, with the public headers
+# backend_headers lists; nothing of one backend (folder or public header) may include another
+# backend's folder or headers: backends share only codegen/common.
+backend_headers() { # backend folder -> its public headers
+  case $1 in
+    cuda) echo "cuda.h" ;;
+    hip) echo "hip.h" ;;
+    spirv) echo "spirv.h" ;;
+    llvm) echo "cpu.h cpu_abi.h" ;;
+    *) echo "" ;;
+  esac
+}
+backend_folders=$(find codegen -mindepth 1 -maxdepth 1 -type d ! -name common ! -name include -printf '%f\n' | sort)
+for backend in $backend_folders; do
+  own_files="codegen/$backend"
+  for h in $(backend_headers "$backend"); do own_files="$own_files codegen/include/cubecc/codegen/$h"; done
+  for other in $backend_folders; do
     [ "$backend" = "$other" ] && continue
-    if grep -rnE "#include [<\"](cubecc/codegen/$other/|codegen/$other/)" "codegen/$backend"; then
-      echo "codegen/$backend includes codegen/$other: backends share only codegen/common"
+    pattern="codegen/$other/"
+    for h in $(backend_headers "$other"); do pattern="$pattern|cubecc/codegen/$h"; done
+    # shellcheck disable=SC2086
+    if grep -rnE "#include [<\"](${pattern//./\\.})[\">]" $own_files; then
+      echo "codegen/$backend includes backend $other: backends share only codegen/common"
       bad=1
     fi
   done
 done
+# The shared C-family emitter and the registry belong to no backend.
+if grep -rnE '#include [<"]cubecc/codegen/(cuda|hip|spirv|cpu|cpu_abi)\.h[">]' codegen/common; then
+  echo "codegen/common includes a backend's header: common code belongs to no backend"
+  bad=1
+fi
 [ "$bad" -eq 0 ] && echo "layering: every include points down the layer graph"
 exit "$bad"

@@ -9,8 +9,7 @@
 //===-----------------------------------------------------------------------------------------===//
 #include "compile.h"
 
-#include "cubecc/codegen/hip.h"
-#include "cubecc/codegen/spirv.h"
+#include "cubecc/codegen/backend.h"
 #include "cubecc/dsl/kernel_library_loader.h"
 #include "cubecc/ir/parser.h"
 #include "cubecc/ir/printer.h"
@@ -28,7 +27,6 @@
 #include <fstream>
 #include <iostream>
 #include <map>
-#include <regex>
 #include <set>
 #include <spawn.h>
 #include <sstream>
@@ -375,214 +373,111 @@ int check_file_names(const ir::Module &module) {
   return kSuccess;
 }
 
-/// What a target is and whether this cubecc can generate code for it.
+/// A target of the command line, checked by its backend.
 struct Target {
   std::string name;
-  std::vector<std::string> emits; ///< the --emit kinds it produces
-  std::string unavailable;        ///< why it cannot be used, if it cannot
+  const codegen::Backend *backend = nullptr;
 };
 
-Target parse_target(const std::string &name) {
-  if (name == "vulkan")
-    return {name, {"ir", "spirv", "spirv-asm", "glsl", "msl"}, {}};
-  if (name == "interp")
-    return {name, {"ir"}, {}};
-  // CUDA and HIP: the source needs no toolkit; PTX, CUBIN and code objects need NVRTC or
-  // hipRTC, whose absence compile_cuda / compile_hip report.
-  static const std::regex sm(R"(cuda:sm_(\d{2,4})[af]?)");
-  static const std::regex gfx(R"(hip:gfx[0-9a-f]{3,4}(:[a-z]+[+-])*)");
-  // std::regex recurses per character: a long name would overflow the stack. No target is long.
-  if (name.size() > kMaxTargetNameBytes)
-    return {name, {}, unknown_target_message(name)};
-  std::smatch m;
-  if (std::regex_match(name, m, sm)) {
-    if (std::stoi(m[1]) < 80)
-      return {
-          name, {}, fmt::format("target '{}': cubecc compiles for sm_80 and newer", shown(name))};
-    return {name, {"ir", "cuda", "ptx", "cubin"}, {}};
-  }
-  if (std::regex_match(name, gfx))
-    return {name, {"ir", "hip", "hsaco"}, {}};
-  return {name, {}, unknown_target_message(name)};
-}
-
-/// Writes one output per kernel: to standard output (sources and PTX, concatenated with a
-/// comment naming each kernel; a binary only for one kernel), or, when there are several kernels
-/// of a binary or PTX kind or -o names a directory, to <dir>/<kernel><extension>.
-int write_per_kernel(const CompileOptions &options, const std::string &extension, bool binary,
+/// Writes one output per kernel: to standard output (text kinds concatenated with a comment naming
+/// each kernel; a per-kernel kind only for one kernel), or, when there are several kernels of a
+/// per-kernel kind or -o names a directory, to <dir>/<kernel><extension>.
+int write_per_kernel(const CompileOptions &options, const codegen::EmitKind &kind,
                      const std::vector<std::pair<std::string, std::string>> &outputs) {
-  if (names_directory(options.output) || (binary && outputs.size() > 1)) {
+  if (names_directory(options.output) || (kind.per_kernel && outputs.size() > 1)) {
     if (options.output == "-") {
       std::cerr << fmt::format("cubecc: error: --emit {} writes one file per kernel and there are "
                                "{}: give -o <directory> or --kernel <name>\n",
-                               options.emit, outputs.size());
+                               kind.name, outputs.size());
       return kUsageError;
     }
-    return write_kernel_files(options.output, extension, outputs);
+    return write_kernel_files(options.output, kind.extension, outputs);
   }
   std::string all;
   for (const auto &[name, text] : outputs) {
     if (outputs.size() > 1)
-      all += "// kernel " + name + "\n";
+      all += kind.comment + "kernel " + name + "\n";
     all += text;
   }
   return write_output("cubecc", options.output, all);
 }
 
-/// A compiler error on source cubecc wrote is cubecc's bug (exit 3); a refusal (a feature the
-/// target lacks, an unknown architecture, a backend not built) is the user's (exit 1).
-int report_c_family(const std::vector<ir::Diagnostic> &errors) {
+/// A failure where the toolkit rejected code cubecc wrote is cubecc's bug (exit 3); a refusal (a
+/// feature the target lacks, an unknown architecture, a toolkit not found) is the user's (exit 1).
+int report_backend(const codegen::Backend &backend, const std::vector<ir::Diagnostic> &errors) {
   for (const ir::Diagnostic &e : errors)
-    if (e.message.find("NVRTC failed") != std::string::npos ||
-        e.message.find("hipRTC failed") != std::string::npos) {
+    if (backend.internal_failure(e)) {
       std::cerr << ir::to_string(errors)
-                << "cubecc: internal error: the generated source does not compile. This is a bug "
+                << "cubecc: internal error: the code cubecc wrote does not compile. This is a bug "
                    "in cubecc; please report it with the input that caused it.\n";
       return kInternalError;
     }
   return report(errors);
 }
 
-/// --target cuda:sm_XX (--emit cuda, ptx, cubin) and hip:gfxNNN (--emit hip, hsaco).
-template <class Dump>
-int emit_c_family(const ir::Module &module, const std::string &target,
-                  const CompileOptions &options, Dump &dump) {
-  const bool cuda = target.starts_with("cuda:");
-  const std::string arch = target.substr(target.find(':') + 1);
-  std::vector<ir::Diagnostic> errors;
-  std::vector<std::pair<std::string, std::string>> outputs; // (kernel, text or bytes)
-  for (const auto &kernel : module.kernels()) {
-    std::string out;
-    if (options.emit == "cuda" || options.emit == "hip") {
-      auto source = cuda ? codegen::emit_cuda(*kernel, codegen::cuda_features(arch), errors)
-                         : codegen::emit_hip(*kernel, codegen::hip_features(arch), errors);
-      if (!source)
-        return report(errors);
-      out = std::move(source->text);
-    } else if (cuda) {
-      // One NVRTC run: the output asked for (the dump directory gets PTX with --emit ptx).
-      auto binary = codegen::compile_cuda(*kernel, {arch}, errors,
-                                          options.emit == "ptx" ? codegen::CudaOutputs::Ptx
-                                                                : codegen::CudaOutputs::Cubins);
-      if (!binary)
-        return report_c_family(errors);
-      if (int rc = dump(kernel->name(), ".cu", binary->source.text))
-        return rc;
-      if (!binary->ptx.empty())
-        if (int rc = dump(kernel->name(), ".ptx", binary->ptx))
-          return rc;
-      out = options.emit == "ptx" ? std::move(binary->ptx) : std::move(binary->cubins[0].bytes);
-    } else {
-      auto binary = codegen::compile_hip(*kernel, {arch}, errors);
-      if (!binary)
-        return report_c_family(errors);
-      if (int rc = dump(kernel->name(), ".hip", binary->source.text))
-        return rc;
-      out = std::move(binary->code_objects[0].bytes);
-    }
-    outputs.emplace_back(kernel->name(), std::move(out));
-  }
-  static const std::map<std::string, std::pair<std::string, bool>> kFiles = {
-      {"cuda", {".cu", false}},
-      {"hip", {".hip", false}},
-      {"ptx", {".ptx", true}}, // one module per kernel: several do not concatenate
-      {"cubin", {".cubin", true}},
-      {"hsaco", {".hsaco", true}}};
-  const auto &[extension, binary] = kFiles.at(options.emit);
-  return write_per_kernel(options, extension, binary, outputs);
+/// The kind `name` of `backend`, or null.
+const codegen::EmitKind *find_emit_kind(const codegen::Backend &backend, std::string_view name) {
+  for (const codegen::EmitKind &kind : backend.emit_kinds())
+    if (kind.name == name)
+      return &kind;
+  return nullptr;
 }
 
 } // namespace
 
-/// Writes the optimized module's code for one target (--emit other than ir).
+/// Writes the optimized module's code for one target (--emit other than ir), one module per
+/// kernel; the intermediate stages go to the dump directory.
 template <class Dump>
-int emit_target(const ir::Module &module, const std::string &target, const CompileOptions &options,
+int emit_target(const ir::Module &module, const Target &target, const CompileOptions &options,
                 Dump &dump) {
-  if (target.starts_with("cuda:") || target.starts_with("hip:"))
-    return emit_c_family(module, target, options, dump);
+  const codegen::EmitKind &kind = *find_emit_kind(*target.backend, options.emit);
   std::vector<ir::Diagnostic> errors;
-
-  // SPIR-V and what is derived from it, one module per kernel.
-  codegen::TargetFeatures features = options.emit == "msl"
-                                         ? codegen::TargetFeatures::metal_baseline()
-                                         : codegen::TargetFeatures::vulkan_baseline();
-  std::vector<std::pair<std::string, std::string>> outputs; // (kernel, bytes or text)
+  std::vector<std::pair<std::string, std::string>> outputs; // (kernel, text or bytes)
   for (const auto &kernel : module.kernels()) {
-    auto spirv = codegen::emit_spirv(*kernel, features, errors);
-    if (!spirv)
-      return report(errors);
-    if (std::string problems = codegen::validate_spirv(spirv->words); !problems.empty()) {
-      std::cerr << fmt::format("cubecc: internal error: the SPIR-V written for kernel '{}' does "
-                               "not validate:\n{}This is a bug in cubecc; please report it with "
-                               "the input that caused it.\n",
-                               shown(kernel->name()), problems);
-      return kInternalError;
-    }
-    if (int rc = dump(kernel->name(), ".spvasm", codegen::disassemble_spirv(spirv->words)))
-      return rc;
-    std::string text;
-    if (options.emit == "spirv") {
-      text.assign(reinterpret_cast<const char *>(spirv->words.data()), spirv->words.size() * 4);
-    } else if (options.emit == "spirv-asm") {
-      text = codegen::disassemble_spirv(spirv->words);
-    } else {
-      std::string error;
-      auto source = options.emit == "glsl" ? codegen::spirv_to_glsl(spirv->words, error)
-                                           : codegen::spirv_to_msl(spirv->words, error);
-      if (!source) {
-        std::cerr << fmt::format("cubecc: error: kernel '{}': {}\n", shown(kernel->name()), error);
-        return kUserError;
-      }
-      text = std::move(*source);
-    }
-    outputs.emplace_back(kernel->name(), std::move(text));
+    std::optional<codegen::Emitted> emitted =
+        target.backend->emit(*kernel, target.name, options.emit, errors);
+    if (!emitted)
+      return report_backend(*target.backend, errors);
+    for (const auto &[suffix, text] : emitted->stages)
+      if (int rc = dump(kernel->name(), suffix, text))
+        return rc;
+    outputs.emplace_back(kernel->name(), std::move(emitted->output));
   }
-
-  if (options.emit == "spirv" && (outputs.size() > 1 || names_directory(options.output))) {
-    // One binary per kernel: -o names a directory.
-    if (options.output == "-") {
-      std::cerr << fmt::format("cubecc: error: --emit spirv writes one binary per kernel and "
-                               "there are {}: give -o <directory> or --kernel <name>\n",
-                               outputs.size());
-      return kUsageError;
-    }
-    return write_kernel_files(options.output, ".spv", outputs);
-  }
-  std::string all;
-  std::string comment = options.emit == "spirv-asm" ? "; " : "// ";
-  for (const auto &[name, text] : outputs) {
-    if (outputs.size() > 1)
-      all += comment + "kernel " + name + "\n";
-    all += text;
-  }
-  return write_output("cubecc", options.output, all);
+  return write_per_kernel(options, kind, outputs);
 }
 
 int compile_command(const CompileOptions &options) {
-  static const std::vector<std::string> kKinds = {"ir",    "cuda",  "ptx",       "cubin", "hip",
-                                                  "hsaco", "spirv", "spirv-asm", "glsl",  "msl"};
-  if (std::find(kKinds.begin(), kKinds.end(), options.emit) == kKinds.end()) {
-    std::cerr << fmt::format("cubecc: error: unknown --emit kind '{}' (kinds: ir, cuda, ptx, "
-                             "cubin, hip, hsaco, spirv, spirv-asm, glsl, msl)\n",
-                             shown(options.emit));
+  // Every kind some backend emits, and "ir", which is the tools' own.
+  std::vector<std::string> kinds = {"ir"};
+  for (const codegen::Backend *backend : codegen::backends())
+    for (const codegen::EmitKind &kind : backend->emit_kinds())
+      if (std::find(kinds.begin(), kinds.end(), kind.name) == kinds.end())
+        kinds.push_back(kind.name);
+  if (std::find(kinds.begin(), kinds.end(), options.emit) == kinds.end()) {
+    std::cerr << fmt::format("cubecc: error: unknown --emit kind '{}' (kinds: {})\n",
+                             shown(options.emit), fmt::join(kinds, ", "));
     return kUsageError;
   }
   std::vector<Target> targets;
   for (const std::string &name : options.targets) {
-    Target target = parse_target(name);
-    if (!target.unavailable.empty()) {
-      std::cerr << "cubecc: error: " << target.unavailable << "\n";
+    std::string error;
+    std::optional<std::vector<std::string>> parsed = codegen::parse_targets({&name, 1}, error);
+    if (!parsed) {
+      std::cerr << "cubecc: error: " << shown_message(error) << "\n";
       return kUserError;
     }
-    if (std::find(target.emits.begin(), target.emits.end(), options.emit) == target.emits.end()) {
-      std::string kinds;
-      for (const std::string &k : target.emits)
-        kinds += (kinds.empty() ? "" : ", ") + k;
-      std::cerr << fmt::format("cubecc: error: target '{}' cannot emit '{}' (it emits: {})\n",
-                               shown(name), options.emit, kinds);
-      return kUserError;
+    for (const std::string &t : *parsed) {
+      Target target{t, codegen::find_backend(t)};
+      if (options.emit != "ir" && !find_emit_kind(*target.backend, options.emit)) {
+        std::vector<std::string> emits = {"ir"};
+        for (const codegen::EmitKind &kind : target.backend->emit_kinds())
+          emits.push_back(kind.name);
+        std::cerr << fmt::format("cubecc: error: target '{}' cannot emit '{}' (it emits: {})\n",
+                                 shown(t), options.emit, fmt::join(emits, ", "));
+        return kUserError;
+      }
+      targets.push_back(std::move(target));
     }
-    targets.push_back(std::move(target));
   }
   if (options.emit != "ir" && targets.size() > 1) {
     // Several targets: each one's output goes to its own subdirectory of the -o directory.
@@ -618,10 +513,13 @@ int compile_command(const CompileOptions &options) {
 
   // One file per kernel (several targets, -o a directory, several binaries; --dump-dir): no two
   // kernels may map to one file name.
-  static const std::set<std::string> kBinaryKinds = {"spirv", "ptx", "cubin", "hsaco"};
+  const bool per_kernel_kind = std::any_of(targets.begin(), targets.end(), [&](const Target &t) {
+    const codegen::EmitKind *kind = find_emit_kind(*t.backend, options.emit);
+    return kind && kind->per_kernel;
+  });
   const bool per_kernel_files = options.emit != "ir" && options.output != "-" &&
                                 (targets.size() > 1 || names_directory(options.output) ||
-                                 (kBinaryKinds.count(options.emit) && module.kernels().size() > 1));
+                                 (per_kernel_kind && module.kernels().size() > 1));
   if (per_kernel_files || !options.dump_dir.empty())
     if (int rc = check_file_names(module))
       return rc;
@@ -669,7 +567,7 @@ int compile_command(const CompileOptions &options) {
   if (options.emit == "ir")
     return write_output("cubecc", options.output, ir::to_string(module));
   if (targets.size() == 1)
-    return emit_target(module, targets.front().name, options, dump);
+    return emit_target(module, targets.front(), options, dump);
   for (const Target &target : targets) {
     std::string subdirectory = target.name;
     std::replace(subdirectory.begin(), subdirectory.end(), ':', '_');
@@ -677,7 +575,7 @@ int compile_command(const CompileOptions &options) {
     one.output = (fs::path(options.output) / subdirectory).string() + "/";
     auto target_dump = dump_to(
         options.dump_dir.empty() ? "" : (fs::path(options.dump_dir) / subdirectory).string());
-    if (int rc = emit_target(module, target.name, one, target_dump))
+    if (int rc = emit_target(module, target, one, target_dump))
       return rc;
   }
   return kSuccess;

@@ -19,13 +19,37 @@
 #include "tool_support.h"
 #include "tune.h"
 
+#include "cubecc/codegen/backend.h"
 #include "cubecc/runtime/log.h"
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include <iostream>
 
 namespace {
+
+/// "vulkan | interp | cuda:sm_XX (sm_80 and newer, ...) | ...": every registered backend's grammar.
+std::string targets_help() {
+  std::string out;
+  for (const cubecc::codegen::Backend *backend : cubecc::codegen::backends())
+    out += (out.empty() ? "" : " | ") + std::string(backend->grammar());
+  return out;
+}
+
+/// "ir; spirv | spirv-asm | glsl | msl (vulkan); ... (default: ir)".
+std::string emit_help() {
+  std::string out = "ir";
+  for (const cubecc::codegen::Backend *backend : cubecc::codegen::backends()) {
+    if (backend->emit_kinds().empty())
+      continue;
+    std::string kinds;
+    for (const cubecc::codegen::EmitKind &kind : backend->emit_kinds())
+      kinds += (kinds.empty() ? "" : " | ") + kind.name;
+    out += fmt::format("; {} ({})", kinds, backend->name());
+  }
+  return out + " (default: ir)";
+}
 
 using namespace cubecc::tools;
 
@@ -61,12 +85,10 @@ int run(int argc, char **argv) {
       ->required();
   compile
       ->add_option("--target", compile_options.targets,
-                   "vulkan | interp | cuda:sm_XX | hip:gfxNNN, comma-separated (default: vulkan); "
-                   "for several, -o names a directory with one subdirectory per target")
+                   targets_help() + ", comma-separated (default: vulkan); for several, -o names a "
+                                    "directory with one subdirectory per target")
       ->delimiter(',');
-  compile->add_option("--emit", compile_options.emit,
-                      "ir | spirv | spirv-asm | glsl | msl (vulkan); cuda | ptx | cubin (cuda); "
-                      "hip | hsaco (hip) (default: ir)");
+  compile->add_option("--emit", compile_options.emit, emit_help());
   compile
       ->add_option("-O", compile_options.opt_level,
                    "optimization level 0..3 (default: 0 for ir, 2 for code)")
@@ -74,8 +96,8 @@ int run(int argc, char **argv) {
   compile->add_option("--kernel", compile_options.kernel, "keep only this kernel");
   compile->add_option(
       "--dump-dir", compile_options.dump_dir,
-      "write every stage per kernel here: <kernel>.input.cir, <kernel>.opt.cir, "
-      "<kernel>.spvasm (vulkan), .cu (and .ptx with --emit ptx) (cuda), .hip (hip)");
+      "write every stage per kernel here: <kernel>.input.cir, <kernel>.opt.cir and the "
+      "target's intermediate code (<kernel>.spvasm, .cu, .ptx, .hip, .ll, ...)");
   compile->add_flag("--print-after-all", compile_options.print_after_all,
                     "print the IR after every pass (to standard error)");
   compile
@@ -130,9 +152,7 @@ int run(int argc, char **argv) {
       ->add_option("inputs", build_options.inputs,
                    ".cir files, kernel libraries (.so) or DSL sources (.cpp)")
       ->required();
-  env_build
-      ->add_option("--target", build_options.targets,
-                   "cuda:sm_XX | hip:gfxNNN | vulkan | interp, comma-separated")
+  env_build->add_option("--target", build_options.targets, targets_help() + ", comma-separated")
       ->required();
   env_build->add_option("-o", build_options.output, "the bundle to write (.cubeenv)")->required();
   env_build

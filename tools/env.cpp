@@ -5,7 +5,7 @@
 #include "tool_support.h"
 
 #include "cubecc/autotune/record.h"
-#include "cubecc/codegen/spirv.h"
+#include "cubecc/codegen/backend.h"
 #include "cubecc/environments/builder.h"
 #include "cubecc/environments/bundle.h"
 #include "cubecc/ir/parser.h"
@@ -98,43 +98,14 @@ private:
   size_t last_ = 0;
 };
 
-/// Checks an artifact's contents beyond its checksum: SPIR-V validates, IR parses and verifies,
-/// ELF binaries are ELF for the right machine, PTX names its target. Empty when sound.
+/// Checks an artifact's contents beyond its checksum, by its target's backend (SPIR-V validates,
+/// IR parses and verifies, ELF binaries are ELF for the right machine, PTX names its target).
+/// Empty when sound.
 std::string check_artifact(const environments::Artifact &a) {
-  const std::string &format = a.target.format;
-  if (format == "spirv") {
-    if (a.data.size() % 4 != 0 || a.data.empty())
-      return "SPIR-V is not a whole number of words";
-    std::vector<uint32_t> words(a.data.size() / 4);
-    std::memcpy(words.data(), a.data.data(), a.data.size());
-    std::string problems = codegen::validate_spirv(words);
-    return problems.empty() ? "" : "spirv-val: " + problems;
-  }
-  if (format == "ir") {
-    ir::ParseResult parsed = ir::parse_module(a.data, a.abi.name + ".cir");
-    if (!parsed.module)
-      return "IR does not parse: " + ir::to_string(parsed.errors);
-    if (auto problems = ir::verify(*parsed.module, &parsed.source_map); !problems.empty())
-      return "IR does not verify: " + ir::to_string(problems);
-    return "";
-  }
-  if (format == "cubin" || format == "hsaco") {
-    // ELF64, little-endian; e_machine at offset 18: EM_CUDA (190) or EM_AMDGPU (224).
-    uint16_t machine = 0;
-    if (a.data.size() < 64 || a.data.compare(0, 4,
-                                             "\x7f"
-                                             "ELF") != 0)
-      return "not an ELF file";
-    std::memcpy(&machine, a.data.data() + 18, 2);
-    uint16_t expected = format == "cubin" ? 190 : 224;
-    return machine == expected ? "" : fmt::format("ELF machine {}, expected {}", machine, expected);
-  }
-  if (format == "ptx") {
-    std::string arch = a.target.target.substr(a.target.target.find(':') + 1); // compute_80
-    std::string target = ".target sm_" + arch.substr(arch.find('_') + 1);
-    return a.data.find(target) != std::string::npos ? "" : "PTX without the directive " + target;
-  }
-  return fmt::format("unknown format '{}'", format);
+  const codegen::Backend *backend = codegen::find_backend(a.target.target);
+  if (!backend)
+    return fmt::format("target '{}' is not one this cubecc knows", shown(a.target.target));
+  return backend->check_artifact(a.target.target, a.target.format, a.data);
 }
 
 } // namespace
@@ -142,19 +113,8 @@ std::string check_artifact(const environments::Artifact &a) {
 int env_build_command(const EnvBuildOptions &options) {
   std::string error;
   // An unknown or unsupported target is bad input (exit 1, as for compile); no target at all is
-  // a missing argument (exit 2). A name longer than any target is unknown before a regular
-  // expression sees it.
-  for (const std::string &list : options.targets)
-    for (size_t start = 0; start <= list.size();) {
-      size_t end = std::min(list.find(',', start), list.size());
-      if (end - start > kMaxTargetNameBytes) {
-        std::cerr << "cubecc: error: " << unknown_target_message(list.substr(start, end - start))
-                  << "\n";
-        return kUserError;
-      }
-      start = end + 1;
-    }
-  auto targets = environments::parse_targets(options.targets, error);
+  // a missing argument (exit 2).
+  auto targets = codegen::parse_targets(options.targets, error);
   if (!targets) {
     std::cerr << "cubecc: error: " << shown_message(error) << "\n";
     return no_targets(options.targets) ? kUsageError : kUserError;

@@ -1,9 +1,7 @@
 //===- info.cpp - `cubecc --version` and `cubecc kernels` -------------------------------------===//
 #include "info.h"
 
-#include "cubecc/codegen/cuda.h"
-#include "cubecc/codegen/hip.h"
-#include "cubecc/codegen/spirv.h"
+#include "cubecc/codegen/backend.h"
 #include "cubecc/dsl/kernel_library_loader.h"
 #include "cubecc/environments/bundle.h"
 #include "cubecc/ir/structural_hash.h"
@@ -13,6 +11,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <iostream>
 
 namespace cubecc::tools {
@@ -29,14 +29,19 @@ nlohmann::json toolkit(std::string version, const std::string &why) {
 } // namespace
 
 int version_command(bool json) {
-  std::string nvrtc_why, hiprtc_why;
-  std::string nvrtc = codegen::nvrtc_version(&nvrtc_why);
-  std::string hiprtc = codegen::hiprtc_version(&hiprtc_why);
-  nlohmann::json toolkits = {{"nvrtc", toolkit(nvrtc, nvrtc_why)},
-                             {"hiprtc", toolkit(hiprtc, hiprtc_why)},
-                             {"spirv-tools", toolkit(codegen::spirv_tools_version(), "")},
-                             {"spirv-cross", toolkit(codegen::spirv_cross_version(), "")}};
+  // The compilers the backends drive, as found at run time.
+  std::vector<codegen::Toolkit> found;
+  for (const codegen::Backend *backend : codegen::backends())
+    for (codegen::Toolkit &t : backend->toolkits())
+      found.push_back(std::move(t));
   if (json) {
+    nlohmann::json toolkits = nlohmann::json::object();
+    for (const codegen::Toolkit &t : found) {
+      std::string key = t.name;
+      std::transform(key.begin(), key.end(), key.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      toolkits[key] = toolkit(t.version, t.why_not);
+    }
     nlohmann::json out = {{"cubecc", std::string(version())},
                           {"ir_text_format", 1},
                           {"structural_hash_version", ir::kStructuralHashVersion},
@@ -48,10 +53,8 @@ int version_command(bool json) {
   print_out("cubecc {}\nIR text format 1, structural hash version {}, environment bundle "
             "format {}\n",
             version(), ir::kStructuralHashVersion, environments::kFormatVersion);
-  // The compilers the backends drive, as found at run time.
-  print_out("NVRTC {}\n", nvrtc.empty() ? "not available: " + nvrtc_why : nvrtc);
-  print_out("hipRTC {}\n", hiprtc.empty() ? "not available: " + hiprtc_why : hiprtc);
-  print_out("{}\nSPIRV-Cross {}\n", codegen::spirv_tools_version(), codegen::spirv_cross_version());
+  for (const codegen::Toolkit &t : found)
+    print_out("{} {}\n", t.name, t.version.empty() ? "not available: " + t.why_not : t.version);
   return kSuccess;
 }
 

@@ -44,12 +44,6 @@ std::string too_large(const char *what) {
 
 } // namespace
 
-std::string unknown_target_message(const std::string &name) {
-  return fmt::format("unknown target '{}' (targets: vulkan, interp, cuda:sm_80, cuda:sm_90, "
-                     "cuda:sm_90a, cuda:sm_100, hip:gfx90a, hip:gfx942)",
-                     shown(name));
-}
-
 int report(const std::vector<ir::Diagnostic> &diagnostics) {
   std::vector<ir::Diagnostic> shortened = diagnostics;
   for (ir::Diagnostic &d : shortened) {

@@ -35,9 +35,6 @@ constexpr uint64_t kMaxIrTextBytes = uint64_t{256} << 20;
 /// SPIR-V string must fit one instruction of at most 65535 words).
 constexpr size_t kMaxKernelNameBytes = size_t{64} << 10;
 
-/// The longest target name there is ("hip:gfx90a:sramecc+:xnack-" and the like) is far shorter.
-constexpr size_t kMaxTargetNameBytes = 64;
-
 /// A user's name or path, shortened for a message (runtime::shorten_for_message).
 inline std::string shown(std::string_view text) {
   return runtime::shorten_for_message(text);
@@ -52,9 +49,6 @@ inline std::string shown_message(std::string_view text) {
 template <class... Args> void print_out(fmt::format_string<Args...> format, Args &&...args) {
   std::cout << fmt::format(format, std::forward<Args>(args)...);
 }
-
-/// "unknown target '<name>' (targets: ...)", the message of compile and env build.
-std::string unknown_target_message(const std::string &name);
 
 /// Prints the diagnostics to standard error (each message at most 64 KiB); returns kUserError.
 int report(const std::vector<ir::Diagnostic> &diagnostics);

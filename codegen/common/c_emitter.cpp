@@ -16,8 +16,9 @@
 //   - Each statement is preceded, when the source line changes, by a `// file:line` comment.
 //
 //===-----------------------------------------------------------------------------------------===//
+#include "common/c_emitter.h"
+
 #include "c_prelude.h"
-#include "cubecc/codegen/hip.h"
 
 #include "cubecc/ir/ir.h"
 #include "cubecc/ir/semantics.h"
@@ -1092,14 +1093,9 @@ std::optional<CSource> CEmitter::run() {
 
 } // namespace
 
-std::optional<CSource> emit_cuda(const ir::Kernel &kernel, const TargetFeatures &features,
-                                 std::vector<ir::Diagnostic> &errors) {
-  return CEmitter(kernel, features, /*hip=*/false, errors).run();
-}
-
-std::optional<CSource> emit_hip(const ir::Kernel &kernel, const TargetFeatures &features,
-                                std::vector<ir::Diagnostic> &errors) {
-  return CEmitter(kernel, features, /*hip=*/true, errors).run();
+std::optional<CSource> emit_c_family(const ir::Kernel &kernel, const TargetFeatures &features,
+                                     CDialect dialect, std::vector<ir::Diagnostic> &errors) {
+  return CEmitter(kernel, features, /*hip=*/dialect == CDialect::Hip, errors).run();
 }
 
 } // namespace cubecc::codegen

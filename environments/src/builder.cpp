@@ -1,9 +1,7 @@
 //===- builder.cpp - Kernels to bundle entries, for every target, on all cores ----------------===//
 #include "cubecc/environments/builder.h"
 
-#include "cubecc/codegen/cuda.h"
-#include "cubecc/codegen/hip.h"
-#include "cubecc/codegen/spirv.h"
+#include "cubecc/codegen/backend.h"
 #include "cubecc/ir/clone.h"
 #include "cubecc/ir/printer.h"
 #include "cubecc/ir/structural_hash.h"
@@ -15,7 +13,6 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
-#include <regex>
 #include <set>
 #include <thread>
 
@@ -23,27 +20,23 @@ namespace cubecc::environments {
 
 namespace {
 
-/// The targets of one compiler run: all listed sm_XX go to one NVRTC call, all gfx archs to one
-/// hipRTC call.
+/// The targets of one compiler run: all the targets of one backend (every sm_XX in one NVRTC call,
+/// every gfx arch in one hipRTC call).
 struct TargetGroup {
-  std::string backend; ///< "vulkan", "interp", "cuda", "hip"
-  std::vector<std::string> archs;
+  const codegen::Backend *backend;
+  std::vector<std::string> targets;
 };
 
 std::vector<TargetGroup> group_targets(const std::vector<std::string> &targets) {
   std::vector<TargetGroup> groups;
-  auto group = [&](const std::string &backend) -> TargetGroup & {
-    for (TargetGroup &g : groups)
-      if (g.backend == backend)
-        return g;
-    groups.push_back({backend, {}});
-    return groups.back();
-  };
   for (const std::string &t : targets) {
-    size_t colon = t.find(':');
-    TargetGroup &g = group(t.substr(0, colon));
-    if (colon != std::string::npos)
-      g.archs.push_back(t.substr(colon + 1));
+    const codegen::Backend *backend = codegen::find_backend(t);
+    auto g = std::find_if(groups.begin(), groups.end(),
+                          [&](const TargetGroup &g) { return g.backend == backend; });
+    if (g == groups.end())
+      groups.push_back({backend, {t}});
+    else
+      g->targets.push_back(t);
   }
   return groups;
 }
@@ -58,59 +51,12 @@ struct Job {
 std::vector<Artifact> compile_group(const ir::Kernel &kernel, const TargetGroup &group,
                                     std::vector<ir::Diagnostic> &errors) {
   std::vector<Artifact> out;
-  if (group.backend == "interp") {
-    Artifact a;
-    a.target = {"interp", "ir", "", ""};
-    a.abi = codegen::KernelAbi::of(kernel);
-    a.data =
-        ir::to_string(*kernel.module()); // the kernel's own module: the text form is a module's
-    out.push_back(std::move(a));
-  } else if (group.backend == "vulkan") {
-    codegen::TargetFeatures features = codegen::TargetFeatures::vulkan_baseline();
-    std::optional<codegen::SpirvKernel> spirv = codegen::emit_spirv(kernel, features, errors);
-    if (!spirv)
-      return {};
-    if (std::string problems = codegen::validate_spirv(spirv->words); !problems.empty()) {
-      errors.push_back(
-          {"",
-           0,
-           0,
-           fmt::format("kernel '{}': the SPIR-V does not validate (a bug in cubecc):\n{}",
-                       kernel.name(), problems),
-           {}});
-      return {};
-    }
-    Artifact a;
-    a.target = {"vulkan", "spirv", features.fingerprint(), ""};
-    a.abi = spirv->abi;
-    a.data.assign(reinterpret_cast<const char *>(spirv->words.data()), spirv->words.size() * 4);
-    out.push_back(std::move(a));
-  } else if (group.backend == "cuda") {
-    std::optional<codegen::CudaBinary> binary = codegen::compile_cuda(kernel, group.archs, errors);
-    if (!binary)
-      return {};
-    std::string toolkit = codegen::cuda_toolkit();
-    for (const codegen::CudaBinary::Cubin &cubin : binary->cubins)
-      out.push_back({{"cuda:" + cubin.arch, "cubin", "", toolkit},
-                     binary->source.entry,
-                     binary->source.abi,
-                     cubin.bytes});
-    // PTX of the oldest listed arch: the driver JIT-compiles it for GPUs newer than every CUBIN.
-    out.push_back({{"cuda:" + binary->ptx_arch, "ptx", "", toolkit},
-                   binary->source.entry,
-                   binary->source.abi,
-                   binary->ptx});
-  } else if (group.backend == "hip") {
-    std::optional<codegen::HipBinary> binary = codegen::compile_hip(kernel, group.archs, errors);
-    if (!binary)
-      return {};
-    std::string toolkit = codegen::hip_toolkit();
-    for (const codegen::HipBinary::CodeObject &object : binary->code_objects)
-      out.push_back({{"hip:" + object.arch, "hsaco", "", toolkit},
-                     binary->source.entry,
-                     binary->source.abi,
-                     object.bytes});
-  }
+  for (codegen::Artifact &a : group.backend->compile(kernel, group.targets, errors))
+    out.push_back(
+        {{std::move(a.target), std::move(a.format), std::move(a.features), std::move(a.toolkit)},
+         std::move(a.entry),
+         std::move(a.abi),
+         std::move(a.bytes)});
   return out;
 }
 
@@ -130,54 +76,6 @@ template <class F> void parallel_for(size_t count, unsigned threads, F &&body) {
 }
 
 } // namespace
-
-std::optional<std::vector<std::string>> parse_targets(std::span<const std::string> lists,
-                                                      std::string &error) {
-  static const std::regex sm(R"(cuda:sm_(\d{2,4})[af]?)");
-  static const std::regex gfx(R"(hip:gfx[0-9a-f]{3,4})");
-  std::vector<std::string> targets;
-  for (const std::string &list : lists) {
-    size_t start = 0;
-    while (start <= list.size()) {
-      size_t comma = list.find(',', start);
-      std::string t =
-          list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-      start = comma == std::string::npos ? list.size() + 1 : comma + 1;
-      if (t.empty())
-        continue;
-      if (t.size() > 64) { // std::regex recurses per character: a huge name must not reach it
-        error = fmt::format("unknown target '{}…' ({} bytes; no target name is over 64)",
-                            t.substr(0, 64), t.size());
-        return std::nullopt;
-      }
-      std::smatch m;
-      if (std::regex_match(t, m, sm)) {
-        if (std::stoi(m[1]) < 80) {
-          error = fmt::format("target '{}': cubecc compiles for sm_80 and newer", t);
-          return std::nullopt;
-        }
-      } else if (std::regex_match(t, gfx)) {
-        std::string why;
-        if (!codegen::hip_arch_known(t.substr(4), &why)) {
-          error = fmt::format("target '{}': {}", t, why);
-          return std::nullopt;
-        }
-      } else if (t != "vulkan" && t != "interp") {
-        error = fmt::format("unknown target '{}' (targets: vulkan, interp, cuda:sm_80, cuda:sm_90, "
-                            "cuda:sm_90a, cuda:sm_100, hip:gfx90a, hip:gfx942)",
-                            t);
-        return std::nullopt;
-      }
-      if (std::find(targets.begin(), targets.end(), t) == targets.end())
-        targets.push_back(t);
-    }
-  }
-  if (targets.empty()) {
-    error = "no target given (e.g. --target cuda:sm_80,cuda:sm_90,hip:gfx90a,vulkan)";
-    return std::nullopt;
-  }
-  return targets;
-}
 
 std::string compile_options(int opt_level) {
   return fmt::format("-O{}", opt_level);
@@ -245,16 +143,14 @@ std::optional<BundleContents> build_entries(std::span<const KernelInput> kernels
     artifacts[j] = compile_group(kernel, *job.group, job_errors[j]);
     if (options.progress) {
       std::lock_guard lock(progress_mutex);
-      std::string what = job.group->backend;
-      if (!job.group->archs.empty())
-        what += ":" + fmt::format("{}", fmt::join(job.group->archs, ","));
+      std::string what = fmt::format("{}", fmt::join(job.group->targets, ","));
       options.progress(++done, jobs.size(), fmt::format("{} {}", kernel.name(), what));
     }
   });
   for (size_t j = 0; j < jobs.size(); ++j)
     for (ir::Diagnostic &d : job_errors[j]) {
       d.message = fmt::format("{} (target {}): {}", kernels[jobs[j].kernel].kernel->name(),
-                              jobs[j].group->backend, d.message);
+                              jobs[j].group->backend->name(), d.message);
       errors.push_back(std::move(d));
     }
   if (!errors.empty())
@@ -262,12 +158,11 @@ std::optional<BundleContents> build_entries(std::span<const KernelInput> kernels
 
   BundleContents contents;
   contents.metadata.targets = options.targets;
-  for (const TargetGroup &g : groups) {
-    if (g.backend == "cuda")
-      contents.metadata.toolkits.emplace_back("NVRTC", codegen::nvrtc_version());
-    if (g.backend == "hip")
-      contents.metadata.toolkits.emplace_back("hipRTC", codegen::hiprtc_version());
-  }
+  // The compilers that made the binaries (a backend whose artifacts name their toolkit).
+  for (const TargetGroup &g : groups)
+    if (!g.backend->toolkit_label().empty())
+      for (const codegen::Toolkit &t : g.backend->toolkits())
+        contents.metadata.toolkits.emplace_back(t.name, t.version);
   // Jobs are kernel-major: kernel k's artifacts are those of jobs k * groups .. (k + 1) * groups.
   for (size_t k = 0; k < kernels.size(); ++k) {
     Entry entry;

@@ -972,4 +972,10 @@ std::vector<double> CudaDevice::last_launch_times_ns() const {
   return impl_->last_times;
 }
 
+const DeviceKind &cuda_device_kind() {
+  static const DeviceKind kind{
+      "cuda", DeviceClass::Gpu, [] { return std::unique_ptr<Device>(CudaDevice::open()); }, {}};
+  return kind;
+}
+
 } // namespace cubecc::runtime

@@ -890,4 +890,10 @@ std::vector<double> HipDevice::last_launch_times_ns() const {
   return impl_->last_times;
 }
 
+const DeviceKind &hip_device_kind() {
+  static const DeviceKind kind{
+      "hip", DeviceClass::Gpu, [] { return std::unique_ptr<Device>(HipDevice::open()); }, {}};
+  return kind;
+}
+
 } // namespace cubecc::runtime

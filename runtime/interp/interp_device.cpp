@@ -73,6 +73,7 @@ class InterpDevice final : public Device {
 public:
   InterpDevice() {
     info_.backend = "interp";
+    info_.device_class = DeviceClass::Software;
     info_.name = "cubecc reference interpreter";
     info_.driver = "cubecc interpreter";
     info_.vendor = "cubecc";
@@ -293,6 +294,12 @@ private:
 
 std::unique_ptr<Device> open_interp_device() {
   return std::make_unique<InterpDevice>();
+}
+
+const DeviceKind &interp_device_kind() {
+  static const DeviceKind kind{
+      "interp", DeviceClass::Software, [] { return open_interp_device(); }, {}};
+  return kind;
 }
 
 } // namespace cubecc::runtime

@@ -1,12 +1,5 @@
-//===- devices.cpp - The backends built in, and opening one by name ---------------------------===//
+//===- devices.cpp - The device kinds built in, and opening one by name -----------------------===//
 #include "cubecc/runtime/device.h"
-
-#include "cubecc/runtime/cuda_device.h"
-#include "cubecc/runtime/hip_device.h"
-#include "interp/interp_device.h"
-#ifdef CUBECC_HAVE_VULKAN
-#include "cubecc/runtime/vulkan_device.h"
-#endif
 
 #include <fmt/format.h>
 
@@ -14,46 +7,46 @@
 
 namespace cubecc::runtime {
 
+/// The table runtime/CMakeLists.txt generates from the registered device folders.
+std::span<const DeviceKind *const> registered_device_kinds();
+
+std::span<const DeviceKind *const> device_kinds() {
+  return registered_device_kinds();
+}
+
+const char *device_class_name(DeviceClass c) {
+  switch (c) {
+  case DeviceClass::Gpu:
+    return "GPU";
+  case DeviceClass::Cpu:
+    return "CPU";
+  case DeviceClass::Software:
+    return "software";
+  }
+  return "?";
+}
+
 namespace {
 
-struct Backend {
-  const char *name;
-  /// Null when the backend is not built; `why_not` says why.
-  std::unique_ptr<Device> (*open)();
-  const char *why_not;
-};
-
-// In the order Runtime::open() tries them: a real GPU first, the interpreter last.
-const Backend kBackends[] = {
-    {"cuda", [] { return std::unique_ptr<Device>(CudaDevice::open()); }, nullptr},
-    {"hip", [] { return std::unique_ptr<Device>(HipDevice::open()); }, nullptr},
-#ifdef CUBECC_HAVE_VULKAN
-    {"vulkan", [] { return std::unique_ptr<Device>(VulkanDevice::open()); }, nullptr},
-#else
-    {"vulkan", nullptr, "built without volk (install libvulkan-volk-dev and reconfigure)"},
-#endif
-    {"interp", [] { return open_interp_device(); }, nullptr},
-};
-
-std::unique_ptr<Device> open_backend(const Backend &backend) {
-  if (!backend.open)
-    throw Error(fmt::format("backend {} not built: {}", backend.name, backend.why_not));
-  return backend.open();
+std::unique_ptr<Device> open_kind(const DeviceKind &kind) {
+  if (!kind.open)
+    throw Error(fmt::format("backend {} not built: {}", kind.name, kind.why_not));
+  return kind.open();
 }
 
 } // namespace
 
 std::vector<DeviceEntry> list_devices() {
   std::vector<DeviceEntry> entries;
-  for (const Backend &backend : kBackends) {
+  for (const DeviceKind *kind : device_kinds()) {
     DeviceEntry entry;
-    entry.backend = backend.name;
-    entry.built = backend.open != nullptr;
+    entry.backend = kind->name;
+    entry.built = kind->open != nullptr;
     if (!entry.built) {
-      entry.detail = backend.why_not;
+      entry.detail = kind->why_not;
     } else {
       try {
-        std::unique_ptr<Device> device = backend.open();
+        std::unique_ptr<Device> device = kind->open();
         entry.available = true;
         entry.detail = device->info().name;
         entry.info = device->info();
@@ -72,24 +65,32 @@ std::unique_ptr<Device> open_device(const std::string &name) {
     if (const char *env = std::getenv("CUBECC_DEVICE"))
       wanted = env;
   if (wanted.empty()) {
-    // The best device present: the first backend in the list that opens (interp always does).
+    // The best device present: a GPU as soon as one opens; else the best class that opened,
+    // the earlier kind on a tie. A kind that cannot beat the device in hand is not opened.
+    std::unique_ptr<Device> best;
     std::string reasons;
-    for (const Backend &backend : kBackends) {
-      if (!backend.open)
+    for (const DeviceKind *kind : device_kinds()) {
+      if (!kind->open || (best && kind->best_class >= best->info().device_class))
         continue;
       try {
-        return backend.open();
+        std::unique_ptr<Device> device = kind->open();
+        if (!best || device->info().device_class < best->info().device_class)
+          best = std::move(device);
+        if (best->info().device_class == DeviceClass::Gpu)
+          break;
       } catch (const Error &e) {
         reasons += fmt::format("\n  {}", e.what());
       }
     }
-    throw Error("no device: none of the built backends opened:" + reasons);
+    if (!best)
+      throw Error("no device: none of the built backends opened:" + reasons);
+    return best;
   }
   std::string known;
-  for (const Backend &backend : kBackends) {
-    if (wanted == backend.name)
-      return open_backend(backend);
-    known += (known.empty() ? "" : ", ") + std::string(backend.name);
+  for (const DeviceKind *kind : device_kinds()) {
+    if (wanted == kind->name)
+      return open_kind(*kind);
+    known += (known.empty() ? "" : ", ") + std::string(kind->name);
   }
   throw Error(fmt::format("no device: unknown device '{}' (known: {})", wanted, known));
 }

@@ -499,6 +499,9 @@ void VulkanDevice::Impl::create_device() {
 
   const VkPhysicalDeviceLimits &limits = properties.limits;
   info.backend = "vulkan";
+  // A Vulkan driver that runs on the CPU (lavapipe, SwiftShader) stands in for a GPU.
+  info.device_class = properties.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? DeviceClass::Software
+                                                                           : DeviceClass::Gpu;
   info.name = properties.deviceName;
   info.driver = fmt::format("{} {}", props12.driverName, props12.driverInfo);
   info.vendor = vendor_name(properties.vendorID);

@@ -11,6 +11,7 @@
 // devices, and files changed under a running application.
 //
 //===-----------------------------------------------------------------------------------------===//
+#include "cubecc/codegen/backend.h"
 #include "cubecc/codegen/cuda.h"
 #include "cubecc/ir/structural_hash.h"
 #include "cubecc/passes/pass_manager.h"
@@ -486,7 +487,7 @@ TEST(BundleBuilder, parse_targets_refuses_an_over_long_name_before_matching_it) 
   // A megabyte-long name used to reach std::regex, whose matcher recurses per character.
   std::string error;
   const std::vector<std::string> lists{"cuda:sm_" + std::string(1 << 20, '9')};
-  EXPECT_FALSE(environments::parse_targets(lists, error));
+  EXPECT_FALSE(codegen::parse_targets(lists, error));
   EXPECT_EQ(error, "unknown target 'cuda:sm_" + std::string(56, '9') +
                        "…' (1048584 bytes; no target name is over 64)");
 }

@@ -1,4 +1,5 @@
-//===- cpu.h - The CPU backend: IR kernels to native SIMD code through LLVM --------------------===//
+//===- cpu.h - The CPU backend: IR kernels to native SIMD code through LLVM
+//--------------------===//
 //
 // compile_cpu lowers a kernel to LLVM IR (SPMD on SIMD: one invocation per vector lane, a subgroup
 // is the vector width, divergent control flow under masks, barriers by splitting the kernel into
@@ -46,7 +47,7 @@ struct CpuCompileOptions {
 };
 
 struct CpuBinary {
-  std::string level; ///< the level it was built for (native resolved to a level)
+  std::string level;  ///< the level it was built for (native resolved to a level)
   std::string object; ///< the ELF shared object (cpu_abi.h)
   KernelAbi abi;
 };

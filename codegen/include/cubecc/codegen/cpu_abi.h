@@ -38,11 +38,11 @@ extern "C" {
 /// atomic compare-and-swap of `kind` from 0 and fills it; later faults of the launch are dropped.
 /// A faulting load gives 0 and a faulting store or atomic does nothing (as the bounds-check pass).
 typedef struct cubecc_cpu_fault {
-  uint32_t kind;   ///< 0 none, 1 load, 2 store, 3 atomic
-  uint32_t param;  ///< the kernel parameter (its index in the IR signature) accessed
-  uint64_t index;  ///< the element index used
-  uint64_t count;  ///< the buffer's element count (the bound it broke)
-  uint32_t line;   ///< the access's source line (0 unknown)
+  uint32_t kind;  ///< 0 none, 1 load, 2 store, 3 atomic
+  uint32_t param; ///< the kernel parameter (its index in the IR signature) accessed
+  uint64_t index; ///< the element index used
+  uint64_t count; ///< the buffer's element count (the bound it broke)
+  uint32_t line;  ///< the access's source line (0 unknown)
   uint32_t column;
 } cubecc_cpu_fault;
 

@@ -15,7 +15,7 @@
 //===-----------------------------------------------------------------------------------------===//
 #pragma once
 
-#include "cubecc/codegen/kernel_abi.h"
+#include "cubecc/codegen/c_source.h"
 #include "cubecc/codegen/target.h"
 #include "cubecc/ir/diagnostic.h"
 
@@ -28,13 +28,6 @@ class Kernel;
 }
 
 namespace cubecc::codegen {
-
-/// The C++ a C-family backend wrote for one kernel.
-struct CSource {
-  std::string text;  ///< the whole translation unit
-  std::string entry; ///< the extern "C" kernel name
-  KernelAbi abi;
-};
 
 /// What an NVIDIA target offers codegen (sm_80 and later: f16, bf16, 64-bit atomics, f64 add).
 TargetFeatures cuda_features(const std::string &arch);

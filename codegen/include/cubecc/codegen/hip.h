@@ -8,7 +8,17 @@
 //===-----------------------------------------------------------------------------------------===//
 #pragma once
 
-#include "cubecc/codegen/cuda.h"
+#include "cubecc/codegen/c_source.h"
+#include "cubecc/codegen/target.h"
+#include "cubecc/ir/diagnostic.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cubecc::ir {
+class Kernel;
+}
 
 namespace cubecc::codegen {
 

@@ -24,7 +24,7 @@ class Kernel;
 namespace cubecc::environments {
 
 struct BuildOptions {
-  /// "vulkan", "interp", "cuda:sm_80", "hip:gfx90a", ... (see parse_targets).
+  /// "vulkan", "interp", "cuda:sm_80", "hip:gfx90a", ... (checked by codegen::parse_targets).
   std::vector<std::string> targets;
   /// The pipeline level; the runtime loads at -O2 (runtime::kRuntimeCompileOptions). 0 builds
   /// kernels exactly as given (for callers that optimize themselves).
@@ -40,11 +40,6 @@ struct KernelInput {
   const ir::Kernel *kernel = nullptr;
   std::string configuration;
 };
-
-/// Splits and checks a target list ("cuda:sm_80,cuda:sm_90,hip:gfx90a,vulkan"); unknown targets
-/// or archs are errors naming them and listing what is accepted.
-std::optional<std::vector<std::string>> parse_targets(std::span<const std::string> lists,
-                                                      std::string &error);
 
 /// "-O2" for level 2.
 std::string compile_options(int opt_level);

@@ -34,13 +34,22 @@ public:
   using std::runtime_error::runtime_error;
 };
 
+/// What runs a device's kernels: Runtime::open() prefers a GPU, then the host's CPU (native code),
+/// then software that stands in for a GPU (a Vulkan driver that is a CPU implementation, such as
+/// lavapipe, and the reference interpreter).
+enum class DeviceClass : uint8_t { Gpu, Cpu, Software };
+
+/// "GPU", "CPU", "software".
+const char *device_class_name(DeviceClass c);
+
 /// What a device can do, as reported by its driver.
 struct DeviceInfo {
-  std::string backend; ///< "vulkan", "interp", "cuda", "hip"
-  std::string name;    ///< the driver's device name, e.g. "llvmpipe (LLVM 15.0.6, 256 bits)"
-  std::string driver;  ///< driver name and version
-  std::string vendor;  ///< "NVIDIA", "AMD", "Intel", "Mesa", "cubecc", ...
-  std::string arch;    ///< "sm_90", "gfx90a"; Vulkan: "vendorid:deviceid" in hex; "" if none
+  std::string backend; ///< "vulkan", "interp", "cuda", "hip", "cpu"
+  DeviceClass device_class = DeviceClass::Gpu;
+  std::string name;   ///< the driver's device name, e.g. "llvmpipe (LLVM 15.0.6, 256 bits)"
+  std::string driver; ///< driver name and version
+  std::string vendor; ///< "NVIDIA", "AMD", "Intel", "Mesa", "cubecc", ...
+  std::string arch;   ///< "sm_90", "gfx90a"; Vulkan: "vendorid:deviceid" in hex; "" if none
   uint32_t subgroup_size = 0;
   codegen::TargetFeatures features; ///< what codegen may emit for it (f16, int64, atomics, ...)
   uint64_t max_buffer_bytes = 0;
@@ -232,6 +241,21 @@ protected:
   bool finished_ = false;
 };
 
+/// A kind of device, registered by its folder under runtime/ (runtime/CMakeLists.txt:
+/// cubecc_add_device) with a function `const DeviceKind &<name>_device_kind()`.
+struct DeviceKind {
+  std::string_view name; ///< "cuda": what open_device() and CUBECC_DEVICE take
+  /// The best class its devices can be (vulkan: Gpu, though lavapipe opens as Software):
+  /// open_device("") does not open a kind that cannot beat the device it already has.
+  DeviceClass best_class = DeviceClass::Gpu;
+  /// Null when this cubecc was built without it; `why_not` says why.
+  std::unique_ptr<Device> (*open)() = nullptr;
+  std::string_view why_not;
+};
+
+/// Every device kind built in, in the order open_device("") tries them.
+std::span<const DeviceKind *const> device_kinds();
+
 /// Names of the backends built into this cubecc, and whether each has a device now.
 struct DeviceEntry {
   std::string backend;
@@ -242,9 +266,9 @@ struct DeviceEntry {
 };
 std::vector<DeviceEntry> list_devices();
 
-/// Opens a device: `name` is "vulkan", "interp", "cuda", "hip", or empty for CUBECC_DEVICE or,
-/// if unset, the best available (cuda, hip, vulkan, then interp). Throws Error naming why none
-/// opened.
+/// Opens a device: `name` is a device kind ("vulkan", "interp", "cuda", "hip", "cpu"), or empty
+/// for CUBECC_DEVICE or, if unset, the best available: a GPU (cuda, hip, vulkan), else the host's
+/// CPU (cpu), else software (lavapipe, then interp). Throws Error naming why none opened.
 std::unique_ptr<Device> open_device(const std::string &name = {});
 
 } // namespace cubecc::runtime
