@@ -337,6 +337,9 @@ private:
                       uint32_t kind, Value *mask);
   llvm::Function *fault_function();
   Value *local_element_index(const MemInfo &mem, Value *idx64, unsigned k);
+  bool interleaved_access(const ir::Value *index, unsigned lanes);
+  Value *no_wrap(Scalar index_type, Value *idx64, const Affine &affine, unsigned lanes);
+  Value *concat(std::vector<Value *> parts);
 
   const ir::Kernel &kernel_;
   llvm::LLVMContext &ctx_;
@@ -1158,6 +1161,39 @@ Value *Lowering::local_element_index(const MemInfo &mem, Value *idx64, unsigned 
                       B_.CreateZExt(lane_, vec_type(B_.getInt64Ty())));
 }
 
+/// Whether an access of `lanes` elements per invocation at `index` covers one contiguous block
+/// for the gang: index = base + lane * lanes (1 element: consecutive lanes; an N-lane vector
+/// access: N consecutive elements per lane, interleaved).
+bool Lowering::interleaved_access(const ir::Value *index, unsigned lanes) {
+  auto aff = affine_.find(index);
+  return aff != affine_.end() && aff->second.stride == static_cast<int64_t>(lanes) &&
+         (lanes & (lanes - 1)) == 0;
+}
+
+/// True when the index's lanes really are base + lane * lanes (it does not wrap in its type
+/// inside the gang), checked at run time.
+Value *Lowering::no_wrap(Scalar index_type, Value *idx64, const Affine &affine, unsigned lanes) {
+  Value *first = index64(index_type, affine.base);
+  Value *last = B_.CreateExtractElement(idx64, uint64_t{W_ - 1});
+  return B_.CreateICmpEQ(last, B_.CreateAdd(first, B_.getInt64(uint64_t{W_ - 1} * lanes)));
+}
+
+/// The vectors of `parts` (equal types, a power of two of them) one after another.
+Value *Lowering::concat(std::vector<Value *> parts) {
+  while (parts.size() > 1) {
+    std::vector<Value *> next;
+    for (size_t i = 0; i < parts.size(); i += 2) {
+      unsigned n = llvm::cast<llvm::FixedVectorType>(parts[i]->getType())->getNumElements();
+      llvm::SmallVector<int, 64> order;
+      for (unsigned j = 0; j < 2 * n; ++j)
+        order.push_back(static_cast<int>(j));
+      next.push_back(B_.CreateShuffleVector(parts[i], parts[i + 1], order));
+    }
+    parts = std::move(next);
+  }
+  return parts.front();
+}
+
 void Lowering::emit_load(const ir::Operation *op) {
   const MemInfo &mem = memory_.at(op->operand(0));
   const ir::Value *index = op->operand(1);
@@ -1200,30 +1236,50 @@ void Lowering::emit_load(const ir::Operation *op) {
     define(op->result(), out);
     return;
   }
-  auto aff = affine_.find(index);
-  if (lanes == 1 && aff != affine_.end() && aff->second.stride == 1) {
-    // Consecutive lanes: one masked vector load (unless the index wraps inside the gang).
-    Value *first = index64(is, aff->second.base);
-    Value *last = B_.CreateExtractElement(idx64, uint64_t{W_ - 1});
-    Value *no_wrap = B_.CreateICmpEQ(last, B_.CreateAdd(first, B_.getInt64(W_ - 1)));
-    BasicBlock *pre_fast = block("load.vector"), *slow = block("load.gather"),
+  if (interleaved_access(index, lanes)) {
+    // One contiguous block for the gang: a masked vector load (each lane's mask bit repeated
+    // for its elements), split into the parts; a gather when the index wraps in the gang.
+    const Affine &aff = affine_.at(index);
+    Type *wide = llvm::FixedVectorType::get(t, W_ * lanes);
+    BasicBlock *fast_bb = block("load.vector"), *slow_bb = block("load.gather"),
                *done = block("load.done");
-    B_.CreateCondBr(no_wrap, pre_fast, slow);
-    B_.SetInsertPoint(pre_fast);
-    Value *fast = B_.CreateMaskedLoad(vec_type(t), B_.CreateGEP(t, mem.base, first), align, mask,
-                                      llvm::Constant::getNullValue(vec_type(t)));
+    B_.CreateCondBr(no_wrap(is, idx64, aff, lanes), fast_bb, slow_bb);
+    B_.SetInsertPoint(fast_bb);
+    llvm::SmallVector<int, 64> repeat;
+    for (unsigned j = 0; j < W_ * lanes; ++j)
+      repeat.push_back(static_cast<int>(j / lanes));
+    Value *wide_mask = lanes == 1 ? mask : B_.CreateShuffleVector(mask, repeat);
+    Value *block_value = B_.CreateMaskedLoad(wide, B_.CreateGEP(t, mem.base, index64(is, aff.base)),
+                                             align, wide_mask, llvm::Constant::getNullValue(wide));
+    Parts fast;
+    for (unsigned k = 0; k < lanes; ++k) {
+      if (lanes == 1) {
+        fast.push_back(block_value);
+        break;
+      }
+      llvm::SmallVector<int, 16> pick;
+      for (unsigned l = 0; l < W_; ++l)
+        pick.push_back(static_cast<int>(l * lanes + k));
+      fast.push_back(B_.CreateShuffleVector(block_value, pick));
+    }
     BasicBlock *fast_end = B_.GetInsertBlock();
     B_.CreateBr(done);
-    B_.SetInsertPoint(slow);
-    Value *gathered = B_.CreateMaskedGather(vec_type(t), B_.CreateGEP(t, mem.base, idx64), align,
-                                            mask, llvm::Constant::getNullValue(vec_type(t)));
+    B_.SetInsertPoint(slow_bb);
+    Parts slow;
+    for (unsigned k = 0; k < lanes; ++k)
+      slow.push_back(B_.CreateMaskedGather(
+          vec_type(t), B_.CreateGEP(t, mem.base, B_.CreateAdd(idx64, splat(B_.getInt64(k)))), align,
+          mask, llvm::Constant::getNullValue(vec_type(t))));
     BasicBlock *slow_end = B_.GetInsertBlock();
     B_.CreateBr(done);
     B_.SetInsertPoint(done);
-    llvm::PHINode *phi = B_.CreatePHI(vec_type(t), 2);
-    phi->addIncoming(fast, fast_end);
-    phi->addIncoming(gathered, slow_end);
-    define(op->result(), {phi});
+    for (unsigned k = 0; k < lanes; ++k) {
+      llvm::PHINode *phi = B_.CreatePHI(vec_type(t), 2);
+      phi->addIncoming(fast[k], fast_end);
+      phi->addIncoming(slow[k], slow_end);
+      out.push_back(phi);
+    }
+    define(op->result(), out);
     return;
   }
   for (unsigned k = 0; k < lanes; ++k) {
@@ -1266,19 +1322,38 @@ void Lowering::emit_store(const ir::Operation *op) {
     B_.SetInsertPoint(done);
     return;
   }
-  auto aff = affine_.find(index);
-  if (lanes == 1 && aff != affine_.end() && aff->second.stride == 1) {
-    Value *first = index64(is, aff->second.base);
-    Value *last = B_.CreateExtractElement(idx64, uint64_t{W_ - 1});
-    Value *no_wrap = B_.CreateICmpEQ(last, B_.CreateAdd(first, B_.getInt64(W_ - 1)));
-    BasicBlock *fast = block("store.vector"), *slow = block("store.scatter"),
+  if (interleaved_access(index, lanes)) {
+    const Affine &aff = affine_.at(index);
+    BasicBlock *fast_bb = block("store.vector"), *slow_bb = block("store.scatter"),
                *done = block("store.done");
-    B_.CreateCondBr(no_wrap, fast, slow);
-    B_.SetInsertPoint(fast);
-    B_.CreateMaskedStore(splat(value[0]), B_.CreateGEP(t, mem.base, first), align, mask);
+    B_.CreateCondBr(no_wrap(is, idx64, aff, lanes), fast_bb, slow_bb);
+    B_.SetInsertPoint(fast_bb);
+    Value *block_value;
+    Value *wide_mask = mask;
+    if (lanes == 1) {
+      block_value = splat(value[0]);
+    } else {
+      std::vector<Value *> parts;
+      for (Value *v : value)
+        parts.push_back(splat(v));
+      llvm::SmallVector<int, 64> interleave, repeat;
+      for (unsigned j = 0; j < W_ * lanes; ++j) {
+        interleave.push_back(static_cast<int>((j % lanes) * W_ + j / lanes));
+        repeat.push_back(static_cast<int>(j / lanes));
+      }
+      Value *all = concat(parts);
+      block_value = B_.CreateShuffleVector(all, interleave);
+      wide_mask = B_.CreateShuffleVector(mask, repeat);
+    }
+    B_.CreateMaskedStore(block_value, B_.CreateGEP(t, mem.base, index64(is, aff.base)), align,
+                         wide_mask);
     B_.CreateBr(done);
-    B_.SetInsertPoint(slow);
-    B_.CreateMaskedScatter(splat(value[0]), B_.CreateGEP(t, mem.base, splat(idx64)), align, mask);
+    B_.SetInsertPoint(slow_bb);
+    for (unsigned k = 0; k < lanes; ++k)
+      B_.CreateMaskedScatter(
+          splat(value[k]),
+          B_.CreateGEP(t, mem.base, B_.CreateAdd(splat(idx64), splat(B_.getInt64(k)))), align,
+          mask);
     B_.CreateBr(done);
     B_.SetInsertPoint(done);
     return;

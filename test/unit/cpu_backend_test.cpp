@@ -956,5 +956,40 @@ TEST_F(CpuBackend, compiles_on_several_threads_at_once) {
   EXPECT_EQ(ok.load(), 4);
 }
 
+TEST_F(CpuBackend, vector_loads_and_stores_of_consecutive_lanes_match_the_interpreter) {
+  for (const char *type : {"f32x4", "u16x8", "f64x2", "i8x16", "f32x3"}) {
+    std::string t = type;
+    std::string scalar = t.substr(0, t.find('x'));
+    unsigned lanes = static_cast<unsigned>(std::stoi(t.substr(t.find('x') + 1)));
+    std::string body = fmt::format(R"(
+    %k = const {1} : u32
+    %base = mul %gid, %k : u32
+    %v = load %in, %base : {0}
+    %w = add %v, %v : {0}
+    %z = const 0 : i32
+    %odd = lt %xi, %z : bool
+    if %odd {{
+      store %out, %base, %w
+      yield
+    }} else {{
+      %l = subgroup_lane : u32
+      %lb = mul %l, %k : u32
+      %u = load %in, %lb : {0}
+      store %out, %base, %u
+      yield
+    }})",
+                                   type, lanes);
+    Case c = io_case(body, 40, 2, 1, 21,
+                     fmt::format(", %in: buffer<{0}, read>, %out: buffer<{0}, readwrite>", scalar));
+    Scalar s = *ir::parse_scalar(scalar);
+    size_t n = 80 * lanes;
+    c.buffers.push_back(bits_buffer(s, interesting(s, n, 5)));
+    c.buffers.push_back(bits_buffer(s, std::vector<uint64_t>(n, 0)));
+    c.args.resize(5);
+    bind_buffers(c);
+    expect_same_as_interpreter(c, type);
+  }
+}
+
 } // namespace
 } // namespace cubecc
