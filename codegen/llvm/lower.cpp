@@ -368,7 +368,11 @@ private:
   bool has_wg_ops_ = false;
   std::vector<LoopContext> loops_;
   std::vector<WgLoop> wg_loops_;
+  std::vector<Value *> heap_; ///< local arrays too big for the stack
 };
+
+/// Local arrays up to this size live on the calling thread's stack, bigger ones on the heap.
+constexpr uint64_t kMaxStackLocalBytes = 64 * 1024;
 
 //===- Analyses
 //--------------------------------------------------------------------------------===//
@@ -2476,7 +2480,16 @@ void Lowering::emit_entry() {
     } else {
       mem.kind = MemInfo::Local;
       uint64_t copies = has_wg_ops_ ? G_ : 1;
-      mem.base = entry_alloca(elem_type(t.element()), copies * mem.n * W_, "local");
+      uint64_t bytes = copies * mem.n * W_ * (ir::scalar_bits(t.element()) / 8);
+      if (bytes <= kMaxStackLocalBytes) {
+        mem.base = entry_alloca(elem_type(t.element()), copies * mem.n * W_, "local");
+      } else {
+        // Too big for the calling thread's stack: from the heap, once per call.
+        llvm::FunctionCallee alloc =
+            module_->getOrInsertFunction("malloc", llvm::FunctionType::get(ptr, {i64}, false));
+        mem.base = B_.CreateCall(alloc, {B_.getInt64(bytes)});
+        heap_.push_back(mem.base);
+      }
     }
     memory_[op->result()] = mem;
   }
@@ -2498,6 +2511,12 @@ void Lowering::emit_entry() {
   group->addIncoming(B_.CreateAdd(group, B_.getInt64(1)), B_.GetInsertBlock());
   B_.CreateBr(header);
   B_.SetInsertPoint(done);
+  if (!heap_.empty()) {
+    llvm::FunctionCallee release =
+        module_->getOrInsertFunction("free", llvm::FunctionType::get(B_.getVoidTy(), {ptr}, false));
+    for (Value *p : heap_)
+      B_.CreateCall(release, {p});
+  }
   B_.CreateRetVoid();
 }
 
