@@ -23,6 +23,8 @@ packages=(
   vulkan-validationlayers glslang-tools  # validation layers for the tests, glslang for the GLSL baseline benchmark
   # HIP backend: hipRTC (inside libamdhip64) and comgr compile for AMD GPUs without one here
   libamdhip64-dev libhiprtc-builtins5 libamd-comgr-dev rocm-device-libs
+  # CPU backend: LLVM 19 (one shared libLLVM) and lld's ELF driver, linked into the plugin libcubecc_llvm.so
+  llvm-19-dev liblld-19-dev lld-19
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   llvm-19-tools           # FileCheck, not, count and lit for the lit tests
