@@ -47,6 +47,8 @@ namespace {
 constexpr uint32_t kMaxWorkgroupCount = 65535;
 constexpr uint64_t kAlignment = 64;
 
+std::atomic<uint64_t> compiles{0};
+
 //===- The host ------------------------------------------------------------------------------===//
 
 /// The CPU's brand string ("AMD EPYC 9R14 96-Core Processor") and vendor ("AMD", "Intel").
@@ -345,6 +347,7 @@ public:
       options.checked = checked_;
       std::vector<ir::Diagnostic> errors;
       std::optional<codegen::CpuBinary> binary = codegen::compile_cpu(kernel, options, errors);
+      ++compiles;
       if (!binary)
         throw Error(fmt::format("cpu: cannot compile kernel '{}':\n{}", kernel.name(),
                                 ir::to_string(errors)));
@@ -606,6 +609,10 @@ private:
 };
 
 } // namespace
+
+uint64_t cpu_device_compiles() {
+  return compiles.load();
+}
 
 std::string cpu_object_cache_key(const ir::Kernel &kernel, const std::string &level, bool checked) {
   std::string key = fmt::format("kernel={} level={} checked={} abi={} llvm=\"{}\" cubecc={}",

@@ -44,6 +44,10 @@ std::string cpu_device_level(std::string *why = nullptr);
 /// `level` in the per-user object cache (object_cache.h): its structural hash, the level, checked
 /// mode, the CPU ABI, LLVM and cubecc versions. In checked mode the object holds source lines for
 /// its messages, which the structural hash ignores, so the printed kernel is part of the key.
+/// How many kernels cpu devices of this process compiled (codegen::compile_cpu calls; kernels
+/// taken from the object cache or loaded from binaries do not count).
+uint64_t cpu_device_compiles();
+
 std::string cpu_object_cache_key(const ir::Kernel &kernel, const std::string &level, bool checked);
 
 } // namespace cubecc::runtime

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -543,6 +544,55 @@ TEST(CpuDevice, compile_takes_an_object_from_the_per_user_cache_and_checked_mode
       ::testing::ThrowsMessage<Error>(
           AllOf(HasSubstr("cpu: kernel 'staged_axpy': parameter 0 ('x'), a load at "
                           "index 100 of 100 elements (axpy.cpp:12:5)"))));
+}
+
+TEST(CpuDevice, a_second_start_takes_the_compiled_kernel_from_the_cache_and_compiles_nothing) {
+  if (std::string why; codegen::llvm_version(&why).empty())
+    GTEST_SKIP() << "the LLVM backend is not available: " << why;
+  TemporaryFolder folder;
+  ScopedEnv cache("CUBECC_CACHE_DIR", folder.path().c_str());
+  ScopedEnv checked("CUBECC_CHECKED", nullptr);
+  auto module = test::example_module("axpy.cir");
+  const ir::Kernel &axpy = *module->kernels().front();
+  std::vector<float> x(1000), y(1000);
+  for (size_t i = 0; i < x.size(); ++i) {
+    x[i] = float(i);
+    y[i] = 1.0f - float(i);
+  }
+  auto run = [&] {
+    runtime::Runtime rt = runtime::Runtime::open("cpu"); // a new device: as a new process would
+    runtime::KernelHandle k = rt.load(axpy);
+    runtime::Buffer bx = rt.upload(x), by = rt.upload(y);
+    rt.launch(k, runtime::grid_1d(x.size(), 256), bx, by, 3.0f);
+    return rt.download<float>(by);
+  };
+  uint64_t before = runtime::cpu_device_compiles();
+  std::vector<float> first = run();
+  EXPECT_EQ(runtime::cpu_device_compiles(), before + 1);
+  std::vector<float> second = run();
+  EXPECT_EQ(runtime::cpu_device_compiles(), before + 1); // the object came from the cache
+  for (size_t i = 0; i < x.size(); ++i)
+    ASSERT_EQ(first[i], std::fma(3.0f, x[i], y[i])) << "element " << i;
+  EXPECT_EQ(first, second);
+}
+
+TEST(CpuDevice, checked_mode_reports_an_out_of_bounds_load_of_a_compiled_kernel) {
+  if (std::string why; codegen::llvm_version(&why).empty())
+    GTEST_SKIP() << "the LLVM backend is not available: " << why;
+  ScopedEnv checked("CUBECC_CHECKED", "1");
+  Fixture f;
+  runtime::Runtime rt = runtime::Runtime::open("cpu");
+  runtime::KernelHandle k = rt.load(f.kernel()); // -O2, then compiled with bounds checks
+  run_staged_axpy(rt, k, 256, 256);
+  std::vector<float> x(100), y(256);
+  runtime::Buffer bx = rt.upload(x), by = rt.upload(y);
+  EXPECT_THAT(
+      [&] {
+        rt.launch(k, {4, 1, 1}, bx, by, 1.0f);
+      },
+      ::testing::ThrowsMessage<Error>(
+          AllOf(HasSubstr("cpu: kernel 'staged_axpy': parameter 0 ('x'), a load at index "),
+                HasSubstr(" of 100 elements (axpy.cpp:12:5)"))));
 }
 
 TEST(CpuDevice, a_damaged_cache_file_is_not_trusted) {
