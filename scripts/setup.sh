@@ -15,6 +15,7 @@ packages=(
   # libraries
   libfmt-dev libcli11-dev libxxhash-dev nlohmann-json3-dev
   libdlpack-dev  # the C API exchanges tensors with frameworks through DLPack
+  libtbb-dev     # the cpu device spreads a launch's workgroups over the cores with oneTBB
   libflatbuffers-dev flatbuffers-compiler  # environment bundles: the index and entries are FlatBuffers
   # SPIR-V backend and the Vulkan runtime (lavapipe runs it on the CPU)
   spirv-headers spirv-tools spirv-cross libspirv-cross-c-shared-dev

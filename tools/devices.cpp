@@ -55,10 +55,11 @@ std::string entry_json(const runtime::DeviceEntry &e) {
   const runtime::DeviceInfo &info = *e.info;
   const codegen::TargetFeatures &f = info.features;
   out += fmt::format(
-      R"(, "name": {}, "driver": {}, "vendor": {}, "arch": {}, "subgroup_size": {}, )"
+      R"(, "name": {}, "driver": {}, "vendor": {}, "arch": {}, "kind": "{}", "subgroup_size": {}, )"
       R"("max_buffer_bytes": {}, "timestamp_period_ns": {}, "features": {{)",
       json_string(info.name), json_string(info.driver), json_string(info.vendor),
-      json_string(info.arch), info.subgroup_size, info.max_buffer_bytes, info.timestamp_period_ns);
+      json_string(info.arch), runtime::device_kind_name(info.kind), info.subgroup_size,
+      info.max_buffer_bytes, info.timestamp_period_ns);
   for (const auto &[name, on] : feature_flags(f))
     out += fmt::format(R"("{}": {}, )", name, on);
   out += fmt::format(R"("max_shared_bytes": {}, "max_param_block_bytes": {}, )"
@@ -105,9 +106,10 @@ int devices_command(bool json) {
     for (const auto &[name, on] : feature_flags(info.features))
       if (on)
         features += (features.empty() ? "" : " ") + std::string(name);
-    print_out("{:<21} subgroup size {}, shared memory {} B, parameter block {} B, workgroup "
-              "up to {} invocations\n",
-              "", info.subgroup_size, info.features.max_shared_bytes,
+    print_out("{:<21} {}{}, subgroup size {}, shared memory {} B, parameter block {} B, "
+              "workgroup up to {} invocations\n",
+              "", runtime::device_kind_name(info.kind), info.arch.empty() ? "" : " " + info.arch,
+              info.subgroup_size, info.features.max_shared_bytes,
               info.features.max_param_block_bytes, info.features.max_workgroup_invocations);
     print_out("{:<21} {}\n", "", features);
   }

@@ -76,6 +76,7 @@ public:
     info_.name = "cubecc reference interpreter";
     info_.driver = "cubecc interpreter";
     info_.vendor = "cubecc";
+    info_.kind = DeviceKind::Interpreter;
     info_.subgroup_size = subgroup_size_from_environment();
     codegen::TargetFeatures &f = info_.features;
     f.target = "interp";
@@ -106,6 +107,9 @@ public:
     return DeviceMemory{memory, bytes};
   }
   void free(DeviceMemory memory) override { delete static_cast<HostMemory *>(memory.handle); }
+  std::optional<ExternalMemory::Kind> memory_kind() const override {
+    return ExternalMemory::Kind::Host;
+  }
   DeviceMemory adopt_memory(const ExternalMemory &memory) override {
     if (memory.kind != ExternalMemory::Kind::Host)
       return Device::adopt_memory(memory);

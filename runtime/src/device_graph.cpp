@@ -25,10 +25,24 @@ const char *external_memory_kind_name(ExternalMemory::Kind kind) {
   return "unknown memory";
 }
 
+const char *device_kind_name(DeviceKind kind) {
+  switch (kind) {
+  case DeviceKind::Gpu:
+    return "gpu";
+  case DeviceKind::Cpu:
+    return "cpu";
+  case DeviceKind::CpuImplementation:
+    return "cpu implementation";
+  case DeviceKind::Interpreter:
+    return "interpreter";
+  }
+  return "unknown";
+}
+
 const char *external_memory_backend(ExternalMemory::Kind kind) {
   switch (kind) {
   case ExternalMemory::Kind::Host:
-    return "interp";
+    return "interp or cpu";
   case ExternalMemory::Kind::Cuda:
     return "cuda";
   case ExternalMemory::Kind::Hip:

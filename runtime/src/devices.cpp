@@ -1,6 +1,7 @@
 //===- devices.cpp - The backends built in, and opening one by name ---------------------------===//
 #include "cubecc/runtime/device.h"
 
+#include "cpu/cpu_device.h"
 #include "cubecc/runtime/cuda_device.h"
 #include "cubecc/runtime/hip_device.h"
 #include "interp/interp_device.h"
@@ -23,7 +24,8 @@ struct Backend {
   const char *why_not;
 };
 
-// In the order Runtime::open() tries them: a real GPU first, the interpreter last.
+// In the order Runtime::open() tries them; it takes the first GPU, else the best kind of device
+// that opened (DeviceKind: cpu before a Vulkan CPU implementation, the interpreter last).
 const Backend kBackends[] = {
     {"cuda", [] { return std::unique_ptr<Device>(CudaDevice::open()); }, nullptr},
     {"hip", [] { return std::unique_ptr<Device>(HipDevice::open()); }, nullptr},
@@ -32,6 +34,7 @@ const Backend kBackends[] = {
 #else
     {"vulkan", nullptr, "built without volk (install libvulkan-volk-dev and reconfigure)"},
 #endif
+    {"cpu", [] { return open_cpu_device(); }, nullptr},
     {"interp", [] { return open_interp_device(); }, nullptr},
 };
 
@@ -72,17 +75,25 @@ std::unique_ptr<Device> open_device(const std::string &name) {
     if (const char *env = std::getenv("CUBECC_DEVICE"))
       wanted = env;
   if (wanted.empty()) {
-    // The best device present: the first backend in the list that opens (interp always does).
+    // The best device present: the first GPU, else the device of the best kind that opened
+    // (interp always does).
     std::string reasons;
+    std::unique_ptr<Device> best;
     for (const Backend &backend : kBackends) {
       if (!backend.open)
         continue;
       try {
-        return backend.open();
+        std::unique_ptr<Device> device = backend.open();
+        if (device->info().kind == DeviceKind::Gpu)
+          return device;
+        if (!best || device->info().kind < best->info().kind)
+          best = std::move(device);
       } catch (const Error &e) {
         reasons += fmt::format("\n  {}", e.what());
       }
     }
+    if (best)
+      return best;
     throw Error("no device: none of the built backends opened:" + reasons);
   }
   std::string known;

@@ -503,6 +503,10 @@ void VulkanDevice::Impl::create_device() {
   info.driver = fmt::format("{} {}", props12.driverName, props12.driverInfo);
   info.vendor = vendor_name(properties.vendorID);
   info.arch = fmt::format("{:04x}:{:04x}", properties.vendorID, properties.deviceID);
+  // lavapipe and SwiftShader say VK_PHYSICAL_DEVICE_TYPE_CPU: open_device() prefers the native
+  // cpu device to them.
+  info.kind = properties.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? DeviceKind::CpuImplementation
+                                                                   : DeviceKind::Gpu;
   info.subgroup_size = props11.subgroupSize;
   info.max_buffer_bytes =
       std::min<uint64_t>(limits.maxStorageBufferRange, props11.maxMemoryAllocationSize);
