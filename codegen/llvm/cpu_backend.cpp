@@ -82,34 +82,18 @@ const Plugin &plugin() {
   return p;
 }
 
-bool cpu_has(const char *feature) {
-  // __builtin_cpu_supports needs a literal; this maps the names we check.
-#define CUBECC_CPU(name)                                                                           \
-  if (std::string_view(feature) == name)                                                           \
-    return __builtin_cpu_supports(name);
-  CUBECC_CPU("sse4.2")
-  CUBECC_CPU("popcnt")
-  CUBECC_CPU("ssse3")
-  CUBECC_CPU("avx2")
-  CUBECC_CPU("fma")
-  CUBECC_CPU("bmi")
-  CUBECC_CPU("bmi2")
-  CUBECC_CPU("avx512f")
-  CUBECC_CPU("avx512bw")
-  CUBECC_CPU("avx512cd")
-  CUBECC_CPU("avx512dq")
-  CUBECC_CPU("avx512vl")
-#undef CUBECC_CPU
-  return false;
-}
-
+/// The micro-architecture levels as GCC's cpuid check defines them (the psABI's lists: v2 adds
+/// SSE4.2, SSSE3, POPCNT, CMPXCHG16B, LAHF; v3 AVX2, FMA, BMI1/2, F16C, LZCNT, MOVBE, XSAVE; v4
+/// AVX-512 F, BW, CD, DQ, VL).
 std::string detected_level() {
   __builtin_cpu_init();
-  bool v2 = cpu_has("sse4.2") && cpu_has("popcnt") && cpu_has("ssse3");
-  bool v3 = v2 && cpu_has("avx2") && cpu_has("fma") && cpu_has("bmi") && cpu_has("bmi2");
-  bool v4 = v3 && cpu_has("avx512f") && cpu_has("avx512bw") && cpu_has("avx512cd") &&
-            cpu_has("avx512dq") && cpu_has("avx512vl");
-  return v4 ? "x86-64-v4" : v3 ? "x86-64-v3" : v2 ? "x86-64-v2" : "";
+  if (__builtin_cpu_supports("x86-64-v4"))
+    return "x86-64-v4";
+  if (__builtin_cpu_supports("x86-64-v3"))
+    return "x86-64-v3";
+  if (__builtin_cpu_supports("x86-64-v2"))
+    return "x86-64-v2";
+  return "";
 }
 
 int level_rank(std::string_view level) {

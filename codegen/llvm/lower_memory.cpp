@@ -84,12 +84,16 @@ bool Lowering::interleaved_access(const ir::Value *index, unsigned lanes) {
          (lanes & (lanes - 1)) == 0;
 }
 
-/// True when the index's lanes really are base + lane * lanes (it does not wrap in its type
-/// inside the gang), checked at run time.
+/// True when the index's lanes really are base + lane * lanes: the last lane's index does not
+/// overflow the index type (then no lane's does). A scalar test on the base; 64-bit indices
+/// wrap exactly as the address arithmetic does, so they need none.
 Value *Lowering::no_wrap(Scalar index_type, Value *idx64, const Affine &affine, unsigned lanes) {
+  unsigned w = ir::scalar_bits(index_type);
+  if (w >= 64)
+    return B_.getTrue();
+  uint64_t max = ir::is_signed(index_type) ? ir::width_mask(w - 1) : ir::width_mask(w);
   Value *first = index64(index_type, affine.base);
-  Value *last = B_.CreateExtractElement(idx64, uint64_t{W_ - 1});
-  return B_.CreateICmpEQ(last, B_.CreateAdd(first, B_.getInt64(uint64_t{W_ - 1} * lanes)));
+  return B_.CreateICmpSLE(first, B_.getInt64(max - uint64_t{W_ - 1} * lanes));
 }
 
 /// The vectors of `parts` (equal types, a power of two of them) one after another.
