@@ -146,6 +146,26 @@ void Lowering::emit_subgroup(const ir::Operation *op) {
       out.push_back(r);
       continue;
     }
+    if (!ir::is_float(s)) {
+      // Integer scans: log2(W) shift-and-combine steps (exact: the ops are associative and
+      // commutative); exclusive is inclusive shifted by one lane with the identity in front.
+      Value *identity_vector = splat(start);
+      Value *x = xv;
+      for (unsigned d = 1; d < W_; d *= 2) {
+        llvm::SmallVector<int, 16> shift;
+        for (unsigned l = 0; l < W_; ++l)
+          shift.push_back(l >= d ? static_cast<int>(l - d) : static_cast<int>(W_ + l));
+        x = combine_values(x, B_.CreateShuffleVector(x, identity_vector, shift));
+      }
+      if (exclusive) {
+        llvm::SmallVector<int, 16> shift;
+        for (unsigned l = 0; l < W_; ++l)
+          shift.push_back(l >= 1 ? static_cast<int>(l - 1) : static_cast<int>(W_));
+        x = B_.CreateShuffleVector(x, identity_vector, shift);
+      }
+      out.push_back(x);
+      continue;
+    }
     Value *acc = start;
     Value *scan = llvm::PoisonValue::get(xv->getType());
     for (unsigned l = 0; l < W_; ++l) {
