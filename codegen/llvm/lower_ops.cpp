@@ -652,12 +652,26 @@ void Lowering::emit_for(const ir::Operation *op) {
   Value *next = B_.CreateAdd(ivv, sv);
   Value *wrapped = sgn ? B_.CreateICmpSLT(next, ivv) : B_.CreateICmpULT(next, ivv);
   B_.CreateStore(next, iv);
+  llvm::Instruction *back_edge = nullptr;
   if (loop.uniform) {
-    B_.CreateCondBr(wrapped, exit, header);
+    back_edge = B_.CreateCondBr(wrapped, exit, header);
   } else {
     B_.CreateStore(B_.CreateAnd(B_.CreateLoad(mask_type(), loop.live), B_.CreateNot(wrapped)),
                    loop.live);
-    B_.CreateBr(header);
+    back_edge = B_.CreateBr(header);
+  }
+  if (auto unroll = op->attributes().get_int("unroll")) {
+    // The IR's hint, as LLVM's loop metadata: unroll = 1 asks for no unrolling.
+    llvm::Metadata *hint =
+        *unroll <= 1
+            ? llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.disable")})
+            : llvm::MDNode::get(ctx_,
+                                {llvm::MDString::get(ctx_, "llvm.loop.unroll.count"),
+                                 llvm::ConstantAsMetadata::get(B_.getInt32(
+                                     static_cast<uint32_t>(std::min<int64_t>(*unroll, 1024))))});
+    llvm::MDNode *loop_id = llvm::MDNode::getDistinct(ctx_, {nullptr, hint});
+    loop_id->replaceOperandWith(0, loop_id);
+    back_edge->setMetadata(llvm::LLVMContext::MD_loop, loop_id);
   }
   B_.SetInsertPoint(exit);
   mask_ = outer;
