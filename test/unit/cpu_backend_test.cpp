@@ -1130,5 +1130,50 @@ TEST_F(CpuBackend, value_parameters_of_every_type_arrive_as_the_interpreter_read
   expect_same_as_interpreter(c, "parameters");
 }
 
+TEST_F(CpuBackend, barriers_in_while_conditions_and_nested_loops_match_the_interpreter) {
+  // A barrier in a while's condition region, a uniform break of that loop from an if, and a
+  // divergent inner loop with its own break between the barriers.
+  std::string body = R"(
+    %sh = shared.alloc : shared<i32, 40>
+    %zero = const 0 : i32
+    %one = const 1 : i32
+    %r0, %r1 = while %zero, %zero : i32, i32 (%round: i32, %acc: i32) {
+      %v = add %xi, %round : i32
+      store %sh, %li, %v
+      barrier
+      %c6 = const 6 : i32
+      %more = lt %round, %c6 : bool
+      condition %more, %round, %acc
+    } do (%rd: i32, %a: i32) {
+      %k = const 39 : u32
+      %j = sub %k, %li : u32
+      %w = load %sh, %j : i32
+      %n = abs %w : i32
+      %inner = for %zero, %n, %one, %a : i32 (%i: i32, %s: i32) {
+        %c7 = const 7 : i32
+        %big = gt %i, %c7 : bool
+        if %big {
+          break %s
+        }
+        %s2 = add %s, %i : i32
+        yield %s2
+      }
+      barrier
+      %c4 = const 4 : i32
+      %stop = eq %rd, %c4 : bool
+      if %stop {
+        %neg = neg %inner : i32
+        break %rd, %neg
+      }
+      %next = add %rd, %one : i32
+      yield %next, %inner
+    }
+    %u = bitcast %r1 : u32
+    store %o, %gid, %u)";
+  Case c = io_case(body, 40, 2, 1, 41);
+  bind_buffers(c);
+  expect_same_as_interpreter(c, "barriers in a while");
+}
+
 } // namespace
 } // namespace cubecc
