@@ -2,8 +2,9 @@
 //
 // No LLVM here: the kernel is printed as IR text and handed to libcubecc_llvm.so (plugin_abi.h),
 // opened with dlopen on the first compile from, in order: $CUBECC_LLVM_PLUGIN, the directory of
-// the shared object that holds this code (an installed libcubecc.so), and the build tree. A
-// missing plugin is an error naming every path tried.
+// the shared object that holds this code (an installed libcubecc.so) or ../lib next to it (an
+// installed executable), and the build tree. A missing plugin is an error naming every path
+// tried.
 //
 //===-----------------------------------------------------------------------------------------===//
 #include "cubecc/codegen/cpu.h"
@@ -45,8 +46,11 @@ const Plugin &plugin() {
     if (dladdr(reinterpret_cast<void *>(&plugin), &info) && info.dli_fname) {
       std::string self = info.dli_fname;
       size_t slash = self.rfind('/');
-      if (slash != std::string::npos)
+      if (slash != std::string::npos) {
         candidates.push_back(self.substr(0, slash + 1) + "libcubecc_llvm.so");
+        // An installed tool (bin/cubecc, the codegen library linked in): the prefix's lib/.
+        candidates.push_back(self.substr(0, slash + 1) + "../lib/libcubecc_llvm.so");
+      }
     }
     candidates.push_back(CUBECC_LLVM_PLUGIN_PATH);
     std::string tried;
