@@ -137,6 +137,18 @@ void Lowering::emit_subgroup(const ir::Operation *op) {
         }
       } else if (combine == Opcode::Add && !is_half(s)) {
         r = B_.CreateFAddReduce(start, xv); // ordered: lane 0 first, as the interpreter
+      } else if (combine != Opcode::Add) {
+        // Float min/max pick an element by a total order (NaN loses to any number, two NaNs
+        // by their bits), so a tree gives the interpreter's fold; folding the identity in
+        // last reproduces its start value (a NaN against +inf gives +inf there).
+        Value *t = xv;
+        for (unsigned d = W_ / 2; d >= 1; d /= 2) {
+          llvm::SmallVector<int, 16> upper;
+          for (unsigned l = 0; l < W_; ++l)
+            upper.push_back(static_cast<int>(l + d < W_ ? l + d : l));
+          t = combine_values(t, B_.CreateShuffleVector(t, upper));
+        }
+        r = combine_values(start, B_.CreateExtractElement(t, uint64_t{0}));
       }
       if (!r) {
         r = start;
@@ -146,9 +158,10 @@ void Lowering::emit_subgroup(const ir::Operation *op) {
       out.push_back(r);
       continue;
     }
-    if (!ir::is_float(s)) {
-      // Integer scans: log2(W) shift-and-combine steps (exact: the ops are associative and
-      // commutative); exclusive is inclusive shifted by one lane with the identity in front.
+    if (!ir::is_float(s) || combine != Opcode::Add) {
+      // Integer scans and float min/max scans: log2(W) shift-and-combine steps (exact: the
+      // ops are associative and commutative, see above); exclusive is inclusive shifted by one
+      // lane with the identity in front.
       Value *identity_vector = splat(start);
       Value *x = xv;
       for (unsigned d = 1; d < W_; d *= 2) {
@@ -157,6 +170,8 @@ void Lowering::emit_subgroup(const ir::Operation *op) {
           shift.push_back(l >= d ? static_cast<int>(l - d) : static_cast<int>(W_ + l));
         x = combine_values(x, B_.CreateShuffleVector(x, identity_vector, shift));
       }
+      if (ir::is_float(s))
+        x = combine_values(identity_vector, x); // the interpreter's start value, folded in
       if (exclusive) {
         llvm::SmallVector<int, 16> shift;
         for (unsigned l = 0; l < W_; ++l)

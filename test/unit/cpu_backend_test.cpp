@@ -1176,5 +1176,47 @@ TEST_F(CpuBackend, barriers_in_while_conditions_and_nested_loops_match_the_inter
   expect_same_as_interpreter(c, "barriers in a while");
 }
 
+TEST_F(CpuBackend, float_min_max_reductions_and_scans_with_nans_and_zeros_match_the_interpreter) {
+  int seed = 50;
+  for (const char *op :
+       {"subgroup.min", "subgroup.max", "subgroup.inclusive_min", "subgroup.exclusive_min",
+        "subgroup.inclusive_max", "subgroup.exclusive_max"})
+    for (const char *type : {"f32", "f16", "f64"}) {
+      // Some lanes NaN (two payloads), some -0.0 or +0.0, some active only.
+      std::string body = fmt::format(R"(
+    %c7 = const 7 : i32
+    %m = and %xi, %c7 : i32
+    %z = const 0 : i32
+    %c1 = const 1 : i32
+    %c2 = const 2 : i32
+    %c3 = const 3 : i32
+    %isnan1 = eq %m, %c1 : bool
+    %isnan2 = eq %m, %c2 : bool
+    %isnegz = eq %m, %c3 : bool
+    %nan1b = const 0x7fc00001 : u32
+    %nan2b = const 0xffc00002 : u32
+    %nan1 = bitcast %nan1b : f32
+    %nan2 = bitcast %nan2b : f32
+    %negz = const -0.0 : f32
+    %a = select %isnan1, %nan1, %xf : f32
+    %b = select %isnan2, %nan2, %a : f32
+    %v32 = select %isnegz, %negz, %b : f32
+    %v = cast %v32 : {1}
+    %c6 = const 6 : i32
+    %active = ne %m, %c6 : bool
+    if %active {{
+      %r = {0} %v : {1}
+      %r32 = cast %r : f32
+      %bits = bitcast %r32 : u32
+      store %o, %gid, %bits
+      yield
+    }})",
+                                     op, type);
+      Case c = io_case(body, 48, 2, 1, seed++);
+      bind_buffers(c);
+      expect_same_as_interpreter(c, fmt::format("{} {}", op, type));
+    }
+}
+
 } // namespace
 } // namespace cubecc
