@@ -15,6 +15,7 @@ packages=(
   # libraries
   libfmt-dev libcli11-dev libxxhash-dev nlohmann-json3-dev
   libdlpack-dev  # the C API exchanges tensors with frameworks through DLPack
+  libtbb-dev     # the cpu device spreads a launch's workgroups over the cores with oneTBB
   libflatbuffers-dev flatbuffers-compiler  # environment bundles: the index and entries are FlatBuffers
   # SPIR-V backend and the Vulkan runtime (lavapipe runs it on the CPU)
   spirv-headers spirv-tools spirv-cross libspirv-cross-c-shared-dev
@@ -22,6 +23,8 @@ packages=(
   vulkan-validationlayers glslang-tools  # validation layers for the tests, glslang for the GLSL baseline benchmark
   # HIP backend: hipRTC (inside libamdhip64) and comgr compile for AMD GPUs without one here
   libamdhip64-dev libhiprtc-builtins5 libamd-comgr-dev rocm-device-libs
+  # CPU backend: LLVM 19 (one shared libLLVM) and lld's ELF driver, linked into the plugin libcubecc_llvm.so
+  llvm-19-dev liblld-19-dev lld-19
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   llvm-19-tools           # FileCheck, not, count and lit for the lit tests

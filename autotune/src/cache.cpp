@@ -22,11 +22,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string non_empty_env(const char *name) {
-  const char *value = std::getenv(name);
-  return value && *value ? value : "";
-}
-
 std::string tuning_folder(const std::string &directory) {
   return (fs::path(directory) / "tuning").string();
 }
@@ -49,13 +44,7 @@ std::optional<std::string> read_file(const std::string &path, std::string &error
 } // namespace
 
 std::string TuningCache::default_directory() {
-  if (std::string dir = non_empty_env("CUBECC_CACHE_DIR"); !dir.empty())
-    return dir;
-  if (std::string dir = non_empty_env("XDG_CACHE_HOME"); !dir.empty())
-    return (fs::path(dir) / "cubecc").string();
-  if (std::string dir = non_empty_env("HOME"); !dir.empty())
-    return (fs::path(dir) / ".cache" / "cubecc").string();
-  throw runtime::Error("no cache folder: set CUBECC_CACHE_DIR, XDG_CACHE_HOME or HOME");
+  return runtime::user_cache_directory();
 }
 
 TuningCache TuningCache::open_default() {

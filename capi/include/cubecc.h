@@ -210,7 +210,7 @@ typedef void (*cubecc_release_fn)(void *user_data);
  *  NULL pointer or handle, count 0, bool, or a pointer (Vulkan: offset) not aligned to the
  *  element size.
  *
- *  host:   a host pointer, on the interp device.
+ *  host:   a host pointer, on the interp and cpu devices.
  *  cuda:   a CUdeviceptr allocated in the CUDA device's context (the device's primary context).
  *  hip:    a HIP device pointer on the hip device.
  *  vulkan: a VkBuffer (its handle as an integer) made on the runtime's own VkDevice
@@ -261,9 +261,9 @@ cubecc_status cubecc_buffer_to_dlpack(cubecc_buffer buffer, DLManagedTensor **ou
  *  row-major order), without copying. On success the buffer owns the tensor: its deleter (if not
  *  NULL) is called once when the buffer is let go (see cubecc_release_fn); the caller must not
  *  call it. On failure the tensor stays the caller's. Errors: CUBECC_ERROR_UNSUPPORTED for a
- *  device type that is not the runtime's (kDLCPU on interp, kDLCUDA on cuda, kDLROCM on hip,
- *  kDLVulkan on vulkan), a dtype with lanes != 1 or no cubecc equivalent (complex, bool, opaque),
- *  or strides that are not compact row-major; CUBECC_ERROR_INVALID_ARGUMENT for a NULL tensor or
+ *  device type that is not the runtime's (kDLCPU on interp and cpu, kDLCUDA on cuda, kDLROCM on
+ *  hip, kDLVulkan on vulkan), a dtype with lanes != 1 or no cubecc equivalent (complex, bool,
+ *  opaque), or strides that are not compact row-major; CUBECC_ERROR_INVALID_ARGUMENT for a NULL tensor or
  *  data, no elements, or misaligned data. */
 cubecc_status cubecc_buffer_from_dlpack(cubecc_runtime runtime, DLManagedTensor *tensor,
                                         cubecc_buffer *out);

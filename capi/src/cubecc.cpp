@@ -188,7 +188,7 @@ cubecc_status adopt(const char *function, cubecc_runtime runtime, rt::ExternalMe
     rt::Runtime &r = runtime_of(runtime, function);
     need(out, function, "the output buffer pointer");
     const std::string &backend = r.info().backend;
-    if (backend != rt::external_memory_backend(memory.kind))
+    if (r.device().memory_kind() != memory.kind)
       fail(CUBECC_ERROR_UNSUPPORTED,
            fmt::format("{}: {} can be adopted only by a runtime on the {} device; this runtime's "
                        "device is {} ({}): adopt memory of the runtime's own backend",
@@ -579,10 +579,8 @@ cubecc_status cubecc_buffer_from_dlpack(cubecc_runtime runtime, DLManagedTensor 
     need(out, function, "the output buffer pointer");
     const DLTensor &t = tensor->dl_tensor;
     const std::string &backend = r.info().backend;
-    rt::ExternalMemory::Kind kind = backend == "cuda"     ? rt::ExternalMemory::Kind::Cuda
-                                    : backend == "hip"    ? rt::ExternalMemory::Kind::Hip
-                                    : backend == "vulkan" ? rt::ExternalMemory::Kind::Vulkan
-                                                          : rt::ExternalMemory::Kind::Host;
+    rt::ExternalMemory::Kind kind =
+        r.device().memory_kind().value_or(rt::ExternalMemory::Kind::Host);
     DLDeviceType wanted = dlpack_device_of(kind);
     if (t.device.device_type != wanted)
       fail(CUBECC_ERROR_UNSUPPORTED,

@@ -107,6 +107,9 @@ public:
     return DeviceMemory{memory, bytes};
   }
   void free(DeviceMemory memory) override { delete static_cast<HostMemory *>(memory.handle); }
+  std::optional<ExternalMemory::Kind> memory_kind() const override {
+    return ExternalMemory::Kind::Host;
+  }
   DeviceMemory adopt_memory(const ExternalMemory &memory) override {
     if (memory.kind != ExternalMemory::Kind::Host)
       return Device::adopt_memory(memory);

@@ -28,7 +28,7 @@ const char *external_memory_kind_name(ExternalMemory::Kind kind) {
 const char *external_memory_backend(ExternalMemory::Kind kind) {
   switch (kind) {
   case ExternalMemory::Kind::Host:
-    return "interp";
+    return "interp or cpu";
   case ExternalMemory::Kind::Cuda:
     return "cuda";
   case ExternalMemory::Kind::Hip:

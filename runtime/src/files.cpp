@@ -13,6 +13,7 @@
 #include <cctype>
 #include <cerrno>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <optional>
@@ -155,6 +156,20 @@ int create_temporary(const std::string &path, const std::string &target,
 FileError::FileError(const std::string &path, std::string reason)
     : Error(fmt::format("{}: {}", shorten_for_message(path), reason)),
       path_(shorten_for_message(path)), reason_(std::move(reason)) {}
+
+std::string user_cache_directory() {
+  auto non_empty_env = [](const char *name) -> std::string {
+    const char *value = std::getenv(name);
+    return value && *value ? value : "";
+  };
+  if (std::string dir = non_empty_env("CUBECC_CACHE_DIR"); !dir.empty())
+    return dir;
+  if (std::string dir = non_empty_env("XDG_CACHE_HOME"); !dir.empty())
+    return (std::filesystem::path(dir) / "cubecc").string();
+  if (std::string dir = non_empty_env("HOME"); !dir.empty())
+    return (std::filesystem::path(dir) / ".cache" / "cubecc").string();
+  throw Error("no cache folder: set CUBECC_CACHE_DIR, XDG_CACHE_HOME or HOME");
+}
 
 std::string shorten_for_message(std::string_view text, size_t max) {
   if (text.size() <= max)

@@ -211,7 +211,7 @@ Buffer Runtime::adopt_memory(const ExternalMemory &memory, ir::Scalar element,
   RuntimeCall call(*occupancy_, *device_, "adopt_memory");
   const char *what = external_memory_kind_name(memory.kind);
   const std::string &backend = device_->info().backend;
-  if (backend != external_memory_backend(memory.kind))
+  if (device_->memory_kind() != memory.kind)
     throw Error(fmt::format("adopt_memory: {} can be adopted only by a runtime on the {} device; "
                             "this runtime's device is {} ({}): adopt memory of its own backend",
                             what, external_memory_backend(memory.kind), backend,

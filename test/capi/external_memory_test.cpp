@@ -9,6 +9,7 @@
 // misuse of the adopted VkBuffer fails the operation.
 //
 //===-----------------------------------------------------------------------------------------===//
+#include "cubecc.h"
 #include "cubecc/ir/parser.h"
 #include "cubecc/runtime/runtime.h"
 #ifdef CUBECC_HAVE_VULKAN
@@ -179,6 +180,38 @@ TEST(ExternalMemory, null_empty_and_misaligned_memory_is_refused) {
               HasSubstr("buffers cannot hold bool"));
 }
 
+//===- interp and cpu: a DLPack kDLCPU tensor through the C API ------------------------------===//
+
+TEST(ExternalMemory, a_kdlcpu_tensor_is_imported_without_a_copy_on_interp_and_cpu) {
+  for (const char *device : {"interp", "cpu"}) {
+    cubecc_runtime rt = nullptr;
+    ASSERT_EQ(cubecc_runtime_open(device, &rt), CUBECC_SUCCESS) << cubecc_last_error();
+    static int deletes = 0;
+    deletes = 0;
+    std::vector<float> host = ramp(16, 1.5f);
+    int64_t shape[1] = {16};
+    DLManagedTensor tensor{};
+    tensor.dl_tensor.data = host.data();
+    tensor.dl_tensor.device.device_type = kDLCPU;
+    tensor.dl_tensor.ndim = 1;
+    tensor.dl_tensor.dtype.code = kDLFloat;
+    tensor.dl_tensor.dtype.bits = 32;
+    tensor.dl_tensor.dtype.lanes = 1;
+    tensor.dl_tensor.shape = shape;
+    tensor.deleter = [](DLManagedTensor *) { ++deletes; };
+    cubecc_buffer buffer = nullptr;
+    ASSERT_EQ(cubecc_buffer_from_dlpack(rt, &tensor, &buffer), CUBECC_SUCCESS)
+        << device << ": " << cubecc_last_error();
+    host[3] = 42.0f; // the buffer is the tensor's memory, not a copy
+    std::vector<float> back(16);
+    ASSERT_EQ(cubecc_buffer_read(rt, buffer, back.data(), 64), CUBECC_SUCCESS);
+    EXPECT_EQ(back, host) << device;
+    cubecc_buffer_destroy(buffer);
+    EXPECT_EQ(deletes, 1) << device;
+    cubecc_runtime_destroy(rt);
+  }
+}
+
 //===- every device: adopting a buffer's own native memory -----------------------------------===//
 
 // The native handle of a pooled Buffer (a CUdeviceptr on cuda, a HIP pointer on hip, a VkBuffer
@@ -200,7 +233,7 @@ TEST_P(ExternalMemoryOnEveryDevice, adopting_a_buffers_native_memory_aliases_it)
   std::vector<float> x = ramp(n, 0.5f), y = ramp(n, -0.25f), expected(n);
   Buffer dx = rt.upload(x), dy = rt.upload(y);
   ExternalMemory native = rt.native_memory(dy);
-  EXPECT_EQ(external_memory_backend(native.kind), GetParam());
+  EXPECT_EQ(rt.device().memory_kind(), native.kind);
   EXPECT_EQ(native.bytes, n * 4);
   int released = 0;
   {
@@ -220,7 +253,7 @@ TEST_P(ExternalMemoryOnEveryDevice, adopting_a_buffers_native_memory_aliases_it)
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, ExternalMemoryOnEveryDevice,
-                         ::testing::Values("interp", "vulkan", "cuda", "hip"),
+                         ::testing::Values("interp", "vulkan", "cpu", "cuda", "hip"),
                          [](const auto &info) { return info.param; });
 
 //===- vulkan: a VkBuffer the test makes on the runtime's VkDevice --------------------------===//
@@ -329,7 +362,7 @@ TEST_F(ExternalVulkanMemory, refuses_host_memory_a_null_vkbuffer_and_a_misaligne
   std::vector<float> host(4);
   EXPECT_THAT(
       error_of([&] { rt().adopt_memory(ExternalMemory::host(host.data(), 16), ir::Scalar::F32); }),
-      HasSubstr("host memory can be adopted only by a runtime on the interp device; "
+      HasSubstr("host memory can be adopted only by a runtime on the interp or cpu device; "
                 "this runtime's device is vulkan"));
   EXPECT_THAT(
       error_of([&] { rt().adopt_memory(ExternalMemory::vulkan(0, 0, 16), ir::Scalar::F32); }),

@@ -126,7 +126,7 @@ TEST_P(Abi, a_parameter_block_over_the_push_constant_limit_still_arrives) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, Abi, testing::Values("interp", "vulkan", "cuda", "hip"),
+INSTANTIATE_TEST_SUITE_P(Devices, Abi, testing::Values("interp", "vulkan", "cpu", "cuda", "hip"),
                          [](const testing::TestParamInfo<std::string> &info) {
                            return info.param;
                          });

@@ -1,6 +1,7 @@
 //===- device_launcher.cpp --------------------------------------------------------------------===//
 #include "device_launcher.h"
 
+#include "cubecc/codegen/cpu.h"
 #include "cubecc/ir/clone.h"
 #include "cubecc/ir/printer.h"
 #include "cubecc/ir/structural_hash.h"
@@ -33,17 +34,29 @@ runtime::Device &shared_device(const std::string &name) {
   return *slot;
 }
 
+namespace {
+
+/// Why the cpu device cannot compile here (the LLVM backend is not built or not loadable), or "".
+std::string why_cpu_cannot_compile() {
+  std::string why;
+  if (codegen::llvm_version(&why).empty())
+    return "cpu: the LLVM backend is not available: " + why;
+  return "";
+}
+
+} // namespace
+
 std::string why_device_absent(const std::string &name) {
   try {
     shared_device(name);
-    return {};
   } catch (const runtime::Error &e) {
     return e.what();
   }
+  return name == "cpu" ? why_cpu_cannot_compile() : "";
 }
 
 bool device_is_optional(const std::string &name) {
-  return name == "cuda" || name == "hip";
+  return name == "cuda" || name == "hip" || (name == "cpu" && !why_cpu_cannot_compile().empty());
 }
 
 namespace {

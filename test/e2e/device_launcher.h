@@ -15,15 +15,17 @@
 
 namespace cubecc::test {
 
-/// The device named `name` ("interp", "vulkan", "cuda", "hip"), opened once per process and kept
-/// open; throws runtime::Error when it cannot be opened (the same error again on every call).
+/// The device named `name` ("interp", "vulkan", "cpu", "cuda", "hip"), opened once per process and
+/// kept open; throws runtime::Error when it cannot be opened (the same error again on every call).
 runtime::Device &shared_device(const std::string &name);
 
-/// Why shared_device(name) cannot be opened, or "" when it can.
+/// Why shared_device(name) cannot be opened, or "" when it can. For "cpu": also why it cannot
+/// compile (a cubecc built without the LLVM backend).
 std::string why_device_absent(const std::string &name);
 
-/// Devices that may be missing on a machine (GPUs: "cuda", "hip"): their tests are skipped there.
-/// "interp" and "vulkan" are not optional: a test fails when they do not open.
+/// Devices that may be missing on a machine (GPUs: "cuda", "hip"; "cpu" only in a cubecc built
+/// without the LLVM backend): their tests are skipped there. "interp", "vulkan" and, with the
+/// LLVM backend, "cpu" are not optional: a test fails when they do not open.
 bool device_is_optional(const std::string &name);
 
 /// In a test body or SetUp(): skips the test when `name` is an optional device that does not

@@ -62,7 +62,7 @@ TEST_P(ExamplesOnDevices, match_the_host_reference) {
 
 std::vector<Param> params() {
   std::vector<Param> out;
-  for (const char *device : {"interp", "vulkan", "cuda", "hip"})
+  for (const char *device : {"interp", "vulkan", "cpu", "cuda", "hip"})
     for (const std::string &name : registered_names())
       out.push_back({device, name});
   return out;

@@ -1824,7 +1824,7 @@ std::vector<std::string> family_names() {
 
 INSTANTIATE_TEST_SUITE_P(Ops, OpCoverage,
                          testing::Combine(testing::ValuesIn(family_names()),
-                                          testing::Values("interp", "vulkan", "cuda", "hip")),
+                                          testing::Values("interp", "vulkan", "cpu", "cuda", "hip")),
                          [](const auto &info) {
                            return std::get<0>(info.param) + "_on_" + std::get<1>(info.param);
                          });

@@ -181,7 +181,7 @@ TEST(Runtime, opens_the_device_named_by_cubecc_device) {
 
 TEST(Runtime, refuses_unknown_devices_by_name) {
   EXPECT_EQ(error_of([] { Runtime::open("nope"); }),
-            "no device: unknown device 'nope' (known: cuda, hip, vulkan, interp)");
+            "no device: unknown device 'nope' (known: cuda, hip, vulkan, cpu, interp)");
 }
 
 TEST(Runtime, interp_subgroup_size_comes_from_the_environment) {
@@ -278,11 +278,12 @@ TEST(Runtime, lists_cuda_and_hip_first_and_unavailable_with_the_reason) {
   ScopedEnv cuda_library("CUBECC_CUDA_LIBRARY", nullptr);
   ScopedEnv hip_library("CUBECC_HIP_LIBRARY", nullptr);
   std::vector<DeviceEntry> devices = list_devices();
-  ASSERT_EQ(devices.size(), 4u);
+  ASSERT_EQ(devices.size(), 5u);
   EXPECT_EQ(devices[0].backend, "cuda");
   EXPECT_EQ(devices[1].backend, "hip");
   EXPECT_EQ(devices[2].backend, "vulkan");
-  EXPECT_EQ(devices[3].backend, "interp");
+  EXPECT_EQ(devices[3].backend, "cpu");
+  EXPECT_EQ(devices[4].backend, "interp");
   for (size_t i = 0; i < 2; ++i) {
     const DeviceEntry &e = devices[i];
     EXPECT_TRUE(e.built) << e.backend;
@@ -294,24 +295,25 @@ TEST(Runtime, lists_cuda_and_hip_first_and_unavailable_with_the_reason) {
   }
 }
 
-TEST(Runtime, opens_the_first_backend_that_opens_when_none_is_named) {
+TEST(Runtime, opens_the_first_gpu_else_the_best_kind_of_device_when_none_is_named) {
   ScopedEnv device("CUBECC_DEVICE", nullptr);
   ScopedEnv cuda_library("CUBECC_CUDA_LIBRARY", nullptr);
   ScopedEnv hip_library("CUBECC_HIP_LIBRARY", nullptr);
+  // The first GPU in list order, else the first device of the best kind (DeviceKind's order).
   std::string expected;
+  std::optional<DeviceKind> best;
   for (const DeviceEntry &e : list_devices())
-    if (e.available) {
+    if (e.available && (!best || e.info->device_class < *best)) {
       expected = e.backend;
-      break;
+      best = e.info->device_class;
     }
   Runtime rt = Runtime::open();
   EXPECT_EQ(rt.info().backend, expected);
-#ifdef CUBECC_HAVE_VULKAN
-  // Here: no NVIDIA or AMD GPU, so Vulkan (lavapipe) when it opens.
-  if (!entry_of("cuda").available && !entry_of("hip").available && entry_of("vulkan").available) {
-    EXPECT_EQ(rt.info().backend, "vulkan");
+  // Here: no NVIDIA or AMD GPU, and Vulkan is lavapipe (a CPU implementation), so cpu.
+  if (!entry_of("cuda").available && !entry_of("hip").available &&
+      (!entry_of("vulkan").available || entry_of("vulkan").info->device_class != DeviceClass::Gpu)) {
+    EXPECT_EQ(rt.info().backend, "cpu");
   }
-#endif
 }
 
 //===- Memory pool ---------------------------------------------------------------------------===//

@@ -23,7 +23,10 @@ extern "C" __attribute__((used)) const char *__lsan_default_options() {
 extern "C" __attribute__((used)) const char *__lsan_default_suppressions() {
   return "leak:_dlerror_run\n" // dlerror's message, kept per thread by glibc
          "leak:_dl_exception_create\n"
-         "leak:dl_open_worker\n"      // the dynamic loader's own lists for a dlopen
+         "leak:dl_open_worker\n" // the dynamic loader's own lists for a dlopen
+         // ... and its global scope, grown by a dlopen with RTLD_GLOBAL (oneTBB opens its
+         // allocator so); the unwinder stops in the loader before reaching dl_open_worker
+         "leak:add_to_global_resize\n"
          "leak:pthread_setspecific\n" // pthread keys' blocks, kept in the thread's descriptor
          "leak:libamdhip64.so\n"
          "leak:libamd_comgr.so\n"

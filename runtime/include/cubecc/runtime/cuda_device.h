@@ -32,6 +32,9 @@ public:
   DeviceMemory allocate(uint64_t bytes) override;
   void free(DeviceMemory memory) override;
   /// A device pointer the caller allocated in the same context (device); never freed here.
+  std::optional<ExternalMemory::Kind> memory_kind() const override {
+    return ExternalMemory::Kind::Cuda;
+  }
   DeviceMemory adopt_memory(const ExternalMemory &memory) override;
   /// Waits for the stream (queued launches may use the memory), then forgets it.
   void release_adopted(DeviceMemory memory) override;

@@ -49,7 +49,7 @@ struct DeviceInfo {
   std::string name;   ///< the driver's device name, e.g. "llvmpipe (LLVM 15.0.6, 256 bits)"
   std::string driver; ///< driver name and version
   std::string vendor; ///< "NVIDIA", "AMD", "Intel", "Mesa", "cubecc", ...
-  std::string arch;   ///< "sm_90", "gfx90a"; Vulkan: "vendorid:deviceid" in hex; "" if none
+  std::string arch;   ///< "sm_90", "gfx90a", "x86-64-v3"; Vulkan: "vendorid:deviceid" in hex
   uint32_t subgroup_size = 0;
   codegen::TargetFeatures features; ///< what codegen may emit for it (f16, int64, atomics, ...)
   uint64_t max_buffer_bytes = 0;
@@ -67,7 +67,7 @@ struct DeviceMemory {
 /// runtime nor the device ever frees adopted memory.
 struct ExternalMemory {
   enum class Kind : uint8_t {
-    Host,   ///< `handle` is a host pointer (the interp device)
+    Host,   ///< `handle` is a host pointer (the interp and cpu devices)
     Cuda,   ///< `handle` is a CUdeviceptr in the cuda device's context
     Hip,    ///< `handle` is a HIP device pointer on the hip device
     Vulkan, ///< `handle` is a VkBuffer made on the vulkan device's own VkDevice
@@ -93,7 +93,8 @@ struct ExternalMemory {
 
 /// "host memory", "a CUDA device pointer", "a HIP device pointer", "a VkBuffer".
 const char *external_memory_kind_name(ExternalMemory::Kind kind);
-/// The backend that adopts memory of `kind`: "interp", "cuda", "hip", "vulkan".
+/// The backends whose devices adopt memory of `kind`, for messages: "interp or cpu", "cuda",
+/// "hip", "vulkan". Whether a device adopts it is Device::memory_kind().
 const char *external_memory_backend(ExternalMemory::Kind kind);
 
 /// One argument of a launch: a buffer (with the byte range the kernel sees) or a value's lanes.
@@ -171,7 +172,10 @@ public:
 
   virtual DeviceMemory allocate(uint64_t bytes) = 0;
   virtual void free(DeviceMemory memory) = 0;
-  /// Wraps memory the caller owns (already checked by the Runtime: this backend's kind, not null,
+  /// The kind of memory adopt_memory takes and native_memory gives (Host for interp and cpu,
+  /// Cuda, Hip, Vulkan); nullopt when the device adopts none. Several devices may share a kind.
+  virtual std::optional<ExternalMemory::Kind> memory_kind() const { return std::nullopt; }
+  /// Wraps memory the caller owns (already checked by the Runtime: memory_kind(), not null,
   /// not empty) as DeviceMemory usable like allocated memory, without copying. Released with
   /// release_adopted, never with free. The default refuses: the backend cannot adopt memory.
   virtual DeviceMemory adopt_memory(const ExternalMemory &memory);

@@ -61,6 +61,11 @@ std::string resolve_output_path(const std::string &path);
 size_t remove_stale_temporaries(const std::string &folder,
                                 std::chrono::seconds min_age = std::chrono::seconds(60));
 
+/// The per-user cache folder: CUBECC_CACHE_DIR, else $XDG_CACHE_HOME/cubecc, else
+/// $HOME/.cache/cubecc (empty variables count as unset). Throws Error when none is set. The
+/// tuning cache (autotune/cache.h) and the cpu device's compiled objects live under it.
+std::string user_cache_directory();
+
 /// `text` for a message: as is up to `max` bytes, else its first `max` bytes followed by
 /// "… (N bytes)". Names and paths from the user can be megabytes long.
 std::string shorten_for_message(std::string_view text, size_t max = 200);

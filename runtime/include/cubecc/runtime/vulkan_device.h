@@ -30,6 +30,9 @@ public:
   const DeviceInfo &info() const override;
   DeviceMemory allocate(uint64_t bytes) override;
   void free(DeviceMemory memory) override;
+  std::optional<ExternalMemory::Kind> memory_kind() const override {
+    return ExternalMemory::Kind::Vulkan;
+  }
   /// A range of a VkBuffer the caller made on this device's VkDevice (handles()), with
   /// VK_BUFFER_USAGE_STORAGE_BUFFER_BIT (and TRANSFER_SRC/DST for host copies, which go through
   /// a staging buffer) and memory bound. The offset must be a multiple of the device's
