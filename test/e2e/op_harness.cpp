@@ -72,11 +72,14 @@ bool is_subnormal(Scalar s, uint64_t bits) {
 }
 
 double ulp_distance(Scalar s, uint64_t a, uint64_t b) {
+  // In integers: a double holds only 53 bits, so f64 bit patterns (63-bit magnitudes) converted
+  // to double first would count a 1-ULP difference as 0 or 512.
   auto ordered = [&](uint64_t x) {
-    double magnitude = static_cast<double>(x & (sign_bit(s) - 1));
+    auto magnitude = static_cast<__int128>(x & (sign_bit(s) - 1));
     return (x & sign_bit(s)) ? -magnitude : magnitude;
   };
-  return std::fabs(ordered(a) - ordered(b));
+  __int128 d = ordered(a) - ordered(b);
+  return static_cast<double>(d < 0 ? -d : d);
 }
 
 double ulp_of(Scalar s, double v) {

@@ -956,5 +956,179 @@ TEST_F(CpuBackend, compiles_on_several_threads_at_once) {
   EXPECT_EQ(ok.load(), 4);
 }
 
+TEST_F(CpuBackend, vector_loads_and_stores_of_consecutive_lanes_match_the_interpreter) {
+  for (const char *type : {"f32x4", "u16x8", "f64x2", "i8x16", "f32x3"}) {
+    std::string t = type;
+    std::string scalar = t.substr(0, t.find('x'));
+    unsigned lanes = static_cast<unsigned>(std::stoi(t.substr(t.find('x') + 1)));
+    std::string body = fmt::format(R"(
+    %k = const {1} : u32
+    %base = mul %gid, %k : u32
+    %v = load %in, %base : {0}
+    %w = add %v, %v : {0}
+    %z = const 0 : i32
+    %odd = lt %xi, %z : bool
+    if %odd {{
+      store %out, %base, %w
+      yield
+    }} else {{
+      %l = subgroup_lane : u32
+      %lb = mul %l, %k : u32
+      %u = load %in, %lb : {0}
+      store %out, %base, %u
+      yield
+    }})",
+                                   type, lanes);
+    Case c = io_case(body, 40, 2, 1, 21,
+                     fmt::format(", %in: buffer<{0}, read>, %out: buffer<{0}, readwrite>", scalar));
+    Scalar s = *ir::parse_scalar(scalar);
+    size_t n = 80 * lanes;
+    c.buffers.push_back(bits_buffer(s, interesting(s, n, 5)));
+    c.buffers.push_back(bits_buffer(s, std::vector<uint64_t>(n, 0)));
+    c.args.resize(5);
+    bind_buffers(c);
+    expect_same_as_interpreter(c, type);
+  }
+}
+
+TEST_F(CpuBackend, large_local_arrays_across_barriers_match_the_interpreter) {
+  // 64 invocations x 2048 f32: too big for the stack, so from the heap; kept across a barrier.
+  std::string body = R"(
+    %loc = local.alloc : local<f32, 2048>
+    %sh = shared.alloc : shared<f32, 64>
+    %z = const 0 : u32
+    %one = const 1 : u32
+    %n = const 2048 : u32
+    for %z, %n, %one (%i: u32) {
+      %fi = cast %i : f32
+      %v = mul %fi, %xf : f32
+      store %loc, %i, %v
+      yield
+    }
+    store %sh, %li, %xf
+    barrier
+    %c63 = const 63 : u32
+    %j = sub %c63, %li : u32
+    %other = load %sh, %j : f32
+    %k = const 2047 : u32
+    %mine = load %loc, %k : f32
+    %s = add %mine, %other : f32
+    %bits = bitcast %s : u32
+    store %o, %gid, %bits)";
+  Case c = io_case(body, 64, 2, 1, 31);
+  bind_buffers(c);
+  expect_same_as_interpreter(c, "large local array");
+}
+
+TEST_F(CpuBackend, builtins_of_every_workgroup_shape_match_the_interpreter) {
+  for (auto [x, y, z] : {std::array<uint32_t, 3>{8, 4, 2},
+                         {5, 3, 1},
+                         {16, 2, 1},
+                         {3, 1, 7},
+                         {1, 1, 1},
+                         {33, 1, 1}}) {
+    SCOPED_TRACE(fmt::format("workgroup ({}, {}, {})", x, y, z));
+    Case c;
+    c.text = fmt::format(R"(module @m {{
+  kernel @k(%o: buffer<u32, readwrite>) workgroup({}, {}, {}) {{
+    %g = global_id : u32x3
+    %l = local_id : u32x3
+    %w = workgroup_id : u32x3
+    %n = num_workgroups : u32x3
+    %s = workgroup_size : u32x3
+    %li = local_index : u32
+    %sg = subgroup_id : u32
+    %sl = subgroup_lane : u32
+    %ns = num_subgroups : u32
+    %ss = subgroup_size : u32
+    %gx = vec.extract %g {{lane = 0}} : u32
+    %gy = vec.extract %g {{lane = 1}} : u32
+    %gz = vec.extract %g {{lane = 2}} : u32
+    %nx = vec.extract %n {{lane = 0}} : u32
+    %ny = vec.extract %n {{lane = 1}} : u32
+    %sx = vec.extract %s {{lane = 0}} : u32
+    %sy = vec.extract %s {{lane = 1}} : u32
+    %wx = mul %nx, %sx : u32
+    %wy = mul %ny, %sy : u32
+    %row = mul %gz, %wy : u32
+    %row2 = add %row, %gy : u32
+    %lin = mul %row2, %wx : u32
+    %id = add %lin, %gx : u32
+    %k8 = const 8 : u32
+    %base = mul %id, %k8 : u32
+    %lx = vec.extract %l {{lane = 0}} : u32
+    %ly = vec.extract %l {{lane = 1}} : u32
+    %lz = vec.extract %l {{lane = 2}} : u32
+    %wz = vec.extract %w {{lane = 2}} : u32
+    %vals = vec.build %lx, %ly, %lz, %wz, %li, %sg, %sl, %ns : u32x8
+    store %o, %base, %vals
+    return
+  }}
+}}
+)",
+                         x, y, z);
+    uint32_t invocations = x * y * z * 2 * 2 * 1;
+    c.buffers = {HostBuffer{Scalar::U32, std::vector<uint8_t>(invocations * 8 * 4, 0)}};
+    c.args.resize(1);
+    c.groups = {2, 2, 1};
+    bind_buffers(c);
+    expect_same_as_interpreter(c, "builtins");
+  }
+}
+
+TEST_F(CpuBackend, value_parameters_of_every_type_arrive_as_the_interpreter_reads_them) {
+  Case c;
+  c.text = R"(module @m {
+  kernel @k(%o: buffer<u64, readwrite>, %a: i8, %b: u16, %c: f16, %d: bool, %e: f64, %f: u64, %g: f32x2, %h: bf16, %i: i64) workgroup(4, 1, 1) {
+    %li = local_index : u32
+    %k9 = const 9 : u32
+    %base = mul %li, %k9 : u32
+    %a64 = cast %a : u64
+    store %o, %base, %a64
+    %one = const 1 : u32
+    %p1 = add %base, %one : u32
+    %b64 = cast %b : u64
+    store %o, %p1, %b64
+    %p2 = add %p1, %one : u32
+    %cb = bitcast %c : u16
+    %c64 = cast %cb : u64
+    store %o, %p2, %c64
+    %p3 = add %p2, %one : u32
+    %d64 = cast %d : u64
+    store %o, %p3, %d64
+    %p4 = add %p3, %one : u32
+    %e64 = bitcast %e : u64
+    store %o, %p4, %e64
+    %p5 = add %p4, %one : u32
+    store %o, %p5, %f
+    %p6 = add %p5, %one : u32
+    %g64 = bitcast %g : u64
+    store %o, %p6, %g64
+    %p7 = add %p6, %one : u32
+    %hb = bitcast %h : u16
+    %h64 = cast %hb : u64
+    store %o, %p7, %h64
+    %p8 = add %p7, %one : u32
+    %i64 = bitcast %i : u64
+    store %o, %p8, %i64
+    return
+  }
+}
+)";
+  c.buffers = {HostBuffer{Scalar::U64, std::vector<uint8_t>(4 * 9 * 8, 0)}};
+  c.args.resize(10);
+  c.args[1].bits = {0xfe};
+  c.args[2].bits = {0xbeef};
+  c.args[3].bits = {0x3c01};
+  c.args[4].bits = {1};
+  c.args[5].bits = {std::bit_cast<uint64_t>(-2.75)};
+  c.args[6].bits = {0x123456789abcdef0};
+  c.args[7].bits = {std::bit_cast<uint32_t>(1.5f), std::bit_cast<uint32_t>(-0.0f)};
+  c.args[8].bits = {0x4049};
+  c.args[9].bits = {0xfffffffffffffff9};
+  bind_buffers(c);
+  expect_same_as_interpreter(c, "parameters");
+}
+
 } // namespace
 } // namespace cubecc
