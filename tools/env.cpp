@@ -10,6 +10,7 @@
 #include "cubecc/environments/bundle.h"
 #include "cubecc/ir/parser.h"
 #include "cubecc/ir/verifier.h"
+#include "cubecc/runtime/elf_check.h"
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
@@ -129,6 +130,8 @@ std::string check_artifact(const environments::Artifact &a) {
     uint16_t expected = format == "cubin" ? 190 : 224;
     return machine == expected ? "" : fmt::format("ELF machine {}, expected {}", machine, expected);
   }
+  if (format == "elf") // a cpu:<level> kernel object: the checks the cpu device makes first
+    return runtime::elf_shared_object_problem(a.data);
   if (format == "ptx") {
     std::string arch = a.target.target.substr(a.target.target.find(':') + 1); // compute_80
     std::string target = ".target sm_" + arch.substr(arch.find('_') + 1);

@@ -1,6 +1,7 @@
 //===- builder.cpp - Kernels to bundle entries, for every target, on all cores ----------------===//
 #include "cubecc/environments/builder.h"
 
+#include "cubecc/codegen/cpu.h"
 #include "cubecc/codegen/cuda.h"
 #include "cubecc/codegen/hip.h"
 #include "cubecc/codegen/spirv.h"
@@ -26,7 +27,7 @@ namespace {
 /// The targets of one compiler run: all listed sm_XX go to one NVRTC call, all gfx archs to one
 /// hipRTC call.
 struct TargetGroup {
-  std::string backend; ///< "vulkan", "interp", "cuda", "hip"
+  std::string backend; ///< "vulkan", "interp", "cuda", "hip", "cpu"
   std::vector<std::string> archs;
 };
 
@@ -100,6 +101,19 @@ std::vector<Artifact> compile_group(const ir::Kernel &kernel, const TargetGroup 
                    binary->source.entry,
                    binary->source.abi,
                    binary->ptx});
+  } else if (group.backend == "cpu") {
+    // One shared object per level (no bounds checks: checked mode compiles at run time).
+    std::string toolkit = codegen::llvm_version();
+    for (const std::string &level : group.archs) {
+      std::optional<codegen::CpuBinary> binary =
+          codegen::compile_cpu(kernel, {level, false}, errors);
+      if (!binary)
+        return {};
+      out.push_back({{"cpu:" + binary->level, "elf", "", toolkit},
+                     "",
+                     binary->abi,
+                     std::move(binary->object)});
+    }
   } else if (group.backend == "hip") {
     std::optional<codegen::HipBinary> binary = codegen::compile_hip(kernel, group.archs, errors);
     if (!binary)
@@ -135,6 +149,7 @@ std::optional<std::vector<std::string>> parse_targets(std::span<const std::strin
                                                       std::string &error) {
   static const std::regex sm(R"(cuda:sm_(\d{2,4})[af]?)");
   static const std::regex gfx(R"(hip:gfx[0-9a-f]{3,4})");
+  static const std::regex cpu(R"(cpu:x86-64-v[234])");
   std::vector<std::string> targets;
   for (const std::string &list : lists) {
     size_t start = 0;
@@ -150,6 +165,15 @@ std::optional<std::vector<std::string>> parse_targets(std::span<const std::strin
                             t.substr(0, 64), t.size());
         return std::nullopt;
       }
+      if (t == "cpu:native") { // the level of the machine that builds
+        std::string level = codegen::host_cpu_level();
+        if (level.empty()) {
+          error = "target 'cpu:native': this CPU is below x86-64-v2, the oldest level cubecc "
+                  "compiles for";
+          return std::nullopt;
+        }
+        t = "cpu:" + level;
+      }
       std::smatch m;
       if (std::regex_match(t, m, sm)) {
         if (std::stoi(m[1]) < 80) {
@@ -162,7 +186,9 @@ std::optional<std::vector<std::string>> parse_targets(std::span<const std::strin
           error = fmt::format("target '{}': {}", t, why);
           return std::nullopt;
         }
-      } else if (t != "vulkan" && t != "interp") {
+      } else if (t != "vulkan" && t != "interp" && !std::regex_match(t, cpu)) {
+        // The list matches `cubecc compile`'s (tools/tool_support.cpp), which has no cpu target
+        // yet; env build also takes cpu:x86-64-v2|v3|v4 and cpu:native.
         error = fmt::format("unknown target '{}' (targets: vulkan, interp, cuda:sm_80, cuda:sm_90, "
                             "cuda:sm_90a, cuda:sm_100, hip:gfx90a, hip:gfx942)",
                             t);
@@ -267,6 +293,12 @@ std::optional<BundleContents> build_entries(std::span<const KernelInput> kernels
       contents.metadata.toolkits.emplace_back("NVRTC", codegen::nvrtc_version());
     if (g.backend == "hip")
       contents.metadata.toolkits.emplace_back("hipRTC", codegen::hiprtc_version());
+    if (g.backend == "cpu") {
+      std::string version = codegen::llvm_version(); // "LLVM 19.1.7"
+      if (version.starts_with("LLVM "))
+        version.erase(0, 5);
+      contents.metadata.toolkits.emplace_back("LLVM", version);
+    }
   }
   // Jobs are kernel-major: kernel k's artifacts are those of jobs k * groups .. (k + 1) * groups.
   for (size_t k = 0; k < kernels.size(); ++k) {

@@ -2,8 +2,8 @@
 //-------===//
 #include "cpu/cpu_device.h"
 
-#include "cpu/elf_check.h"
 #include "cpu/object_cache.h"
+#include "cubecc/runtime/elf_check.h"
 
 #include "cubecc/codegen/cpu.h"
 #include "cubecc/codegen/cpu_abi.h"

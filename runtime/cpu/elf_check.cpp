@@ -1,5 +1,5 @@
 //===- elf_check.cpp - Checking an ELF shared object's headers before dlopen ------------------===//
-#include "cpu/elf_check.h"
+#include "cubecc/runtime/elf_check.h"
 
 #include <fmt/format.h>
 

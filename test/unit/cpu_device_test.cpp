@@ -7,8 +7,8 @@
 //
 //===-----------------------------------------------------------------------------------------===//
 #include "cpu/cpu_device.h"
-#include "cpu/elf_check.h"
 #include "cpu/object_cache.h"
+#include "cubecc/runtime/elf_check.h"
 
 #include "cubecc/codegen/cpu.h"
 #include "cubecc/ir/version.h"
