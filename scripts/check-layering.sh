@@ -44,7 +44,7 @@ backend_headers() { # backend folder -> its public headers
     cuda) echo "cuda.h" ;;
     hip) echo "hip.h" ;;
     spirv) echo "spirv.h" ;;
-    llvm) echo "cpu.h cpu_abi.h" ;;
+    llvm) echo "cpu.h cpu_abi.h cpu_elf.h" ;;
     *) echo "" ;;
   esac
 }
@@ -64,7 +64,7 @@ for backend in $backend_folders; do
   done
 done
 # The shared C-family emitter and the registry belong to no backend.
-if grep -rnE '#include [<"]cubecc/codegen/(cuda|hip|spirv|cpu|cpu_abi)\.h[">]' codegen/common; then
+if grep -rnE '#include [<"]cubecc/codegen/(cuda|hip|spirv|cpu|cpu_abi|cpu_elf)\.h[">]' codegen/common; then
   echo "codegen/common includes a backend's header: common code belongs to no backend"
   bad=1
 fi

@@ -263,8 +263,8 @@ cubecc_status cubecc_buffer_to_dlpack(cubecc_buffer buffer, DLManagedTensor **ou
  *  call it. On failure the tensor stays the caller's. Errors: CUBECC_ERROR_UNSUPPORTED for a
  *  device type that is not the runtime's (kDLCPU on interp and cpu, kDLCUDA on cuda, kDLROCM on
  *  hip, kDLVulkan on vulkan), a dtype with lanes != 1 or no cubecc equivalent (complex, bool,
- *  opaque), or strides that are not compact row-major; CUBECC_ERROR_INVALID_ARGUMENT for a NULL tensor or
- *  data, no elements, or misaligned data. */
+ *  opaque), or strides that are not compact row-major; CUBECC_ERROR_INVALID_ARGUMENT for a NULL
+ *  tensor or data, no elements, or misaligned data. */
 cubecc_status cubecc_buffer_from_dlpack(cubecc_runtime runtime, DLManagedTensor *tensor,
                                         cubecc_buffer *out);
 

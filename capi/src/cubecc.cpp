@@ -75,7 +75,7 @@ cubecc_status classify(const std::string &message, cubecc_status fallback) {
   if (message.starts_with("no device") || message.starts_with("backend "))
     return CUBECC_ERROR_NO_DEVICE;
   for (const char *oom : {"OUT_OF_DEVICE_MEMORY", "OUT_OF_HOST_MEMORY", "CUDA_ERROR_OUT_OF_MEMORY",
-                          "hipErrorOutOfMemory"})
+                          "hipErrorOutOfMemory", "cpu: out of memory"})
     if (message.find(oom) != std::string::npos)
       return CUBECC_ERROR_OUT_OF_MEMORY;
   return fallback;

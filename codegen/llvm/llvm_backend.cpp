@@ -2,11 +2,11 @@
 #include "cubecc/codegen/backend.h"
 #include "cubecc/codegen/cpu.h"
 #include "cubecc/codegen/cpu_abi.h"
+#include "cubecc/codegen/cpu_elf.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstring>
 
 namespace cubecc::codegen {
 namespace {
@@ -103,11 +103,7 @@ public:
                              std::string_view bytes) const override {
     if (format != "elf")
       return fmt::format("unknown format '{}'", format);
-    if (std::string why = check_elf_machine(bytes, 62); !why.empty()) // EM_X86_64
-      return why;
-    uint16_t type = 0;
-    std::memcpy(&type, bytes.data() + 16, 2);
-    return type == 3 ? "" : fmt::format("ELF type {}, expected a shared object (3)", type);
+    return elf_shared_object_problem(bytes); // the checks the cpu device makes before dlopen
   }
 
 private:

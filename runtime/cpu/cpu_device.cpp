@@ -2,8 +2,8 @@
 //-------===//
 #include "cpu/cpu_device.h"
 
-#include "cpu/elf_check.h"
 #include "cpu/object_cache.h"
+#include "cubecc/codegen/cpu_elf.h"
 
 #include "cubecc/codegen/cpu.h"
 #include "cubecc/codegen/cpu_abi.h"
@@ -18,6 +18,7 @@
 #include <fmt/ranges.h>
 #include <tbb/blocked_range.h>
 #include <tbb/enumerable_thread_specific.h>
+#include <tbb/global_control.h>
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 #include <tbb/version.h>
@@ -46,6 +47,10 @@ namespace {
 /// Vulkan devices, so that a launch accepted here runs on the GPU devices too.
 constexpr uint32_t kMaxWorkgroupCount = 65535;
 constexpr uint64_t kAlignment = 64;
+/// The stack of oneTBB's worker threads: a kernel's local arrays live on the stack of the thread
+/// that runs its workgroups (docs/cpu.md), one copy per subgroup when the kernel has barriers, so
+/// a workgroup of 1024 invocations with a local<f32, 1024> needs 4 MiB. oneTBB's default is 4 MiB.
+constexpr size_t kWorkerStackBytes = size_t(32) << 20;
 
 std::atomic<uint64_t> compiles{0};
 
@@ -256,6 +261,12 @@ const char *fault_kind_name(uint32_t kind) {
 class CpuDevice final : public Device {
 public:
   CpuDevice(std::string level, bool checked) : level_(std::move(level)), checked_(checked) {
+    // Before this process's first parallel launch starts oneTBB's workers, for the process's
+    // lifetime (oneTBB takes the largest stack size any global_control asks for). Never
+    // destroyed: at exit oneTBB may already be gone.
+    static const auto *worker_stack =
+        new tbb::global_control(tbb::global_control::thread_stack_size, kWorkerStackBytes);
+    (void)worker_stack;
     auto [name, vendor] = cpu_name_and_vendor();
     unsigned threads = unsigned(tbb::this_task_arena::max_concurrency());
     info_.backend = "cpu";
@@ -532,12 +543,12 @@ private:
     }
   }
 
-  /// Checks `object` (elf_check.h), loads it from memory and checks its exports: the ABI version
+  /// Checks `object` (codegen/cpu_elf.h), loads it from memory and checks its exports: the ABI version
   /// and the subgroup size of `level`. `abi` is the launch metadata it is called with.
   std::unique_ptr<CpuKernel> load_object(std::string_view object, const std::string &level,
                                          const codegen::KernelAbi &abi) {
     const std::string &name = abi.name;
-    if (std::string why = elf_shared_object_problem(object); !why.empty())
+    if (std::string why = codegen::elf_shared_object_problem(object); !why.empty())
       throw Error(fmt::format("cpu: kernel '{}': its object is not a loadable shared object: {}",
                               name, why));
     FileDescriptor file;

@@ -374,7 +374,8 @@ TEST_P(GraphTest, an_empty_graph_replays_as_nothing) {
   rt.synchronize();
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, GraphTest, ::testing::Values("interp", "vulkan", "cpu", "cuda", "hip"),
+INSTANTIATE_TEST_SUITE_P(Devices, GraphTest,
+                         ::testing::Values("interp", "vulkan", "cpu", "cuda", "hip"),
                          [](const auto &info) { return info.param; });
 
 } // namespace

@@ -1,8 +1,8 @@
 //===- ops_test.cpp - Every op family, every element type, on every device ------------------===//
 //
 // Kernels built from templates (op_harness.h) cover each op family of ops.def with each element
-// type its TypeClass admits, run on the devices "interp" and "vulkan" (lavapipe), and on "cuda"
-// and "hip" where they open (skipped elsewhere), and are
+// type its TypeClass admits, run on the devices "interp", "vulkan" (lavapipe) and "cpu" (where
+// the LLVM backend is built), and on "cuda" and "hip" where they open (skipped elsewhere), and are
 // compared with the reference interpreter (ir::interpret, the oracle for docs/ir.md's
 // semantics): integers exactly, floats bit-exactly where the IR requires a correctly rounded or
 // exact result and within a stated bound elsewhere. One test per (family, device); inside it one
@@ -1822,12 +1822,11 @@ std::vector<std::string> family_names() {
   return v;
 }
 
-INSTANTIATE_TEST_SUITE_P(Ops, OpCoverage,
-                         testing::Combine(testing::ValuesIn(family_names()),
-                                          testing::Values("interp", "vulkan", "cpu", "cuda", "hip")),
-                         [](const auto &info) {
-                           return std::get<0>(info.param) + "_on_" + std::get<1>(info.param);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Ops, OpCoverage,
+    testing::Combine(testing::ValuesIn(family_names()),
+                     testing::Values("interp", "vulkan", "cpu", "cuda", "hip")),
+    [](const auto &info) { return std::get<0>(info.param) + "_on_" + std::get<1>(info.param); });
 
 /// Prints the totals and the largest float errors seen, per device and op.
 class StatsPrinter : public testing::Environment {

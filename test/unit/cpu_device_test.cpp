@@ -7,8 +7,8 @@
 //
 //===-----------------------------------------------------------------------------------------===//
 #include "cpu/cpu_device.h"
-#include "cpu/elf_check.h"
 #include "cpu/object_cache.h"
+#include "cubecc/codegen/cpu_elf.h"
 
 #include "cubecc/codegen/cpu.h"
 #include "cubecc/ir/version.h"
@@ -151,14 +151,14 @@ void run_staged_axpy(runtime::Runtime &rt, const runtime::KernelHandle &k, size_
 //===- The ELF checks ------------------------------------------------------------------------===//
 
 TEST(CpuElfCheck, the_fixture_object_passes) {
-  EXPECT_EQ(runtime::elf_shared_object_problem(fixture_object(8)), "");
+  EXPECT_EQ(codegen::elf_shared_object_problem(fixture_object(8)), "");
 }
 
 TEST(CpuElfCheck, every_truncation_of_an_object_is_refused) {
   std::string object = fixture_object(8);
   // Every length up to the end of the headers the checks read, then a sample beyond.
   for (size_t length = 0; length < object.size(); length += length < 4096 ? 1 : 97)
-    EXPECT_NE(runtime::elf_shared_object_problem(std::string_view(object).substr(0, length)), "")
+    EXPECT_NE(codegen::elf_shared_object_problem(std::string_view(object).substr(0, length)), "")
         << "a truncation to " << length << " of " << object.size() << " bytes passed";
 }
 
@@ -170,7 +170,7 @@ TEST(CpuElfCheck, garbled_headers_are_refused_with_what_is_wrong) {
     std::memcpy(&header, bytes.data(), sizeof header);
     change(bytes, header);
     std::memcpy(bytes.data(), &header, sizeof header);
-    return runtime::elf_shared_object_problem(bytes);
+    return codegen::elf_shared_object_problem(bytes);
   };
   auto program_header = [](std::string &bytes, const Elf64_Ehdr &h, uint32_t type) -> Elf64_Phdr * {
     for (unsigned i = 0; i < h.e_phnum; ++i) {
@@ -232,7 +232,7 @@ TEST(CpuElfCheck, random_damage_never_crashes_the_check) {
     std::string bytes = object;
     for (int flips = 1 + int(random() % 4); flips > 0; --flips)
       bytes[random() % headers_end] = char(random());
-    (void)runtime::elf_shared_object_problem(bytes); // ASan and UBSan judge it
+    (void)codegen::elf_shared_object_problem(bytes); // ASan and UBSan judge it
   }
 }
 
@@ -459,6 +459,8 @@ TEST(CpuDevice, memory_is_64_byte_aligned_and_pooled) {
   uint64_t reuses = rt.pool_statistics().reuses;
   { runtime::Buffer again = rt.allocate<uint8_t>(1000); }
   EXPECT_EQ(rt.pool_statistics().reuses, reuses + 1); // a cached block, not a new allocation
+  EXPECT_THAT([&] { rt.allocate<uint8_t>(size_t(rt.info().max_buffer_bytes) + 1); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("cpu: out of memory")));
 }
 
 TEST(CpuDevice, a_graph_replays_its_launches_with_changed_values) {
@@ -516,8 +518,17 @@ TEST(CpuDevice, prints_what_loading_an_object_and_launching_cost) {
               rt.info().name.c_str(), rt.info().driver.c_str(), object.size(), load_us,
               one_group_us, many_groups_us);
   EXPECT_GT(load_us, 0);
-  if (codegen::llvm_version().empty())
+  // The first call maps the LLVM plugin (when this test runs first in its process).
+  auto plugin_begin = std::chrono::steady_clock::now();
+  std::string llvm = codegen::llvm_version();
+  double plugin_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - plugin_begin)
+          .count();
+  if (llvm.empty())
     return;
+  std::printf("cpu device: codegen::llvm_version() %.1f ms (maps the LLVM plugin on its first "
+              "call)\n",
+              plugin_ms);
   // With the LLVM backend: the first compile, a compile served by the object cache, and loading
   // the same object as a bundle entry would be loaded.
   TemporaryFolder folder;
@@ -605,6 +616,41 @@ TEST(CpuDevice, a_second_start_takes_the_compiled_kernel_from_the_cache_and_comp
   for (size_t i = 0; i < x.size(); ++i)
     ASSERT_EQ(first[i], std::fma(3.0f, x[i], y[i])) << "element " << i;
   EXPECT_EQ(first, second);
+}
+
+// 1024 invocations with a local<f32, 1024> each and a barrier: the workgroup's local arrays take
+// 4 MiB of the stack of the thread that runs it (one copy per subgroup, docs/cpu.md), as much as
+// oneTBB gives its workers by default.
+constexpr std::string_view kBigLocalArrays = R"(
+module @m {
+  kernel @big_local(%out: buffer<f32, write>) workgroup(1024, 1, 1) {
+    %l = local.alloc : local<f32, 1024>
+    %gid = global_id : u32x3
+    %i = vec.extract %gid {lane = 0} : u32
+    %lid3 = local_id : u32x3
+    %lid = vec.extract %lid3 {lane = 0} : u32
+    %f = cast %i : f32
+    store %l, %lid, %f
+    barrier
+    %v = load %l, %lid : f32
+    store %out, %i, %v
+    return
+  }
+}
+)";
+
+TEST(CpuDevice, workgroups_with_megabytes_of_local_arrays_run_on_every_thread) {
+  if (std::string why; codegen::llvm_version(&why).empty())
+    GTEST_SKIP() << "the LLVM backend is not available: " << why;
+  auto module = test::parse_valid(kBigLocalArrays);
+  runtime::Runtime rt = runtime::Runtime::open("cpu");
+  runtime::KernelHandle k = rt.load(*module->kernels().front());
+  const uint32_t groups = 16;
+  runtime::Buffer out = rt.allocate<float>(groups * 1024);
+  rt.launch(k, {groups, 1, 1}, out);
+  std::vector<float> got = rt.download<float>(out);
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_EQ(got[i], float(i)) << "element " << i;
 }
 
 TEST(CpuDevice, checked_mode_reports_an_out_of_bounds_load_of_a_compiled_kernel) {

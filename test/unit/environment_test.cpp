@@ -12,6 +12,7 @@
 //
 //===-----------------------------------------------------------------------------------------===//
 #include "cubecc/codegen/backend.h"
+#include "cubecc/codegen/cpu.h"
 #include "cubecc/codegen/cuda.h"
 #include "cubecc/ir/structural_hash.h"
 #include "cubecc/passes/pass_manager.h"
@@ -48,11 +49,13 @@ protected:
         GTEST_SKIP() << e.what();
       FAIL() << e.what();
     }
+    if (std::string why; device == "cpu" && codegen::llvm_version(&why).empty())
+      GTEST_SKIP() << "the LLVM backend is not available: " << why;
   }
   /// The bundle target for this device.
   static std::string target() {
     std::string device = GetParam();
-    if (device == "cuda" || device == "hip")
+    if (device == "cuda" || device == "hip" || device == "cpu")
       return device + ":" + runtime::Runtime::open(device).info().arch;
     return device;
   }
@@ -328,7 +331,7 @@ TEST_P(EnvironmentOnDevice, a_bundle_from_another_cubecc_is_never_used) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, EnvironmentOnDevice,
-                         testing::Values("interp", "vulkan", "cuda", "hip"),
+                         testing::Values("interp", "vulkan", "cpu", "cuda", "hip"),
                          [](const auto &info) { return std::string(info.param); });
 
 TEST(RuntimeEnvironment, CUBECC_ENV_names_the_bundle_Runtime_open_uses) {

@@ -299,9 +299,9 @@ TEST(Runtime, opens_the_first_gpu_else_the_best_kind_of_device_when_none_is_name
   ScopedEnv device("CUBECC_DEVICE", nullptr);
   ScopedEnv cuda_library("CUBECC_CUDA_LIBRARY", nullptr);
   ScopedEnv hip_library("CUBECC_HIP_LIBRARY", nullptr);
-  // The first GPU in list order, else the first device of the best kind (DeviceKind's order).
+  // The first GPU in list order, else the first device of the best class (DeviceClass's order).
   std::string expected;
-  std::optional<DeviceKind> best;
+  std::optional<DeviceClass> best;
   for (const DeviceEntry &e : list_devices())
     if (e.available && (!best || e.info->device_class < *best)) {
       expected = e.backend;

@@ -4,7 +4,7 @@
 // must get an Error saying so, never a race; Buffers may be destroyed on any thread, and their
 // memory must reach the device without disturbing the call in progress (issue 17, #13: on Vulkan
 // a Buffer freed on another thread flushed and reset the command buffer a launch was recording).
-// Every test runs on interp and, where a Vulkan device opens, on vulkan.
+// Every test runs on interp and, where their devices open, on vulkan and cpu.
 //
 //===-----------------------------------------------------------------------------------------===//
 #include "cubecc/runtime/runtime.h"
@@ -218,7 +218,7 @@ TEST_P(RuntimeThreads, two_threads_racing_on_one_runtime_get_errors_or_right_res
   RecordProperty("refused", refused.load());
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, RuntimeThreads, ::testing::Values("interp", "vulkan"),
+INSTANTIATE_TEST_SUITE_P(Devices, RuntimeThreads, ::testing::Values("interp", "vulkan", "cpu"),
                          [](const auto &info) { return std::string(info.param); });
 
 } // namespace

@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
-# The e2e suite on interp and vulkan with every kernel from an environment bundle:
+# The e2e suite on interp, vulkan and cpu with every kernel from an environment bundle:
 #   1. the kernels: those the e2e tests of this ctest run wrote to <work>/kernels/<device>/
 #      (CUBECC_E2E_COLLECT; they are this test's fixture), or, run alone, one run of the suite
 #      collecting them;
 #   2. `cubecc env build` a bundle per device from them (-O0: the suite runs kernels as given),
-#      `cubecc env merge` the two, `cubecc env verify` and `cubecc env inspect` the result (each
+#      `cubecc env merge` them, `cubecc env verify` and `cubecc env inspect` the result (each
 #      exits 1 on a damaged entry), and rename it into place, as a deployment does;
 #   3. the suite again with CUBECC_ENV set: it checks at its end that no kernel was JIT-compiled
 #      and that the environment answered.
 # usage: e2e-with-environment.sh <cubecc_e2e_tests> <cubecc> <work dir>
-# The cpu device is left out until `cubecc env build` makes cpu:<level> objects (the environments
-# builder does not know the cpu targets yet).
+# cpu bundles are built for cpu:native, the level the cpu device of this machine runs; a build
+# without the LLVM backend skips the cpu tests, so there are no cpu kernels and no cpu bundle.
 set -euo pipefail
 tests=$1 cubecc=$2 work=$3
-filter='-*cuda*:*hip*:*Cuda*:*Hip*:*cpu*'
+filter='-*cuda*:*hip*:*Cuda*:*Hip*'
 mkdir -p "$work"
 rm -f "$work"/*.cubeenv
 if [ -d "$work/kernels/interp" ] && [ -d "$work/kernels/vulkan" ]; then
@@ -22,11 +22,19 @@ else
   echo "== 1. the suite, collecting the kernels it compiles"
   CUBECC_E2E_COLLECT="$work/kernels" "$tests" --gtest_filter="$filter" --gtest_brief=1
 fi
-for device in interp vulkan; do
+bundles=()
+for device in interp vulkan cpu; do
+  if [ "$device" = cpu ] && [ ! -d "$work/kernels/cpu" ]; then
+    echo "== 2. no kernels for cpu (its tests were skipped: no LLVM backend)"
+    continue
+  fi
   echo "== 2. $(ls "$work/kernels/$device" | wc -l) kernels for $device"
-  "$cubecc" env build "$work/kernels/$device"/*.cir --target "$device" -O0 -o "$work/$device.cubeenv"
+  target=$device
+  [ "$device" = cpu ] && target=cpu:native
+  "$cubecc" env build "$work/kernels/$device"/*.cir --target "$target" -O0 -o "$work/$device.cubeenv"
+  bundles+=("$work/$device.cubeenv")
 done
-"$cubecc" env merge "$work/interp.cubeenv" "$work/vulkan.cubeenv" -o "$work/e2e.cubeenv.new"
+"$cubecc" env merge "${bundles[@]}" -o "$work/e2e.cubeenv.new"
 "$cubecc" env verify "$work/e2e.cubeenv.new"
 "$cubecc" env inspect "$work/e2e.cubeenv.new" > "$work/e2e-inspect.txt"
 mv "$work/e2e.cubeenv.new" "$work/e2e.cubeenv"

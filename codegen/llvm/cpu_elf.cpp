@@ -1,5 +1,5 @@
-//===- elf_check.cpp - Checking an ELF shared object's headers before dlopen ------------------===//
-#include "cpu/elf_check.h"
+//===- cpu_elf.cpp - Checking an ELF shared object's headers before dlopen -------------------===//
+#include "cubecc/codegen/cpu_elf.h"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,7 @@
 #include <cstring>
 #include <vector>
 
-namespace cubecc::runtime {
+namespace cubecc::codegen {
 
 namespace {
 
@@ -183,4 +183,4 @@ std::string elf_shared_object_problem(std::string_view bytes) {
   return "";
 }
 
-} // namespace cubecc::runtime
+} // namespace cubecc::codegen

@@ -1,4 +1,4 @@
-//===- elf_check.h - Is this a shared object the cpu device may hand to dlopen? ---------------===//
+//===- cpu_elf.h - Is this a shared object the cpu device may hand to dlopen? -----------------===//
 //
 // A compiled CPU kernel reaches the cpu device as bytes from outside the process (an environment
 // bundle entry, the per-user object cache). glibc's loader trusts the headers it maps, so the
@@ -14,10 +14,10 @@
 #include <string>
 #include <string_view>
 
-namespace cubecc::runtime {
+namespace cubecc::codegen {
 
 /// Empty when `bytes` passes the checks above, else what is wrong ("the program header table
 /// [64, 624) lies outside the 500 bytes", "not an ELF file (bad magic)").
 std::string elf_shared_object_problem(std::string_view bytes);
 
-} // namespace cubecc::runtime
+} // namespace cubecc::codegen
