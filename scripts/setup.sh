@@ -24,6 +24,7 @@ packages=(
   libamdhip64-dev libhiprtc-builtins5 libamd-comgr-dev rocm-device-libs
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
+  libhalide14-0-dev       # Halide 14, the peer that bench/cpu_vs_halide measures the cpu device against
   llvm-19-tools           # FileCheck, not, count and lit for the lit tests
   clang-14 libclang-rt-14-dev  # libFuzzer and sanitizer runtimes for the fuzz targets
   clang-format-14 clang-tidy-14
