@@ -1,5 +1,4 @@
-//===- cpu_cold_start.cpp - Cold start on the cpu device: JIT, bundle, ahead-of-time C++
-//-------===//
+//===- cpu_cold_start.cpp - Cold start on the cpu device: JIT, bundle, ahead-of-time C++ ------===//
 //
 // What an application pays before its first result on the cpu device (or --device), measured side
 // by side in one run:
@@ -105,8 +104,7 @@ const dsl::RegisteredKernel &registered(const std::string &name) {
   die("no registered kernel " + name);
 }
 
-//===- 50 generated kernels
-//--------------------------------------------------------------------===//
+//===- 50 generated kernels -------------------------------------------------------------------===//
 
 namespace generated {
 
@@ -170,8 +168,7 @@ float host_last(float x, float y) {
 
 } // namespace generated
 
-//===- The child process: one start, one result
-//------------------------------------------------===//
+//===- The child process: one start, one result -----------------------------------------------===//
 
 /// Inputs that cost nothing to make (a random generator would dominate the `aot` mode).
 std::vector<float> ramp(size_t n, float scale, float offset) {
@@ -343,8 +340,7 @@ double time_child(const std::vector<std::string> &args) {
   return std::atof(text.c_str());
 }
 
-//===- 1. Per kernel: JIT against the bundle
-//---------------------------------------------------===//
+//===- 1. Per kernel: JIT against the bundle --------------------------------------------------===//
 
 struct LoadRow {
   std::string kernel;

@@ -16,9 +16,9 @@
 // when a cell would take longer than --budget-ms); each run is wall-clock from the launch to the
 // end of the synchronize (realize for Halide), and the median is reported. Throughput counts the
 // bytes a problem must move at least (axpy 12 B per element, softmax and transpose 8, sum 4) or 2 M
-// N K flops. Before the problems, the machine's stream bandwidth: a copy and a triad over 2^25
-// floats on every core, with the axpy rows given as a percentage of the triad (same 12 B per
-// element).
+// N K flops. Before the problems, the machine's stream bandwidth: copy, triad and an in-place
+// update (a = s b + a) over 2^25 floats on every core; the axpy rows are also given as a share of
+// the update, which runs in the same alternation (the same accesses, 12 B per element).
 //
 // Prints a table, then one JSON object per row.
 //
@@ -52,6 +52,8 @@
 #include <thread>
 #include <vector>
 
+#include <unistd.h>
+
 using namespace cubecc;
 namespace hl = Halide;
 
@@ -81,78 +83,84 @@ std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1, float h
   return v;
 }
 
-/// How long one implementation of a problem takes: median ms over `reps` timed runs.
-struct Timing {
-  double ms = NAN;
-  int reps = 0;
-};
-
-/// Timed runs until `max_reps` or until `budget_ms` is spent (at least one). The caller has run it
-/// once already (the checked run is the warm-up).
-Timing time_runs(const std::function<void()> &run, int max_reps, double budget_ms) {
-  std::vector<double> times;
-  double spent = 0;
-  while (static_cast<int>(times.size()) < max_reps && (times.empty() || spent < budget_ms)) {
-    auto start = Clock::now();
-    run();
-    times.push_back(ms_since(start));
-    spent += times.back();
-  }
-  return {bench::median(times), static_cast<int>(times.size())};
-}
-
-//===- The machine's stream bandwidth
-//----------------------------------------------------------===//
+//===- The machine's stream bandwidth ---------------------------------------------------------===//
 
 struct StreamResult {
   int threads = 0;
-  double copy_gbs = NAN, triad_gbs = NAN;
+  double copy_gbs = NAN, triad_gbs = NAN, update_gbs = NAN;
 };
 
-/// Copy (c = a, 8 B per element) and triad (a = b + s c, 12 B) over 2^25 floats, each thread on
-/// its own contiguous slice (which it also initialized, so its pages are local to it).
-StreamResult stream_bandwidth(int reps) {
-  const size_t n = size_t(1) << 25;
-  const int threads = std::max(1u, std::thread::hardware_concurrency());
-  std::unique_ptr<float[]> a(new float[n]), b(new float[n]), c(new float[n]);
-  auto on_all_threads = [&](auto &&body) {
+/// Over 2^25 floats on every core, each thread on its own contiguous slice (which it also
+/// initialized, so its pages are local): STREAM's copy (c = a, counted 8 B per element) and triad
+/// (a = b + s c, 12 B), and an in-place update (a = s b + a, 12 B): the access pattern of axpy,
+/// which, unlike the triad, has no write-allocate traffic for a separate output.
+class Stream {
+public:
+  static constexpr size_t kFloats = size_t(1) << 25;
+
+  Stream()
+      : threads_(std::max(1u, std::thread::hardware_concurrency())), a_(new float[kFloats]),
+        b_(new float[kFloats]), c_(new float[kFloats]) {
+    on_all_threads([this](size_t lo, size_t hi) {
+      for (size_t i = lo; i < hi; ++i) {
+        a_[i] = 1.0f;
+        b_[i] = 2.0f;
+        c_[i] = 0.5f;
+      }
+    });
+  }
+
+  void copy() {
+    on_all_threads([a = a_.get(), c = c_.get()](size_t lo, size_t hi) {
+      for (size_t i = lo; i < hi; ++i)
+        c[i] = a[i];
+    });
+  }
+  void triad() {
+    on_all_threads([a = a_.get(), b = b_.get(), c = c_.get()](size_t lo, size_t hi) {
+      for (size_t i = lo; i < hi; ++i)
+        a[i] = b[i] + 3.0f * c[i];
+    });
+  }
+  void update() {
+    on_all_threads([a = a_.get(), b = b_.get()](size_t lo, size_t hi) {
+      for (size_t i = lo; i < hi; ++i)
+        a[i] = 0.5f * b[i] + a[i];
+    });
+  }
+
+  /// Medians of `reps` runs of each after one warm-up.
+  StreamResult measure(int reps) {
+    auto median_ms = [&](void (Stream::*body)()) {
+      std::vector<double> times;
+      for (int r = 0; r <= reps; ++r) {
+        auto start = Clock::now();
+        (this->*body)();
+        if (r > 0)
+          times.push_back(ms_since(start));
+      }
+      return bench::median(times);
+    };
+    double copy_ms = median_ms(&Stream::copy), triad_ms = median_ms(&Stream::triad),
+           update_ms = median_ms(&Stream::update);
+    return {threads_, 8.0 * kFloats / copy_ms / 1e6, 12.0 * kFloats / triad_ms / 1e6,
+            12.0 * kFloats / update_ms / 1e6};
+  }
+
+private:
+  template <class F> void on_all_threads(F &&body) {
     std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t)
-      pool.emplace_back([&, t] { body(n * t / threads, n * (t + 1) / threads); });
+    for (int t = 0; t < threads_; ++t)
+      pool.emplace_back([&, t] { body(kFloats * t / threads_, kFloats * (t + 1) / threads_); });
     for (auto &thread : pool)
       thread.join();
-  };
-  on_all_threads([&](size_t lo, size_t hi) {
-    for (size_t i = lo; i < hi; ++i) {
-      a[i] = 1.0f;
-      b[i] = 2.0f;
-      c[i] = 0.5f;
-    }
-  });
-  auto best_median = [&](auto &&body) {
-    std::vector<double> times;
-    for (int r = 0; r <= reps; ++r) {
-      auto start = Clock::now();
-      on_all_threads(body);
-      if (r > 0)
-        times.push_back(ms_since(start));
-    }
-    return bench::median(times);
-  };
-  float *pa = a.get(), *pb = b.get(), *pc = c.get();
-  double copy_ms = best_median([=](size_t lo, size_t hi) {
-    for (size_t i = lo; i < hi; ++i)
-      pc[i] = pa[i];
-  });
-  double triad_ms = best_median([=](size_t lo, size_t hi) {
-    for (size_t i = lo; i < hi; ++i)
-      pa[i] = pb[i] + 3.0f * pc[i];
-  });
-  return {threads, 8.0 * n / copy_ms / 1e6, 12.0 * n / triad_ms / 1e6};
-}
+  }
 
-//===- cubecc kernels written for SIMD lanes
-//---------------------------------------------------===//
+  int threads_;
+  std::unique_ptr<float[]> a_, b_, c_;
+};
+
+//===- cubecc kernels written for SIMD lanes --------------------------------------------------===//
 //
 // The example kernels index tensors through their strides (`t(i, j)`), which the compiler cannot
 // prove to be 1; these index the contiguous row-major data directly (`t[i]`), so neighbouring
@@ -278,8 +286,7 @@ void sgemm_rows(dsl::Tensor<const float, 2> a, dsl::Tensor<const float, 2> b,
 
 } // namespace kernels
 
-//===- Problems
-//--------------------------------------------------------------------------------===//
+//===- Problems -------------------------------------------------------------------------------===//
 
 /// One cubecc kernel for a problem: how to trace it and how to launch it on buffers uploaded from
 /// the problem's inputs (the output buffer is the last of them).
@@ -394,15 +401,20 @@ Problem axpy_problem() {
     yp->set(*yb);
     return std::function<void()>([=] { f->realize(*yb); });
   };
-  auto launch = [=](int width) {
+  auto launch = [=](std::array<uint32_t, 3> grid) {
     return
         [=](runtime::Runtime &rt, const runtime::KernelHandle &k, std::vector<runtime::Buffer> &b) {
-          rt.launch(k, runtime::grid_1d(n / width, 256), b[0], uint32_t(n), 1u, b[1], uint32_t(n),
-                    1u, a);
+          rt.launch(k, grid, b[0], uint32_t(n), 1u, b[1], uint32_t(n), 1u, a);
         };
   };
-  p.variants = {{"axpy (example)", registered("axpy"), launch(1)},
-                {"axpy_w4 (example)", registered("axpy_w4"), launch(4)}};
+  p.variants = {{"axpy_w4 (example)", registered("axpy_w4"), launch({n / 4 / 256, 1, 1})},
+                {"axpy_2d (flat)",
+                 [] {
+                   return optimized(
+                       dsl::trace<kernels::axpy_2d>("axpy_2d", {.workgroup = {256, 1, 1}}),
+                       "axpy_2d");
+                 },
+                 launch({n / 256 / 64, 64, 1})}};
   return p;
 }
 
@@ -675,12 +687,6 @@ Problem sgemm_problem(int size) {
 //===- Running
 //---------------------------------------------------------------------------------===//
 
-struct Cell {
-  double ms = NAN, rate = NAN;
-  int reps = 0;
-  std::string note; ///< why there is no number
-};
-
 struct Options {
   std::string device = "cpu";
   bool vulkan = true;
@@ -689,58 +695,80 @@ struct Options {
   std::string only;
 };
 
-/// Verifies then times one cubecc variant on `rt`.
-Cell run_cubecc(runtime::Runtime &rt, const Problem &p, const CubeccVariant &variant,
-                const Options &options) {
-  Cell cell;
-  try {
-    std::unique_ptr<ir::Module> module = variant.trace();
-    runtime::KernelHandle kernel = rt.load(*module->kernels()[0]);
-    std::vector<runtime::Buffer> buffers;
-    for (const auto &input : p.inputs)
-      buffers.push_back(rt.upload(input));
-    auto run = [&] {
-      variant.launch(rt, kernel, buffers);
-      rt.synchronize();
-    };
-    run();
-    std::string wrong = p.check(rt.download<float>(buffers.back()));
-    if (!wrong.empty()) {
-      cell.note = "WRONG";
-      std::fprintf(stderr, "cpu_vs_halide: %s %s on %s: wrong result: %s\n", p.name.c_str(),
-                   variant.label.c_str(), rt.info().name.c_str(), wrong.c_str());
-      return cell;
-    }
-    Timing t = time_runs(run, options.reps, options.budget_ms);
-    cell.ms = t.ms;
-    cell.reps = t.reps;
-    cell.rate = p.work / t.ms / 1e6;
-  } catch (const std::exception &e) {
-    cell.note = "error";
-    std::fprintf(stderr, "cpu_vs_halide: %s %s: %s\n", p.name.c_str(), variant.label.c_str(),
-                 e.what());
-  }
-  rt.trim();
-  return cell;
-}
+/// One implementation, checked and ready to run again (or `note` says why not).
+struct Prepared {
+  std::function<void()> run;
+  std::string note;
+  double jit_ms = NAN; ///< Halide: compile_jit
+};
 
-Cell run_halide(const Problem &p, const Options &options, double &jit_ms) {
-  Cell cell;
-  std::vector<std::vector<float>> buffers = p.inputs;
-  std::function<void()> run = p.halide(buffers, jit_ms);
+Prepared prepare_halide(const Problem &p) {
+  Prepared prepared;
+  auto buffers = std::make_shared<std::vector<std::vector<float>>>(p.inputs);
+  std::function<void()> run = p.halide(*buffers, prepared.jit_ms);
   run();
-  std::string wrong = p.check(buffers.back());
+  std::string wrong = p.check(buffers->back());
   if (!wrong.empty()) {
     std::fprintf(stderr, "cpu_vs_halide: %s: Halide's result is wrong: %s\n", p.name.c_str(),
                  wrong.c_str());
-    cell.note = "WRONG";
-    return cell;
+    prepared.note = "WRONG";
+    return prepared;
   }
-  Timing t = time_runs(run, options.reps, options.budget_ms);
-  cell.ms = t.ms;
-  cell.reps = t.reps;
-  cell.rate = p.work / t.ms / 1e6;
-  return cell;
+  prepared.run = [buffers, run] { run(); };
+  return prepared;
+}
+
+/// Loads the variant on `rt`, uploads the inputs, runs it once and checks the result.
+Prepared prepare_cubecc(runtime::Runtime &rt, const Problem &p, const CubeccVariant &variant) {
+  Prepared prepared;
+  try {
+    std::unique_ptr<ir::Module> module = variant.trace();
+    runtime::KernelHandle kernel = rt.load(*module->kernels()[0]);
+    auto buffers = std::make_shared<std::vector<runtime::Buffer>>();
+    for (const auto &input : p.inputs)
+      buffers->push_back(rt.upload(input));
+    auto launch = variant.launch;
+    runtime::Runtime *runtime = &rt;
+    auto run = [=] {
+      launch(*runtime, kernel, *buffers);
+      runtime->synchronize();
+    };
+    run();
+    std::string wrong = p.check(rt.download<float>(buffers->back()));
+    if (!wrong.empty()) {
+      prepared.note = "WRONG";
+      std::fprintf(stderr, "cpu_vs_halide: %s %s on %s: wrong result: %s\n", p.name.c_str(),
+                   variant.label.c_str(), rt.info().name.c_str(), wrong.c_str());
+      return prepared;
+    }
+    prepared.run = run;
+  } catch (const std::exception &e) {
+    prepared.note = "error";
+    std::fprintf(stderr, "cpu_vs_halide: %s %s: %s\n", p.name.c_str(), variant.label.c_str(),
+                 e.what());
+  }
+  return prepared;
+}
+
+/// Runs the given implementations in turn, round after round (so that a change in the machine's
+/// load hits them alike), until `max_reps` rounds or until `budget_ms` is spent (at least one
+/// round); returns each one's median ms (NaN for those without a run).
+std::vector<double> time_alternating(const std::vector<const Prepared *> &runs, int max_reps,
+                                     double budget_ms, int &rounds) {
+  std::vector<std::vector<double>> times(runs.size());
+  double spent = 0;
+  for (rounds = 0; rounds < max_reps && (rounds == 0 || spent < budget_ms); ++rounds)
+    for (size_t i = 0; i < runs.size(); ++i)
+      if (runs[i]->run) {
+        auto start = Clock::now();
+        runs[i]->run();
+        times[i].push_back(ms_since(start));
+        spent += times[i].back();
+      }
+  std::vector<double> medians;
+  for (const auto &t : times)
+    medians.push_back(t.empty() ? NAN : bench::median(t));
+  return medians;
 }
 
 std::optional<runtime::Runtime> open_runtime(const std::string &name, std::string &why) {
@@ -752,10 +780,10 @@ std::optional<runtime::Runtime> open_runtime(const std::string &name, std::strin
   }
 }
 
-std::string cell_text(const Cell &c, int width) {
-  if (std::isnan(c.rate))
-    return fmt::format("{:>{}}", c.note.empty() ? "-" : c.note, width);
-  return fmt::format("{:>{}.{}f}", c.rate, width, c.rate < 10 ? 2 : 1);
+std::string rate_text(double rate, const std::string &note, int width) {
+  if (std::isnan(rate))
+    return fmt::format("{:>{}}", note.empty() ? "-" : note, width);
+  return fmt::format("{:>{}.{}f}", rate, width, rate < 10 ? 2 : 1);
 }
 
 std::string ratio_text(double r, int width) {
@@ -790,14 +818,12 @@ int main(int argc, char **argv) try {
   std::optional<runtime::Runtime> vulkan;
   if (options.vulkan && options.device != "vulkan")
     vulkan = open_runtime("vulkan", why_vulkan);
-  else if (!options.vulkan)
-    why_vulkan = "--no-vulkan";
   else
-    why_vulkan = "--device is vulkan";
+    why_vulkan = options.vulkan ? "--device is vulkan" : "--no-vulkan";
 
-  std::printf("Halide 14, target %s (%d f32 lanes); %u hardware threads\n",
+  std::printf("Halide 14, target %s (%d f32 lanes); %u hardware threads, L3 %ld MiB\n",
               halide_target().to_string().c_str(), halide_target().natural_vector_size<float>(),
-              std::thread::hardware_concurrency());
+              std::thread::hardware_concurrency(), sysconf(_SC_LEVEL3_CACHE_SIZE) >> 20);
   if (primary)
     std::printf("cubecc %s: %s\n", options.device.c_str(), primary->info().name.c_str());
   else
@@ -808,17 +834,20 @@ int main(int argc, char **argv) try {
   else
     std::printf("cubecc vulkan: not measured (%s)\n", why_vulkan.c_str());
 
-  StreamResult stream = stream_bandwidth(std::max(3, options.reps));
-  std::printf("stream (%d threads, 2^25 floats): copy %.1f GB/s, triad %.1f GB/s\n", stream.threads,
-              stream.copy_gbs, stream.triad_gbs);
-  std::printf("median of up to %d runs after a warm-up (fewer past %.0f ms per cell); every "
-              "result checked against the host first\n\n",
-              options.reps, options.budget_ms);
+  Stream stream;
+  StreamResult bandwidth = stream.measure(std::max(3, options.reps));
+  std::printf("stream (%d threads, 2^25 floats): copy %.1f GB/s, triad %.1f GB/s, in-place update "
+              "%.1f GB/s\n",
+              bandwidth.threads, bandwidth.copy_gbs, bandwidth.triad_gbs, bandwidth.update_gbs);
+  std::printf("Halide and cubecc %s run alternately, up to %d rounds (fewer past %.0f ms per row), "
+              "medians; vulkan timed after them; every result checked against the host first\n\n",
+              options.device.c_str(), options.reps, options.budget_ms);
 
   std::vector<std::string> json;
   json.push_back(fmt::format(
-      R"({{"bench": "cpu_vs_halide_stream", "threads": {}, "floats": 33554432, "copy_gbs": {}, "triad_gbs": {}}})",
-      stream.threads, json_number(stream.copy_gbs), json_number(stream.triad_gbs)));
+      R"({{"bench": "cpu_vs_halide_stream", "threads": {}, "floats": 33554432, "copy_gbs": {}, "triad_gbs": {}, "update_gbs": {}}})",
+      bandwidth.threads, json_number(bandwidth.copy_gbs), json_number(bandwidth.triad_gbs),
+      json_number(bandwidth.update_gbs)));
 
   const std::string cpu_column = "cubecc " + options.device;
   std::printf("%-10s %-12s %-28s %-8s %9s %12s %8s %14s %8s\n", "problem", "size", "cubecc kernel",
@@ -834,43 +863,65 @@ int main(int argc, char **argv) try {
     Problem p = make();
     if (!options.only.empty() && p.name != options.only)
       continue;
-    double jit_ms = NAN;
-    Cell halide = run_halide(p, options, jit_ms);
-    std::string shares; // axpy as a percentage of the stream triad
+    Prepared halide = prepare_halide(p);
+    // axpy also alternates with the stream's in-place update (the same accesses), for its share.
+    Prepared update;
+    if (p.name == "axpy")
+      update.run = [&stream] { stream.update(); };
     for (const CubeccVariant &variant : p.variants) {
-      Cell cpu, vk;
+      Prepared cpu, vk;
       if (primary)
-        cpu = run_cubecc(*primary, p, variant, options);
+        cpu = prepare_cubecc(*primary, p, variant);
       else
         cpu.note = "n/a";
-      if (vulkan && variant.on_vulkan)
-        vk = run_cubecc(*vulkan, p, variant, options);
-      else
+      int rounds = 0;
+      std::vector<double> ms =
+          time_alternating({&halide, &cpu, &update}, options.reps, options.budget_ms, rounds);
+      cpu.run = nullptr; // its buffers go back to the pool
+      if (primary)
+        primary->trim();
+
+      int vk_reps = 0;
+      double vk_ms = NAN;
+      if (vulkan && variant.on_vulkan) {
+        vk = prepare_cubecc(*vulkan, p, variant);
+        vk_ms = time_alternating({&vk}, options.reps, options.budget_ms, vk_reps)[0];
+        if (!vk.run)
+          vk_reps = 0;
+        vk.run = nullptr;
+        vulkan->trim();
+      } else {
         vk.note = vulkan ? "skipped" : "n/a";
-      double over_halide = cpu.rate / halide.rate, over_vulkan = cpu.rate / vk.rate;
+      }
+      double halide_rate = p.work / ms[0] / 1e6, cpu_rate = p.work / ms[1] / 1e6,
+             vk_rate = p.work / vk_ms / 1e6;
+      double over_halide = cpu_rate / halide_rate, over_vulkan = cpu_rate / vk_rate;
       std::printf("%-10s %-12s %-28s %-8s %9s %12s %8s %14s %8s\n", p.name.c_str(), p.size.c_str(),
-                  variant.label.c_str(), p.unit.c_str(), cell_text(halide, 9).c_str(),
-                  cell_text(cpu, 12).c_str(), ratio_text(over_halide, 8).c_str(),
-                  cell_text(vk, 14).c_str(), ratio_text(over_vulkan, 8).c_str());
-      std::string stream_share;
-      if (p.name == "axpy") {
-        shares += fmt::format(", {} {:.0f}%", variant.label, 100 * cpu.rate / stream.triad_gbs);
-        stream_share = fmt::format(R"(, "halide_pct_of_triad": {}, "cpu_pct_of_triad": {})",
-                                   json_number(100 * halide.rate / stream.triad_gbs),
-                                   json_number(100 * cpu.rate / stream.triad_gbs));
+                  variant.label.c_str(), p.unit.c_str(),
+                  rate_text(halide_rate, halide.note, 9).c_str(),
+                  rate_text(cpu_rate, cpu.note, 12).c_str(), ratio_text(over_halide, 8).c_str(),
+                  rate_text(vk_rate, vk.note, 14).c_str(), ratio_text(over_vulkan, 8).c_str());
+      std::string extra;
+      if (update.run) {
+        double update_rate = 12.0 * Stream::kFloats / ms[2] / 1e6;
+        std::string cpu_share =
+            std::isnan(cpu_rate) ? "-" : fmt::format("{:.0f}%", 100 * cpu_rate / update_rate);
+        std::printf("%-10s %-12s %-28s %-8s %8.0f%% %12s\n", "", "",
+                    fmt::format("  % of stream {:.1f} GB/s", update_rate).c_str(), "",
+                    100 * halide_rate / update_rate, cpu_share.c_str());
+        extra = fmt::format(
+            R"(, "stream_update_gbs": {}, "halide_pct_of_stream": {}, "cpu_pct_of_stream": {})",
+            json_number(update_rate), json_number(100 * halide_rate / update_rate),
+            json_number(100 * cpu_rate / update_rate));
       }
       json.push_back(fmt::format(
-          R"({{"bench": "cpu_vs_halide", "problem": "{}", "size": "{}", "kernel": "{}", "unit": "{}", "halide": {}, "cubecc_cpu": {}, "cpu_over_halide": {}, "cubecc_vulkan": {}, "cpu_over_vulkan": {}, "halide_ms": {}, "cpu_ms": {}, "vulkan_ms": {}, "halide_reps": {}, "cpu_reps": {}, "vulkan_reps": {}, "halide_jit_ms": {}, "device": "{}"{}}})",
-          p.name, p.size, variant.label, p.unit, json_number(halide.rate), json_number(cpu.rate),
-          json_number(over_halide), json_number(vk.rate), json_number(over_vulkan),
-          json_number(halide.ms), json_number(cpu.ms), json_number(vk.ms), halide.reps, cpu.reps,
-          vk.reps, json_number(jit_ms), options.device, stream_share));
+          R"({{"bench": "cpu_vs_halide", "problem": "{}", "size": "{}", "kernel": "{}", "unit": "{}", "halide": {}, "cubecc_cpu": {}, "cpu_over_halide": {}, "cubecc_vulkan": {}, "cpu_over_vulkan": {}, "halide_ms": {}, "cpu_ms": {}, "vulkan_ms": {}, "rounds": {}, "vulkan_reps": {}, "halide_jit_ms": {}, "device": "{}"{}}})",
+          p.name, p.size, variant.label, p.unit, json_number(halide_rate), json_number(cpu_rate),
+          json_number(over_halide), json_number(vk_rate), json_number(over_vulkan),
+          json_number(ms[0]), json_number(ms[1]), json_number(vk_ms), rounds, vk_reps,
+          json_number(halide.jit_ms), options.device, extra));
+      std::fflush(stdout);
     }
-    if (p.name == "axpy")
-      std::printf("  axpy as a share of the stream triad: Halide %.0f%%; cubecc %s:%s\n",
-                  100 * halide.rate / stream.triad_gbs, options.device.c_str(),
-                  primary ? shares.substr(1).c_str() : " n/a");
-    std::fflush(stdout);
   }
   std::printf("\n(/Halide: cubecc %s throughput / Halide's, above 1 cubecc is faster; /vulkan: "
               "cubecc %s / cubecc vulkan.) Total %.0f s\n\n",
