@@ -13,10 +13,12 @@
 //     starts itself again (posix_spawn of /proc/self/exe); the child reports the time from the
 //     parent's spawn to the moment its result is in host memory (CLOCK_MONOTONIC in both), then
 //     checks the result (not timed). Modes: `empty` (the child exits at once: exec, dynamic
-//     linking, static initializers), `aot` (the same computation written in C++, compiled -O3 into
-//     this program: what linking the kernel ahead of time gives), `bundle` (Runtime::open,
-//     use_environment, trace, load from the bundle, upload, launch, download, check) and `jit`
-//     (the same without the bundle).
+//     linking, static initializers), `aot` (the same computation written in C++, compiled -O3
+//     into this program), `so` (when the LLVM backend is built: the kernel's shared object as the
+//     LLVM backend writes it, dlopened and called on one thread over every workgroup: what linking
+//     cubecc's code into a program ahead of time gives), `bundle` (Runtime::open, use_environment,
+//     trace, load from the bundle, upload, launch, download) and `jit` (the same without the
+//     bundle).
 //  3. A library of 50 distinct generated kernels (in the same table): from process start to all
 //     50 loaded and the last one's result downloaded, with the bundle and without (JIT).
 //
@@ -27,30 +29,42 @@
 //
 //===-----------------------------------------------------------------------------------------===//
 #include "bench_support.h"
+#include "cubecc/codegen/cpu_abi.h"
+#include "cubecc/codegen/kernel_abi.h"
 #include "cubecc/dsl.h"
 #include "cubecc/dsl/registry.h"
 #include "cubecc/dsl/trace.h"
 #include "cubecc/environments/builder.h"
 #include "cubecc/environments/bundle.h"
 #include "cubecc/ir/ir.h"
+#include "cubecc/passes/pass_manager.h"
 #include "cubecc/runtime/runtime.h"
 
 #include <fmt/format.h>
 
+#if CUBECC_BENCH_HAVE_CPU_BACKEND
+#include "cubecc/codegen/cpu.h"
+#endif
+
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <chrono>
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include <dlfcn.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -75,17 +89,6 @@ std::string json_number(double v) {
 [[noreturn]] void die(const std::string &message) {
   std::fprintf(stderr, "cpu_cold_start: %s\n", message.c_str());
   std::exit(1);
-}
-
-/// The median of `reps` runs of `body` after one warm-up; `body` returns what it measured (ms).
-double median_of(int reps, const std::function<double()> &body) {
-  std::vector<double> times;
-  for (int r = 0; r <= reps; ++r) {
-    double t = body();
-    if (r > 0)
-      times.push_back(t);
-  }
-  return bench::median(times);
 }
 
 std::unique_ptr<ir::Module> trace_registered(const dsl::RegisteredKernel &k) {
@@ -267,7 +270,42 @@ int child_main(const std::string &mode, const std::string &kernel, const std::st
   std::vector<float> y0 = is_axpy ? ramp(kAxpyN, 0.002f, 0.25f) : std::vector<float>();
   std::vector<float> out;
   bool served = true;
-  if (mode == "aot") {
+  if (mode == "so") {
+    // The kernel's shared object as the backend wrote it (`bundle` is its path), called directly
+    // on this thread over every workgroup: what linking cubecc's code into a program gives.
+    void *library = dlopen(bundle.c_str(), RTLD_NOW | RTLD_LOCAL);
+    auto *kernel_fn =
+        library ? reinterpret_cast<cubecc_cpu_kernel_fn>(dlsym(library, CUBECC_CPU_KERNEL_SYMBOL))
+                : nullptr;
+    if (!kernel_fn)
+      die("cannot load " + bundle + ": " + dlerror());
+    // The parameter block as KernelAbi lays it out for these two signatures (checked by the
+    // parent): every value a 4-byte slot, in order.
+    std::array<uint32_t, 8> params{};
+    std::array<void *, 2> buffers{};
+    std::array<uint64_t, 2> counts{};
+    uint32_t groups = 0;
+    if (is_axpy) {
+      out = y0;
+      const float a = 2.0f;
+      params = {kAxpyN, 1, kAxpyN, 1, std::bit_cast<uint32_t>(a)};
+      buffers = {in.data(), out.data()};
+      counts = {kAxpyN, kAxpyN};
+      groups = kAxpyN / 256;
+    } else {
+      out.resize(in.size());
+      params = {kSoftmaxRows, kSoftmaxCols, kSoftmaxCols, 1,
+                kSoftmaxRows, kSoftmaxCols, kSoftmaxCols, 1};
+      buffers = {in.data(), out.data()};
+      counts = {in.size(), out.size()};
+      groups = kSoftmaxRows;
+    }
+    cubecc_cpu_launch launch{buffers.data(), counts.data(), params.data(), {groups, 1, 1}, 0,
+                             nullptr};
+    alignas(64) static std::byte shared[64 * 1024];
+    kernel_fn(&launch, 0, groups, shared);
+    report();
+  } else if (mode == "aot") {
     out = is_axpy ? y0 : std::vector<float>(in.size());
     if (is_axpy)
       axpy_aot(in.data(), out.data(), 2.0f, kAxpyN);
@@ -463,6 +501,40 @@ int main(int argc, char **argv) try {
               device.c_str(), device_name.c_str(), target.c_str(), inputs.size(),
               (uintmax_t)fs::file_size(bundle), ms_since(build_start) / 1000, reps);
 
+  // The shared objects of axpy and softmax as the backend writes them, for the `so` mode.
+  std::map<std::string, std::string> shared_objects;
+#if CUBECC_BENCH_HAVE_CPU_BACKEND
+  std::string why_no_llvm;
+  if (!codegen::llvm_version(&why_no_llvm).empty())
+    for (const char *name : {"axpy", "softmax"}) {
+      std::unique_ptr<ir::Module> module = trace_registered(registered(name));
+      std::vector<ir::Diagnostic> errors = passes::optimize(*module, 2);
+      std::optional<codegen::CpuBinary> binary;
+      if (errors.empty())
+        binary = codegen::compile_cpu(*module->kernels()[0], {.level = "native"}, errors);
+      if (!binary)
+        die(fmt::format("{}: compile_cpu failed: {}", name, ir::to_string(errors)));
+      const codegen::KernelAbi &abi = binary->abi;
+      uint32_t offset = 0;
+      for (const codegen::ParamSlot &slot : abi.params)
+        if (slot.kind == codegen::ParamSlot::Value) {
+          if (slot.offset != offset || slot.lane_bytes != 4)
+            die(fmt::format("{}: the parameter block is not the 4-byte slots the so mode writes",
+                            name));
+          offset += 4;
+        }
+      if (abi.shared_bytes > 64 * 1024)
+        die(fmt::format("{}: {} bytes of shared memory", name, abi.shared_bytes));
+      std::string path = (dir / fmt::format("{}.so", name)).string();
+      FILE *file = std::fopen(path.c_str(), "wb");
+      if (!file || std::fwrite(binary->object.data(), 1, binary->object.size(), file) !=
+                       binary->object.size())
+        die("cannot write " + path);
+      std::fclose(file);
+      shared_objects[name] = path;
+    }
+#endif
+
   std::vector<std::string> json;
 
   // 1. Per kernel, in process.
@@ -486,8 +558,10 @@ int main(int argc, char **argv) try {
   // 2. and 3. From process start, in child processes; the modes alternate within each rep.
   std::printf("\n2. From process start (spawn) to the first result in host memory, checked "
               "after; empty: a child that exits at once; library50: all 50 loaded, the last run\n");
-  std::printf("%-12s %-14s %9s %9s %9s %9s %11s %10s\n", "kernel", "problem", "empty ms", "aot ms",
-              "bundle ms", "JIT ms", "bundle/aot", "JIT/bundle");
+  std::printf("%-12s %-12s %8s %8s %9s %9s %9s %10s %10s %10s\n", "kernel", "problem", "empty",
+              "C++ aot", "cubecc so", "bundle", "JIT", "bundle/aot", "bundle/so", "JIT/bundle");
+  std::printf("%-12s %-12s %8s %8s %9s %9s %9s %10s %10s %10s\n", "", "", "ms", "ms", "ms", "ms",
+              "ms", "", "", "");
   struct StartCase {
     std::string kernel, problem;
     bool aot;
@@ -496,25 +570,40 @@ int main(int argc, char **argv) try {
                                          {"softmax", "1024 x 1024", true},
                                          {"library50", "50 kernels", false}};
   for (const StartCase &c : starts) {
-    std::vector<std::string> modes = {"empty", "bundle", "jit"};
+    // Mode, and the path the child gets as its last argument.
+    std::vector<std::pair<std::string, std::string>> modes = {
+        {"empty", bundle}, {"bundle", bundle}, {"jit", bundle}};
     if (c.aot)
-      modes.push_back("aot");
-    std::vector<std::vector<double>> times(modes.size());
+      modes.push_back({"aot", bundle});
+    if (shared_objects.count(c.kernel))
+      modes.push_back({"so", shared_objects[c.kernel]});
+    std::map<std::string, std::vector<double>> times;
     for (int r = 0; r <= reps; ++r)
-      for (size_t m = 0; m < modes.size(); ++m) {
-        double ms = time_child({"--child", modes[m], c.kernel, device, bundle});
+      for (const auto &[mode, path] : modes) {
+        double ms = time_child({"--child", mode, c.kernel, device, path});
         if (r > 0)
-          times[m].push_back(ms);
+          times[mode].push_back(ms);
       }
-    double empty = bench::median(times[0]), env = bench::median(times[1]),
-           jit = bench::median(times[2]), aot = c.aot ? bench::median(times[3]) : NAN;
-    std::printf("%-12s %-14s %9.1f %9s %9.1f %9.1f %11s %9.1fx\n", c.kernel.c_str(),
-                c.problem.c_str(), empty, c.aot ? fmt::format("{:.1f}", aot).c_str() : "-", env,
-                jit, c.aot ? fmt::format("{:.2f}x", env / aot).c_str() : "-", jit / env);
+    auto median = [&](const std::string &mode) {
+      return times.count(mode) ? bench::median(times[mode]) : NAN;
+    };
+    double empty = median("empty"), env = median("bundle"), jit = median("jit"),
+           aot = median("aot"), so = median("so");
+    auto ms_text = [](double v) {
+      return std::isnan(v) ? std::string("-") : fmt::format("{:.1f}", v);
+    };
+    auto ratio_text = [](double v) {
+      return std::isnan(v) ? std::string("-") : fmt::format("{:.2f}x", v);
+    };
+    std::printf("%-12s %-12s %8.1f %8s %9s %9.1f %9.1f %10s %10s %10s\n", c.kernel.c_str(),
+                c.problem.c_str(), empty, ms_text(aot).c_str(), ms_text(so).c_str(), env, jit,
+                ratio_text(env / aot).c_str(), ratio_text(env / so).c_str(),
+                ratio_text(jit / env).c_str());
     json.push_back(fmt::format(
-        R"({{"bench": "cpu_cold_start_process", "device": "{}", "target": "{}", "kernel": "{}", "problem": "{}", "empty_ms": {}, "aot_ms": {}, "bundle_ms": {}, "jit_ms": {}, "bundle_over_aot": {}, "jit_over_bundle": {}}})",
-        device, target, c.kernel, c.problem, json_number(empty), json_number(aot), json_number(env),
-        json_number(jit), json_number(env / aot), json_number(jit / env)));
+        R"({{"bench": "cpu_cold_start_process", "device": "{}", "target": "{}", "kernel": "{}", "problem": "{}", "empty_ms": {}, "aot_ms": {}, "so_ms": {}, "bundle_ms": {}, "jit_ms": {}, "bundle_over_aot": {}, "bundle_over_so": {}, "jit_over_bundle": {}}})",
+        device, target, c.kernel, c.problem, json_number(empty), json_number(aot), json_number(so),
+        json_number(env), json_number(jit), json_number(env / aot), json_number(env / so),
+        json_number(jit / env)));
   }
 
   std::printf("\n");
