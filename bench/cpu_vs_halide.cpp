@@ -43,6 +43,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -812,6 +813,11 @@ int main(int argc, char **argv) try {
           "[--only PROBLEM]");
   }
   auto total_start = Clock::now();
+  // The cpu device keeps compiled objects in the per-user cache; this run compiles into a folder
+  // of its own, so it measures the backend of this build, never an object an older one left.
+  namespace fs = std::filesystem;
+  const fs::path cache = fs::temp_directory_path() / fmt::format("cpu_vs_halide.{}", getpid());
+  setenv("CUBECC_CACHE_DIR", cache.c_str(), 1);
 
   std::string why_primary, why_vulkan;
   std::optional<runtime::Runtime> primary = open_runtime(options.device, why_primary);
@@ -928,6 +934,8 @@ int main(int argc, char **argv) try {
               options.device.c_str(), options.device.c_str(), ms_since(total_start) / 1000);
   for (const std::string &line : json)
     std::printf("%s\n", line.c_str());
+  if (!std::getenv("CUBECC_BENCH_KEEP_OBJECTS"))
+    fs::remove_all(cache);
   return 0;
 } catch (const std::exception &e) {
   std::fprintf(stderr, "cpu_vs_halide: %s\n", e.what());
