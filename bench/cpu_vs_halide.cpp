@@ -23,6 +23,8 @@
 // Prints a table, then one JSON object per row.
 //
 // Usage: cpu_vs_halide [--device NAME] [--no-vulkan] [--reps N] [--budget-ms MS] [--only PROBLEM]
+//                      [--dump DIR]   (each cubecc kernel's IR after -O2, and its LLVM IR and
+//                                      assembly when the CPU backend is built)
 //
 //===-----------------------------------------------------------------------------------------===//
 #include "bench_support.h"
@@ -30,10 +32,14 @@
 #include "cubecc/dsl/registry.h"
 #include "cubecc/dsl/trace.h"
 #include "cubecc/ir/ir.h"
+#include "cubecc/ir/printer.h"
 #include "cubecc/passes/pass_manager.h"
 #include "cubecc/runtime/runtime.h"
 
 #include <Halide.h>
+#if CUBECC_BENCH_HAVE_CPU_BACKEND
+#include "cubecc/codegen/cpu.h"
+#endif
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -180,8 +186,9 @@ void axpy_2d(dsl::Tensor<const float> x, dsl::Tensor<float> y, dsl::Scalar<float
 }
 
 /// Softmax of each row, one workgroup of kWorkgroup invocations per row (as the example, with
-/// flat indexing): max, sum of exponentials and the normalized row, each combined over the
-/// workgroup by a subgroup reduction, one partial per subgroup in shared memory and a barrier.
+/// flat indexing and loops over rounds of columns rather than over each invocation's columns): max,
+/// sum of exponentials and the normalized row, each combined over the workgroup by a subgroup
+/// reduction, one partial per subgroup in shared memory and a barrier.
 template <int kWorkgroup>
 void softmax_rows(dsl::Tensor<const float, 2> in, dsl::Tensor<float, 2> out) {
   dsl::Shared<float, kWorkgroup> scratch;
@@ -210,16 +217,22 @@ void softmax_rows(dsl::Tensor<const float, 2> in, dsl::Tensor<float, 2> out) {
 
   dsl::if_(row < in.shape(0), [&] {
     dsl::Var<float> running_max = -std::numeric_limits<float>::infinity();
-    dsl::for_(first, cols, kWorkgroup,
-              [&](dsl::Val<uint32_t> c) { running_max = dsl::max(running_max, in[base + c]); });
+    // Each sweep counts rounds of kWorkgroup columns (the same for the whole workgroup), so the
+    // column of an invocation is uniform + local_index: neighbouring lanes, neighbouring columns.
+    dsl::Val<uint32_t> rounds = (cols + (kWorkgroup - 1)) / kWorkgroup;
+    auto sweep = [&](auto &&body) {
+      dsl::for_(0u, rounds, [&](dsl::Val<uint32_t> k) {
+        dsl::Val<uint32_t> c = k * kWorkgroup + first;
+        dsl::if_(c < cols, [&] { body(c); });
+      });
+    };
+    sweep([&](dsl::Val<uint32_t> c) { running_max = dsl::max(running_max, in[base + c]); });
     dsl::Val<float> row_max = workgroup_reduce(running_max, true);
     dsl::Var<float> running_sum = 0.0f;
-    dsl::for_(first, cols, kWorkgroup,
-              [&](dsl::Val<uint32_t> c) { running_sum += dsl::exp(in[base + c] - row_max); });
+    sweep([&](dsl::Val<uint32_t> c) { running_sum += dsl::exp(in[base + c] - row_max); });
     dsl::Val<float> row_sum = workgroup_reduce(running_sum, false);
-    dsl::for_(first, cols, kWorkgroup, [&](dsl::Val<uint32_t> c) {
-      out[base + c] = dsl::exp(in[base + c] - row_max) / row_sum;
-    });
+    sweep(
+        [&](dsl::Val<uint32_t> c) { out[base + c] = dsl::exp(in[base + c] - row_max) / row_sum; });
   });
 }
 
@@ -236,7 +249,7 @@ void transpose_direct(dsl::Tensor<const float, 2> in, dsl::Tensor<float, 2> out)
 }
 
 /// One partial sum per workgroup over its own contiguous chunk of `in` (ceil(n / groups)
-/// elements), the invocations striding by kWorkgroup within it; then a subgroup reduction, the
+/// elements), in rounds of kWorkgroup consecutive elements; then a subgroup reduction, the
 /// subgroups' partials in shared memory, and the first invocation adds them up.
 template <int kWorkgroup> void sum_chunks(dsl::Tensor<const float> in, dsl::Tensor<float> out) {
   dsl::Shared<float, kWorkgroup> partials;
@@ -246,8 +259,13 @@ template <int kWorkgroup> void sum_chunks(dsl::Tensor<const float> in, dsl::Tens
   dsl::Val<uint32_t> begin = dsl::workgroup_id().x * chunk;
   dsl::Val<uint32_t> end = dsl::min(begin + chunk, n);
   dsl::Var<float> acc = 0.0f;
-  dsl::for_(begin + dsl::local_index(), end, kWorkgroup,
-            [&](dsl::Val<uint32_t> i) { acc += in[i]; });
+  // Rounds of kWorkgroup elements (a count the whole workgroup shares), so that an invocation's
+  // element is uniform + local_index: neighbouring lanes read neighbouring elements.
+  dsl::Val<uint32_t> rounds = (dsl::max(end, begin) - begin + (kWorkgroup - 1)) / kWorkgroup;
+  dsl::for_(0u, rounds, [&](dsl::Val<uint32_t> k) {
+    dsl::Val<uint32_t> i = begin + k * kWorkgroup + dsl::local_index();
+    dsl::if_(i < end, [&] { acc += in[i]; });
+  });
   dsl::Val<float> mine = dsl::subgroup_sum(acc);
   dsl::if_(dsl::subgroup_lane() == 0u, [&] { partials[dsl::subgroup_id()] = mine; });
   dsl::barrier();
@@ -694,7 +712,38 @@ struct Options {
   int reps = 5;
   double budget_ms = 1500;
   std::string only;
+  std::string dump; ///< a folder for each cubecc kernel's IR (and LLVM IR and assembly)
 };
+
+/// Writes the variant's kernel after -O2 as IR text to `dir`/<name>.cir and, when the LLVM
+/// backend is built, what it makes of it for the host's level: <name>.ll and <name>.s.
+void dump_kernel(const std::string &dir, const CubeccVariant &variant) {
+  namespace fs = std::filesystem;
+  fs::create_directories(dir);
+  std::unique_ptr<ir::Module> module = variant.trace();
+  std::vector<ir::Diagnostic> errors = passes::optimize(*module, 2);
+  if (!errors.empty())
+    die(variant.label + ": " + ir::to_string(errors));
+  const ir::Kernel &kernel = *module->kernels()[0];
+  auto write = [&](const std::string &extension, const std::string &text) {
+    std::string path = (fs::path(dir) / (kernel.name() + extension)).string();
+    FILE *file = std::fopen(path.c_str(), "w");
+    if (!file || std::fwrite(text.data(), 1, text.size(), file) != text.size())
+      die("cannot write " + path);
+    std::fclose(file);
+  };
+  write(".cir", ir::to_string(*module));
+#if CUBECC_BENCH_HAVE_CPU_BACKEND
+  for (auto [kind, extension] :
+       {std::pair{codegen::CpuText::LlvmIr, ".ll"}, std::pair{codegen::CpuText::Assembly, ".s"}}) {
+    std::optional<std::string> text =
+        codegen::emit_cpu_text(kernel, {.level = "native"}, kind, errors);
+    if (!text)
+      die(variant.label + ": " + ir::to_string(errors));
+    write(extension, *text);
+  }
+#endif
+}
 
 /// One implementation, checked and ready to run again (or `note` says why not).
 struct Prepared {
@@ -808,9 +857,11 @@ int main(int argc, char **argv) try {
       options.budget_ms = std::max(1.0, std::atof(argv[++i]));
     else if (a == "--only" && i + 1 < argc)
       options.only = argv[++i];
+    else if (a == "--dump" && i + 1 < argc)
+      options.dump = argv[++i];
     else
       die("usage: cpu_vs_halide [--device NAME] [--no-vulkan] [--reps N] [--budget-ms MS] "
-          "[--only PROBLEM]");
+          "[--only PROBLEM] [--dump DIR]");
   }
   auto total_start = Clock::now();
   // The cpu device keeps compiled objects in the per-user cache; this run compiles into a folder
@@ -875,6 +926,8 @@ int main(int argc, char **argv) try {
     if (p.name == "axpy")
       update.run = [&stream] { stream.update(); };
     for (const CubeccVariant &variant : p.variants) {
+      if (!options.dump.empty())
+        dump_kernel(options.dump, variant);
       Prepared cpu, vk;
       if (primary)
         cpu = prepare_cubecc(*primary, p, variant);
@@ -934,8 +987,7 @@ int main(int argc, char **argv) try {
               options.device.c_str(), options.device.c_str(), ms_since(total_start) / 1000);
   for (const std::string &line : json)
     std::printf("%s\n", line.c_str());
-  if (!std::getenv("CUBECC_BENCH_KEEP_OBJECTS"))
-    fs::remove_all(cache);
+  fs::remove_all(cache);
   return 0;
 } catch (const std::exception &e) {
   std::fprintf(stderr, "cpu_vs_halide: %s\n", e.what());
