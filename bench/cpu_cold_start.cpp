@@ -542,10 +542,12 @@ int main(int argc, char **argv) try {
                 target.c_str(), added);
 #endif
   environments::write_bundle(bundle, *contents);
+  double load[1] = {NAN};
+  getloadavg(load, 1); // how much else the (shared) machine was running
   std::printf("device %s (%s); bundle for %s: %zu kernels, %ju bytes, built in %.1f s; median of "
-              "%d runs after one warm-up\n\n",
+              "%d runs after one warm-up; load average %.1f\n\n",
               device.c_str(), device_name.c_str(), target.c_str(), inputs.size(),
-              (uintmax_t)fs::file_size(bundle), ms_since(build_start) / 1000, reps);
+              (uintmax_t)fs::file_size(bundle), ms_since(build_start) / 1000, reps, load[0]);
 
   // The shared objects of axpy and softmax as the backend writes them, for the `so` mode.
   std::map<std::string, std::string> shared_objects;

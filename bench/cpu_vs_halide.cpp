@@ -878,9 +878,13 @@ int main(int argc, char **argv) try {
   else
     why_vulkan = options.vulkan ? "--device is vulkan" : "--no-vulkan";
 
-  std::printf("Halide 14, target %s (%d f32 lanes); %u hardware threads, L3 %ld MiB\n",
+  // The load average says how much else the machine was running (these machines are shared).
+  double load[1] = {NAN};
+  getloadavg(load, 1);
+  std::printf("Halide 14, target %s (%d f32 lanes); %u hardware threads, L3 %ld MiB, load "
+              "average %.1f\n",
               halide_target().to_string().c_str(), halide_target().natural_vector_size<float>(),
-              std::thread::hardware_concurrency(), sysconf(_SC_LEVEL3_CACHE_SIZE) >> 20);
+              std::thread::hardware_concurrency(), sysconf(_SC_LEVEL3_CACHE_SIZE) >> 20, load[0]);
   if (primary)
     std::printf("cubecc %s: %s\n", options.device.c_str(), primary->info().name.c_str());
   else
