@@ -27,6 +27,7 @@ packages=(
   llvm-19-dev liblld-19-dev lld-19
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
+  libhalide14-0-dev       # Halide 14, the peer that bench/cpu_vs_halide measures the cpu device against
   llvm-19-tools           # FileCheck, not, count and lit for the lit tests
   clang-14 libclang-rt-14-dev  # libFuzzer and sanitizer runtimes for the fuzz targets
   clang-format-14 clang-tidy-14
