@@ -1,12 +1,27 @@
-//===- bench_support.h - What the benchmarks share: medians and comma-separated lists --------===//
+//===- bench_support.h - What the benchmarks share: clocks, medians, JSON numbers, lists -----===//
 #pragma once
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <string>
 #include <vector>
 
 namespace cubecc::bench {
+
+using Clock = std::chrono::steady_clock;
+
+/// Milliseconds from `start` to now.
+inline double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+/// A number for a JSON line: four decimals, or null for NaN (a measurement not taken).
+inline std::string json_number(double v) {
+  return std::isnan(v) ? "null" : fmt::format("{:.4f}", v);
+}
 
 /// The median of `v` (the mean of the middle two for an even count; NaN when empty).
 inline double median(std::vector<double> v) {

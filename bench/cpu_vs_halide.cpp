@@ -66,15 +66,9 @@ namespace hl = Halide;
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
-std::string json_number(double v) {
-  return std::isnan(v) ? "null" : fmt::format("{:.4f}", v);
-}
+using bench::Clock;
+using bench::json_number;
+using bench::ms_since;
 
 [[noreturn]] void die(const std::string &message) {
   std::fprintf(stderr, "cpu_vs_halide: %s\n", message.c_str());

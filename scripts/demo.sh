@@ -8,13 +8,15 @@
 #   3. optimize every traced kernel with -O3 (verified after each pass) and count its ops;
 #   4. compile every example kernel for the vulkan target (SPIR-V, validated in process and again
 #      by the standalone spirv-val) and show one as GLSL through SPIRV-Cross;
-#   5. compile them for CUDA (PTX, CUBIN for sm_90 through NVRTC) and HIP (gfx90a through hipRTC);
+#   5. compile them for CUDA (PTX, CUBIN for sm_90 through NVRTC), HIP (gfx90a through hipRTC)
+#      and the CPU (native SIMD code through LLVM, one shared object per kernel and x86-64 level);
 #   6. build an environment bundle of every example kernel for cuda:sm_80, cuda:sm_90, hip:gfx90a,
-#      vulkan and interp (no GPU needed), tune the matmul variants on the default device, merge
-#      the two, inspect and verify the bundle;
+#      vulkan, interp and cpu:x86-64-v2..v4 (no GPU needed), tune the matmul variants on the
+#      default device, merge the two, inspect and verify the bundle;
 #   7. list the devices, and run example kernels on the default one (CUBECC_DEVICE, or the best
-#      present: vulkan through lavapipe here) through the runtime, checked against the host:
-#      once compiling them (JIT), once loading them from the bundle (CUBECC_ENV: no compilation);
+#      present: a GPU, else the cpu device) through the runtime, checked against the host: once
+#      compiling them (JIT, with an empty per-user object cache), once loading them from the
+#      bundle (CUBECC_ENV: no compilation);
 #      the last one is a captured graph of launches, replayed;
 #   8. a table of the kernels run: result check, time to the first result with JIT and with the
 #      bundle.
@@ -83,19 +85,26 @@ echo "== the axpy kernel as GLSL (SPIR-V -> SPIRV-Cross) =="
 
 echo
 echo "== CUDA and HIP: PTX and CUBIN through NVRTC, code objects through hipRTC (no GPU needed) =="
-printf '%-22s %10s %10s %10s\n' "kernel" "ptx B" "sm_90 B" "gfx90a B"
+echo "   and the CPU: SIMD code through LLVM (one shared object per kernel, AVX2 for x86-64-v3)"
+printf '%-22s %10s %10s %10s %10s\n' "kernel" "ptx B" "sm_90 B" "gfx90a B" "cpu v3 B"
 "$cubecc" compile "$library" --target cuda:sm_90 --emit ptx -o "$tmp/ptx/"
 "$cubecc" compile "$library" --target cuda:sm_90 --emit cubin -o "$tmp/cubin/"
 "$cubecc" compile "$library" --target hip:gfx90a --emit hsaco -o "$tmp/hsaco/"
+"$cubecc" compile "$library" --target cpu:x86-64-v3 --emit elf -o "$tmp/cpu/"
 for module in "$tmp"/ptx/*.ptx; do
   name=$(basename "$module" .ptx)
-  printf '%-22s %10d %10d %10d\n' "$name" "$(stat -c %s "$module")" \
-    "$(stat -c %s "$tmp/cubin/$name.cubin")" "$(stat -c %s "$tmp/hsaco/$name.hsaco")"
+  printf '%-22s %10d %10d %10d %10d\n' "$name" "$(stat -c %s "$module")" \
+    "$(stat -c %s "$tmp/cubin/$name.cubin")" "$(stat -c %s "$tmp/hsaco/$name.hsaco")" \
+    "$(stat -c %s "$tmp/cpu/$name.so")"
 done
+echo "-- the inner loop of axpy for x86-64-v3 (8 f32 lanes per subgroup):"
+"$cubecc" compile "$library" --kernel axpy --target cpu:x86-64-v3 --emit asm |
+  grep -m 6 -E 'vfmadd|vmovups|vmaskmov' || true
 
 echo
 echo "== an environment bundle: every example kernel for every target, tuning records, merged =="
-"$cubecc" env build "$library" --target cuda:sm_80,cuda:sm_90,hip:gfx90a,vulkan,interp \
+"$cubecc" env build "$library" \
+  --target cuda:sm_80,cuda:sm_90,hip:gfx90a,vulkan,interp,cpu:x86-64-v2,cpu:x86-64-v3,cpu:x86-64-v4 \
   -o "$tmp/kernels.cubeenv"
 "$cubecc" tune "$library" -o "$tmp/tuning.cubeenv"
 "$cubecc" env merge "$tmp/kernels.cubeenv" "$tmp/tuning.cubeenv" -o "$tmp/app.cubeenv"
@@ -108,6 +117,9 @@ echo "== devices =="
 echo
 echo "== example kernels on the default device, through the runtime, checked against the host =="
 echo "-- compiled at the first launch (JIT):"
+# The cpu device keeps compiled objects in a per-user cache: an empty one makes the JIT column
+# a real compile.
+export CUBECC_CACHE_DIR="$tmp/cache"
 "$runner" --summary "$tmp/jit.tsv"
 echo "-- loaded from the environment bundle (CUBECC_ENV): nothing compiled"
 CUBECC_ENV="$tmp/app.cubeenv" "$runner" --summary "$tmp/env.tsv" | tee "$tmp/run.txt"
@@ -125,4 +137,4 @@ if grep -qv $'\tok\t' "$tmp/jit.tsv" "$tmp/env.tsv"; then
   echo "demo: a kernel gave a wrong result" >&2
   exit 1
 fi
-echo "demo: every example kernel traced, verified, round-tripped, compiled to SPIR-V, PTX, CUBIN and a HIP code object, bundled with tuning records, and run with and without the bundle"
+echo "demo: every example kernel traced, verified, round-tripped, compiled to SPIR-V, PTX, CUBIN, a HIP code object and native CPU code, bundled with tuning records, and run with and without the bundle"

@@ -23,6 +23,12 @@ repo_root = os.path.dirname(config.test_source_root)
 config.test_exec_root = os.path.join(os.path.dirname(tools_dir), "lit-output")
 
 config.environment["PATH"] = os.pathsep.join([tools_dir, llvm_bin, config.environment.get("PATH", os.environ.get("PATH", ""))])
+# The cpu device caches compiled objects per user: the tests keep theirs beside their outputs,
+# emptied at the start of every run.
+import shutil
+_cache = os.path.join(config.test_exec_root, "cubecc-cache")
+shutil.rmtree(_cache, ignore_errors=True)
+config.environment["CUBECC_CACHE_DIR"] = _cache
 for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
     if var in os.environ:
         config.environment[var] = os.environ[var]
@@ -31,6 +37,7 @@ for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
 config.substitutions.append(("%cubecc-opt", os.path.join(tools_dir, "cubecc-opt")))
 config.substitutions.append(("%cubecc", os.path.join(tools_dir, "cubecc")))
 config.substitutions.append(("%examples_lib", os.path.join(os.path.dirname(tools_dir), "examples", "libcubecc_examples.so")))
+config.substitutions.append(("%run_examples", os.path.join(os.path.dirname(tools_dir), "examples", "run_examples")))
 config.substitutions.append(("%bad_libraries", os.path.join(os.path.dirname(tools_dir), "test", "libraries")))
 config.substitutions.append(("%expect-exit", os.path.join(config.test_source_root, "utils", "expect-exit")))
 config.substitutions.append(("%repo", repo_root))

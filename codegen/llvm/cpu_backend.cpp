@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include <dlfcn.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -33,28 +34,39 @@ struct Plugin {
   std::string error; ///< why it could not be opened (empty when open)
 };
 
+const Plugin &plugin();
+
+/// Where the plugin may be, in the order it is looked for: $CUBECC_LLVM_PLUGIN, next to the shared
+/// object holding this code (an installed libcubecc.so), the prefix's lib/ of an installed tool,
+/// and the build tree.
+std::vector<std::string> plugin_candidates() {
+  std::vector<std::string> candidates;
+#if CUBECC_HAVE_LLVM_PLUGIN
+  if (const char *env = std::getenv("CUBECC_LLVM_PLUGIN"); env && *env)
+    candidates.push_back(env);
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void *>(&plugin), &info) && info.dli_fname) {
+    std::string self = info.dli_fname;
+    size_t slash = self.rfind('/');
+    if (slash != std::string::npos) {
+      candidates.push_back(self.substr(0, slash + 1) + "libcubecc_llvm.so");
+      // An installed tool (bin/cubecc, the codegen library linked in): the prefix's lib/.
+      candidates.push_back(self.substr(0, slash + 1) + "../lib/libcubecc_llvm.so");
+    }
+  }
+  candidates.push_back(CUBECC_LLVM_PLUGIN_PATH);
+#endif
+  return candidates;
+}
+
 /// The plugin, opened once per process (never closed).
 const Plugin &plugin() {
   static Plugin p;
   static std::once_flag once;
   std::call_once(once, [] {
 #if CUBECC_HAVE_LLVM_PLUGIN
-    std::vector<std::string> candidates;
-    if (const char *env = std::getenv("CUBECC_LLVM_PLUGIN"); env && *env)
-      candidates.push_back(env);
-    Dl_info info{};
-    if (dladdr(reinterpret_cast<void *>(&plugin), &info) && info.dli_fname) {
-      std::string self = info.dli_fname;
-      size_t slash = self.rfind('/');
-      if (slash != std::string::npos) {
-        candidates.push_back(self.substr(0, slash + 1) + "libcubecc_llvm.so");
-        // An installed tool (bin/cubecc, the codegen library linked in): the prefix's lib/.
-        candidates.push_back(self.substr(0, slash + 1) + "../lib/libcubecc_llvm.so");
-      }
-    }
-    candidates.push_back(CUBECC_LLVM_PLUGIN_PATH);
     std::string tried;
-    for (const std::string &path : candidates) {
+    for (const std::string &path : plugin_candidates()) {
       void *h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
       if (!h) {
         const char *why = dlerror();
@@ -238,6 +250,18 @@ std::string llvm_version(std::string *why) {
     return {};
   }
   return p.version();
+}
+
+std::string cpu_compiler_identity() {
+#if CUBECC_HAVE_LLVM_PLUGIN
+  for (const std::string &path : plugin_candidates()) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode))
+      return fmt::format("LLVM {} plugin {} {} {}.{:09}", CUBECC_LLVM_BUILD_VERSION, path,
+                         st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+  }
+#endif
+  return "no LLVM plugin";
 }
 
 } // namespace cubecc::codegen

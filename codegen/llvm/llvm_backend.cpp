@@ -15,7 +15,7 @@ class CpuBackend final : public Backend {
 public:
   std::string_view name() const override { return "cpu"; }
   std::string_view grammar() const override {
-    return "cpu:x86-64-v2 | cpu:x86-64-v3 | cpu:x86-64-v4 | cpu:native";
+    return "cpu:LEVEL (x86-64-v2, x86-64-v3, x86-64-v4, native)";
   }
   std::vector<std::string> example_targets() const override {
     return {"cpu:x86-64-v3", "cpu:x86-64-v4"};
@@ -26,8 +26,8 @@ public:
     std::string_view level = level_of(target);
     const std::vector<std::string> &levels = cpu_levels();
     if (level != "native" && std::find(levels.begin(), levels.end(), level) == levels.end()) {
-      error = fmt::format("target '{}': unknown CPU level '{}' (levels: {}, native)", target,
-                          level, fmt::join(levels, ", "));
+      error = fmt::format("target '{}': unknown CPU level '{}' (levels: {}, native)", target, level,
+                          fmt::join(levels, ", "));
       return std::nullopt;
     }
     return std::string(target);

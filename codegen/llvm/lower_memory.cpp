@@ -75,6 +75,14 @@ Value *Lowering::local_element_index(const MemInfo &mem, Value *idx64, unsigned 
                       B_.CreateZExt(lane_, vec_type(B_.getInt64Ty())));
 }
 
+/// The row of element idx + k of a local array for a uniform `idx64`: its W lanes, contiguous.
+Value *Lowering::local_row(const MemInfo &mem, Value *idx64, unsigned k) {
+  Value *copy = has_wg_ops_ ? B_.CreateZExt(gang_, B_.getInt64Ty()) : B_.getInt64(0);
+  Value *element =
+      B_.CreateAdd(B_.CreateAdd(B_.CreateMul(copy, B_.getInt64(mem.n)), idx64), B_.getInt64(k));
+  return B_.CreateGEP(elem_type(mem.element), mem.base, B_.CreateMul(element, B_.getInt64(W_)));
+}
+
 /// Whether an access of `lanes` elements per invocation at `index` covers one contiguous block
 /// for the gang: index = base + lane * lanes (1 element: consecutive lanes; an N-lane vector
 /// access: N consecutive elements per lane, interleaved).
@@ -123,6 +131,18 @@ void Lowering::emit_load(const ir::Operation *op) {
   Value *mask = check_bounds(op, mem, idx64, lanes, 1, mask_);
   Parts out;
   llvm::Align align(ir::scalar_bits(mem.element) / 8);
+  if (mem.kind == MemInfo::Local && !idx64->getType()->isVectorTy()) {
+    // A uniform index: element idx + k of every lane is one contiguous W-wide row of the
+    // lane-interleaved array. A plain vector load (inactive lanes read their own slot and are
+    // masked to 0) lets SROA keep the array in registers when the index is a constant, as for
+    // every DSL Var.
+    for (unsigned k = 0; k < lanes; ++k) {
+      Value *row = B_.CreateAlignedLoad(vec_type(t), local_row(mem, idx64, k), align);
+      out.push_back(B_.CreateSelect(mask, row, llvm::Constant::getNullValue(vec_type(t))));
+    }
+    define(op->result(), out);
+    return;
+  }
   if (mem.kind == MemInfo::Local) {
     for (unsigned k = 0; k < lanes; ++k) {
       Value *ptrs = B_.CreateGEP(t, mem.base, local_element_index(mem, idx64, k));
@@ -219,6 +239,16 @@ void Lowering::emit_store(const ir::Operation *op) {
   Value *idx64 = index64(is, idx);
   Value *mask = check_bounds(op, mem, idx64, lanes, 2, mask_);
   llvm::Align align(ir::scalar_bits(mem.element) / 8);
+  if (mem.kind == MemInfo::Local && !idx64->getType()->isVectorTy()) {
+    // A uniform index: a blend into the lanes' contiguous row (each lane owns its slot, so the
+    // read-modify-write races with nobody); registers after SROA for constant indices.
+    for (unsigned k = 0; k < lanes; ++k) {
+      Value *ptr = local_row(mem, idx64, k);
+      Value *old = B_.CreateAlignedLoad(vec_type(t), ptr, align);
+      B_.CreateAlignedStore(B_.CreateSelect(mask, splat(value[k]), old), ptr, align);
+    }
+    return;
+  }
   if (mem.kind == MemInfo::Local) {
     for (unsigned k = 0; k < lanes; ++k)
       B_.CreateMaskedScatter(splat(value[k]),

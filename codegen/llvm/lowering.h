@@ -320,6 +320,7 @@ private:
                       uint32_t kind, Value *mask);
   llvm::Function *fault_function();
   Value *local_element_index(const MemInfo &mem, Value *idx64, unsigned k);
+  Value *local_row(const MemInfo &mem, Value *idx64, unsigned k);
   bool interleaved_access(const ir::Value *index, unsigned lanes);
   Value *no_wrap(Scalar index_type, Value *idx64, const Affine &affine, unsigned lanes);
   Value *concat(std::vector<Value *> parts);

@@ -543,8 +543,8 @@ private:
     }
   }
 
-  /// Checks `object` (codegen/cpu_elf.h), loads it from memory and checks its exports: the ABI version
-  /// and the subgroup size of `level`. `abi` is the launch metadata it is called with.
+  /// Checks `object` (codegen/cpu_elf.h), loads it from memory and checks its exports: the ABI
+  /// version and the subgroup size of `level`. `abi` is the launch metadata it is called with.
   std::unique_ptr<CpuKernel> load_object(std::string_view object, const std::string &level,
                                          const codegen::KernelAbi &abi) {
     const std::string &name = abi.name;
@@ -626,9 +626,12 @@ uint64_t cpu_device_compiles() {
 }
 
 std::string cpu_object_cache_key(const ir::Kernel &kernel, const std::string &level, bool checked) {
-  std::string key = fmt::format("kernel={} level={} checked={} abi={} llvm=\"{}\" cubecc={}",
-                                ir::structural_hash(kernel).hex(), level, checked ? 1 : 0,
-                                CUBECC_CPU_ABI_VERSION, codegen::llvm_version(), cubecc::version());
+  // The compiler's identity is read without loading LLVM: a start whose kernels are all cached
+  // never maps the plugin.
+  std::string key =
+      fmt::format("kernel={} level={} checked={} abi={} compiler=\"{}\" cubecc={}",
+                  ir::structural_hash(kernel).hex(), level, checked ? 1 : 0, CUBECC_CPU_ABI_VERSION,
+                  codegen::cpu_compiler_identity(), cubecc::version());
   if (checked) {
     std::string text = ir::to_string(kernel);
     key += fmt::format(" text={:016x}", XXH3_64bits(text.data(), text.size()));

@@ -3,14 +3,15 @@
 //
 // Memory is host memory (64-byte aligned; host pointers are adopted without copying). A kernel is
 // an ELF shared object made by codegen::compile_cpu for the host's CPU level (cpu_abi.h is how it
-// is called), loaded from memory (memfd + dlopen) after its headers are checked (codegen/cpu_elf.h);
-// loading needs no LLVM. compile() keeps each object in the per-user cache (object_cache.h), so a
-// second start of a program compiles nothing. A launch spreads ranges of workgroups over all
-// cores with oneTBB, each task with its own 64-byte-aligned shared memory, and returns when every
-// workgroup is done: launches run one after another, in order, and copies and synchronize() have
-// nothing to wait for. Launch times are host steady-clock times (ns) of each launch. A kernel's
-// local arrays live on the stack of the thread that runs its workgroups: oneTBB's workers get
-// 32 MiB stacks (set when the first cpu device opens); the launching thread has its own.
+// is called), loaded from memory (memfd + dlopen) after its headers are checked
+// (codegen/cpu_elf.h); loading needs no LLVM. compile() keeps each object in the per-user cache
+// (object_cache.h), so a second start of a program compiles nothing. A launch spreads ranges of
+// workgroups over all cores with oneTBB, each task with its own 64-byte-aligned shared memory, and
+// returns when every workgroup is done: launches run one after another, in order, and copies and
+// synchronize() have nothing to wait for. Launch times are host steady-clock times (ns) of each
+// launch. A kernel's local arrays live on the stack of the thread that runs its workgroups:
+// oneTBB's workers get 32 MiB stacks (set when the first cpu device opens); the launching thread
+// has its own.
 //
 // Environment:
 //   CUBECC_CPU_LEVEL=x86-64-v2|v3|v4  compile for this level, not the best the CPU runs

@@ -11,7 +11,8 @@
 // It is written atomically (runtime::write_file_atomically), so readers see a whole file or none,
 // whatever number of processes write at once. A file that is unreadable, of another key, or whose
 // size or checksum disagrees is a miss with a warning (CUBECC_LOG), and the device compiles and
-// writes it again; an object that passes is still validated (codegen/cpu_elf.h) before it is loaded.
+// writes it again; an object that passes is still validated (codegen/cpu_elf.h) before it is
+// loaded.
 //
 //===-----------------------------------------------------------------------------------------===//
 #pragma once

@@ -12,6 +12,8 @@ set -euo pipefail
 build=$(cd "$1" && pwd)
 source=$(cd "$2" && pwd)
 scratch=$(mktemp -d)
+# The cpu device caches compiled objects per user: this test keeps its own.
+export CUBECC_CACHE_DIR="$scratch/cache"
 trap 'rm -rf "$scratch"' EXIT
 prefix=$scratch/prefix
 step() { printf '[package] %s\n' "$*"; }
@@ -40,7 +42,7 @@ grep -q ': ok, compiles 1$' "$scratch/jit.txt"
 
 step "bundling its kernel library with the installed cubecc, and running from the bundle"
 "$prefix/bin/cubecc" kernels "$scratch/project/libscale_kernels.so"
-"$prefix/bin/cubecc" env build "$scratch/project/libscale_kernels.so" --target vulkan,interp \
+"$prefix/bin/cubecc" env build "$scratch/project/libscale_kernels.so" --target vulkan,interp,cpu:native \
   -o "$scratch/app.cubeenv"
 CUBECC_ENV=$scratch/app.cubeenv "$scratch/project/scale_app" | tee "$scratch/env.txt"
 grep -q ': ok, compiles 0$' "$scratch/env.txt"

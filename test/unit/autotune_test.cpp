@@ -18,8 +18,10 @@
 #include "cubecc/runtime/runtime.h"
 #include "library_tunable.h"
 
+#include "test_support.h"
 #include <fmt/format.h>
 #include <gmock/gmock.h>
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -72,20 +74,7 @@ private:
   fs::path path_;
 };
 
-/// Sets (or unsets, for nullptr) an environment variable for the scope.
-class ScopedEnv {
-public:
-  ScopedEnv(const char *name, const char *value) : name_(name) {
-    if (const char *old = std::getenv(name))
-      old_ = old;
-    value ? setenv(name, value, 1) : unsetenv(name);
-  }
-  ~ScopedEnv() { old_ ? setenv(name_, old_->c_str(), 1) : unsetenv(name_); }
-
-private:
-  const char *name_;
-  std::optional<std::string> old_;
-};
+using test::ScopedEnv;
 
 /// out[i] = in[i] * kScale + kOffset: kOffset != 0 is a deliberately wrong variant.
 template <int kScale, int kOffset> void scale(dsl::Tensor<const float> in, dsl::Tensor<float> out) {

@@ -63,28 +63,7 @@ module @m {
 }
 )";
 
-/// Sets an environment variable for a scope (null: unset), then restores it.
-class ScopedEnv {
-public:
-  ScopedEnv(const char *name, const char *value) : name_(name) {
-    if (const char *old = std::getenv(name))
-      old_ = old;
-    if (value)
-      setenv(name, value, 1);
-    else
-      unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_)
-      setenv(name_, old_->c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-
-private:
-  const char *name_;
-  std::optional<std::string> old_;
-};
+using test::ScopedEnv;
 
 /// A fresh folder under the test's temporary directory, removed afterwards.
 class TemporaryFolder {

@@ -37,28 +37,7 @@ namespace {
 
 using test::read_file;
 
-/// Sets an environment variable for the life of the object.
-class ScopedEnv {
-public:
-  ScopedEnv(const char *name, const char *value) : name_(name) {
-    if (const char *old = std::getenv(name))
-      old_ = old;
-    if (value)
-      setenv(name, value, 1);
-    else
-      unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_)
-      setenv(name_, old_->c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-
-private:
-  const char *name_;
-  std::optional<std::string> old_;
-};
+using test::ScopedEnv;
 
 template <class F> std::string error_of(F &&f) {
   try {
@@ -311,7 +290,8 @@ TEST(Runtime, opens_the_first_gpu_else_the_best_kind_of_device_when_none_is_name
   EXPECT_EQ(rt.info().backend, expected);
   // Here: no NVIDIA or AMD GPU, and Vulkan is lavapipe (a CPU implementation), so cpu.
   if (!entry_of("cuda").available && !entry_of("hip").available &&
-      (!entry_of("vulkan").available || entry_of("vulkan").info->device_class != DeviceClass::Gpu)) {
+      (!entry_of("vulkan").available ||
+       entry_of("vulkan").info->device_class != DeviceClass::Gpu)) {
     EXPECT_EQ(rt.info().backend, "cpu");
   }
 }

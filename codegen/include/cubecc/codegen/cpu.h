@@ -63,6 +63,11 @@ enum class CpuText { LlvmIr, Assembly };
 std::optional<std::string> emit_cpu_text(const ir::Kernel &kernel, const CpuCompileOptions &options,
                                          CpuText kind, std::vector<ir::Diagnostic> &errors);
 
+/// What identifies the compiler compile_cpu would use, without loading it (for cache keys): the
+/// LLVM version cubecc was built with and the plugin file found (its path, size and modification
+/// time, so that a rebuilt backend misses every cached object); "no LLVM plugin" when none.
+std::string cpu_compiler_identity();
+
 /// "LLVM 19.1.7", or empty with `why` set when the LLVM plugin cannot be loaded.
 std::string llvm_version(std::string *why = nullptr);
 
