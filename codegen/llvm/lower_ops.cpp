@@ -2,6 +2,8 @@
 //------------===//
 #include "llvm/lowering.h"
 
+#include "cubecc/ir/subgroup_combine.h"
+
 namespace cubecc::llvm_backend {
 
 //===- Subgroup operations -----------------------------------------------------------------===//
@@ -83,20 +85,10 @@ void Lowering::emit_subgroup(const ir::Operation *op) {
     define(op->result(), out);
     return;
   }
-  Opcode combine = (o == Opcode::SubgroupMin || o == Opcode::SubgroupInclusiveMin ||
-                    o == Opcode::SubgroupExclusiveMin)
-                       ? Opcode::Min
-                   : (o == Opcode::SubgroupMax || o == Opcode::SubgroupInclusiveMax ||
-                      o == Opcode::SubgroupExclusiveMax)
-                       ? Opcode::Max
-                   : o == Opcode::SubgroupAnd ? Opcode::And
-                   : o == Opcode::SubgroupOr  ? Opcode::Or
-                   : o == Opcode::SubgroupXor ? Opcode::Xor
-                                              : Opcode::Add;
-  bool inclusive = o == Opcode::SubgroupInclusiveSum || o == Opcode::SubgroupInclusiveMin ||
-                   o == Opcode::SubgroupInclusiveMax;
-  bool exclusive = o == Opcode::SubgroupExclusiveSum || o == Opcode::SubgroupExclusiveMin ||
-                   o == Opcode::SubgroupExclusiveMax;
+  const ir::SubgroupCombine how = ir::subgroup_combine(o);
+  const Opcode combine = how.combine;
+  const bool inclusive = how.scan == ir::SubgroupCombine::Scan::Inclusive;
+  const bool exclusive = how.scan == ir::SubgroupCombine::Scan::Exclusive;
   Value *start = identity(combine, s, false);
   Value *substitute = identity(combine, s, true);
   auto combine_values = [&](Value *a, Value *b) {

@@ -2,6 +2,7 @@
 #include "cubecc/ir/interpreter.h"
 
 #include "cubecc/ir/semantics.h"
+#include "cubecc/ir/subgroup_combine.h"
 
 #include "cubecc/ir/float16.h"
 #include "cubecc/ir/printer.h"
@@ -441,20 +442,10 @@ private:
         }
         default: { // reductions and scans
           Opcode o = op.opcode();
-          Opcode combine = (o == Opcode::SubgroupMin || o == Opcode::SubgroupInclusiveMin ||
-                            o == Opcode::SubgroupExclusiveMin)
-                               ? Opcode::Min
-                           : (o == Opcode::SubgroupMax || o == Opcode::SubgroupInclusiveMax ||
-                              o == Opcode::SubgroupExclusiveMax)
-                               ? Opcode::Max
-                           : o == Opcode::SubgroupAnd ? Opcode::And
-                           : o == Opcode::SubgroupOr  ? Opcode::Or
-                           : o == Opcode::SubgroupXor ? Opcode::Xor
-                                                      : Opcode::Add;
-          bool inclusive = o == Opcode::SubgroupInclusiveSum || o == Opcode::SubgroupInclusiveMin ||
-                           o == Opcode::SubgroupInclusiveMax;
-          bool exclusive = o == Opcode::SubgroupExclusiveSum || o == Opcode::SubgroupExclusiveMin ||
-                           o == Opcode::SubgroupExclusiveMax;
+          const SubgroupCombine how = subgroup_combine(o);
+          const Opcode combine = how.combine;
+          const bool inclusive = how.scan == SubgroupCombine::Scan::Inclusive;
+          const bool exclusive = how.scan == SubgroupCombine::Scan::Exclusive;
           unsigned last = inclusive ? inv + 1 : exclusive ? inv : end;
           for (unsigned l = 0; l < t.lanes(); ++l) {
             uint64_t acc = identity(combine, s);
