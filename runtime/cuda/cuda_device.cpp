@@ -870,8 +870,7 @@ namespace {
 /// changed value re-captures and re-instantiates at the next replay.
 class CudaGraph final : public RecordedGraph {
 public:
-  CudaGraph(CudaDevice &device, std::shared_ptr<CudaDevice::Impl> impl)
-      : RecordedGraph(device), impl_(std::move(impl)) {}
+  explicit CudaGraph(std::shared_ptr<CudaDevice::Impl> impl) : impl_(std::move(impl)) {}
   ~CudaGraph() override { destroy(); }
 
   void finish() override {
@@ -882,7 +881,7 @@ public:
     RecordedGraph::set_value(launch, param, bits);
     dirty_ = true;
   }
-  void replay() override {
+  void replay(DeviceStream &) override {
     if (launches_.empty())
       return;
     CudaDevice::Impl &d = *impl_;
@@ -957,7 +956,7 @@ private:
 std::unique_ptr<DeviceGraph> CudaDevice::create_graph() {
   if (!impl_->api->graphs)
     return Device::create_graph(); // an old driver: launches recorded and launched again
-  return std::make_unique<CudaGraph>(*this, impl_);
+  return std::make_unique<CudaGraph>(impl_);
 }
 
 void CudaDevice::synchronize() {

@@ -781,8 +781,7 @@ namespace {
 /// changed value re-captures and re-instantiates at the next replay.
 class HipGraph final : public RecordedGraph {
 public:
-  HipGraph(HipDevice &device, std::shared_ptr<HipDevice::Impl> impl)
-      : RecordedGraph(device), impl_(std::move(impl)) {}
+  explicit HipGraph(std::shared_ptr<HipDevice::Impl> impl) : impl_(std::move(impl)) {}
   ~HipGraph() override { destroy(); }
 
   void finish() override {
@@ -793,7 +792,7 @@ public:
     RecordedGraph::set_value(launch, param, bits);
     dirty_ = true;
   }
-  void replay() override {
+  void replay(DeviceStream &) override {
     if (launches_.empty())
       return;
     HipDevice::Impl &d = *impl_;
@@ -875,7 +874,7 @@ private:
 std::unique_ptr<DeviceGraph> HipDevice::create_graph() {
   if (!impl_->api->graphs)
     return Device::create_graph(); // an old HIP runtime: launches recorded and launched again
-  return std::make_unique<HipGraph>(*this, impl_);
+  return std::make_unique<HipGraph>(impl_);
 }
 
 void HipDevice::synchronize() {

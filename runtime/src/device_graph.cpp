@@ -1,15 +1,41 @@
 //===- device_graph.cpp - Device's out-of-line defaults; the portable graph -------------------===//
 //
-// Device's default members (its vtable is emitted here, with Device::create_graph: a device
-// defined anywhere, such as the memory pool tests' fake, links with this file alone), then
-// RecordedGraph: recorded launches launched again.
+// Device's default members (its vtable is emitted here: a device defined anywhere, such as the
+// memory pool tests' fake, links with this file alone), the legacy stream adapter (transitional),
+// then RecordedGraph: recorded launches launched again.
 //
 //===-----------------------------------------------------------------------------------------===//
 #include "cubecc/runtime/device.h"
 
 #include <fmt/format.h>
 
+#include <mutex>
+
 namespace cubecc::runtime {
+
+const char *error_kind_name(ErrorKind kind) {
+  switch (kind) {
+  case ErrorKind::NoDevice:
+    return "no device";
+  case ErrorKind::OutOfMemory:
+    return "out of memory";
+  case ErrorKind::InvalidArgument:
+    return "invalid argument";
+  case ErrorKind::NotFound:
+    return "not found";
+  case ErrorKind::Compile:
+    return "compile";
+  case ErrorKind::Unsupported:
+    return "unsupported";
+  case ErrorKind::Environment:
+    return "environment";
+  case ErrorKind::DeviceFailure:
+    return "device failure";
+  case ErrorKind::Internal:
+    return "internal";
+  }
+  return "unknown";
+}
 
 const char *external_memory_kind_name(ExternalMemory::Kind kind) {
   switch (kind) {
@@ -40,18 +66,133 @@ const char *external_memory_backend(ExternalMemory::Kind kind) {
 }
 
 DeviceMemory Device::adopt_memory(const ExternalMemory &memory) {
-  throw Error(fmt::format("{}: this device cannot adopt {}", info().backend,
-                          external_memory_kind_name(memory.kind)));
+  throw Error(ErrorKind::Unsupported, fmt::format("{}: this device cannot adopt {}", info().backend,
+                                                  external_memory_kind_name(memory.kind)));
 }
 
 void Device::release_adopted(DeviceMemory) {}
 
 ExternalMemory Device::native_memory(const DeviceMemory &) const {
-  throw Error(fmt::format("{}: this device has no native memory handles to share", info().backend));
+  throw Error(ErrorKind::Unsupported,
+              fmt::format("{}: this device has no native memory handles to share", info().backend));
 }
 
+std::unique_ptr<DeviceGraph> DeviceStream::create_graph() {
+  return std::make_unique<RecordedGraph>();
+}
+
+//===- The legacy single queue (transitional) ------------------------------------------------===//
+
+namespace {
+
+[[noreturn]] void no_legacy_queue(const Device &device, const char *what) {
+  throw Error(ErrorKind::Internal,
+              fmt::format("{}: Device::{} is not implemented: the device queues work on its "
+                          "streams (Device::create_stream)",
+                          device.info().backend, what));
+}
+
+/// An event of the legacy adapter: the device's queue is one, so an event is done once a
+/// synchronize of any adapter stream has passed its ticket.
+class LegacyEvent final : public DeviceEvent {
+public:
+  LegacyEvent(Device &device, std::shared_ptr<std::atomic<uint64_t>> synchronized, uint64_t ticket)
+      : device_(device), synchronized_(std::move(synchronized)), ticket_(ticket) {}
+  bool done() override { return synchronized_->load() >= ticket_; }
+  void wait() override {
+    if (done())
+      return;
+    std::lock_guard lock(device_.mutex());
+    device_.synchronize();
+    synchronized_->store(ticket_);
+  }
+
+private:
+  Device &device_;
+  std::shared_ptr<std::atomic<uint64_t>> synchronized_;
+  uint64_t ticket_;
+};
+
+/// Every stream of a device without streams of its own is this adapter over its one queue:
+/// correct (the queue is in order, so streams are over-ordered, never under-ordered), never
+/// concurrent.
+class LegacyStream final : public DeviceStream {
+public:
+  explicit LegacyStream(Device &device) : device_(device) {}
+  ~LegacyStream() override {
+    try {
+      std::lock_guard lock(device_.mutex());
+      device_.synchronize();
+    } catch (const Error &) {
+      // the caller's to see at synchronize()
+    }
+  }
+  void upload(const DeviceMemory &dst, uint64_t offset, const void *src, uint64_t bytes) override {
+    std::lock_guard lock(device_.mutex());
+    ++queued_;
+    device_.upload(dst, offset, src, bytes);
+  }
+  void download(const DeviceMemory &src, uint64_t offset, void *dst, uint64_t bytes) override {
+    std::lock_guard lock(device_.mutex());
+    ++queued_;
+    device_.download(src, offset, dst, bytes);
+  }
+  void launch(const CompiledKernel &kernel, std::array<uint32_t, 3> num_workgroups,
+              std::span<const LaunchArg> args) override {
+    std::lock_guard lock(device_.mutex());
+    ++queued_;
+    device_.launch(kernel, num_workgroups, args);
+  }
+  void synchronize() override {
+    std::lock_guard lock(device_.mutex());
+    uint64_t ticket = queued_.load();
+    device_.synchronize();
+    synchronized_->store(std::max(synchronized_->load(), ticket));
+  }
+  std::vector<double> last_launch_times_ns() const override {
+    std::lock_guard lock(device_.mutex());
+    return device_.last_launch_times_ns();
+  }
+  std::shared_ptr<DeviceEvent> record() override {
+    return std::make_shared<LegacyEvent>(device_, synchronized_, queued_.load());
+  }
+  void wait(DeviceEvent &) override {} // one in-order queue: already ordered
+  std::unique_ptr<DeviceGraph> create_graph() override {
+    std::lock_guard lock(device_.mutex());
+    return device_.create_graph();
+  }
+  uint64_t mark() override { return queued_.load(); }
+  bool reached(uint64_t ticket) override { return synchronized_->load() >= ticket; }
+
+private:
+  Device &device_;
+  std::atomic<uint64_t> queued_{0};
+  std::shared_ptr<std::atomic<uint64_t>> synchronized_ = std::make_shared<std::atomic<uint64_t>>(0);
+};
+
+} // namespace
+
+std::unique_ptr<DeviceStream> Device::create_stream() {
+  return std::make_unique<LegacyStream>(*this);
+}
+
+void Device::upload(const DeviceMemory &, uint64_t, const void *, uint64_t) {
+  no_legacy_queue(*this, "upload");
+}
+void Device::download(const DeviceMemory &, uint64_t, void *, uint64_t) {
+  no_legacy_queue(*this, "download");
+}
+void Device::launch(const CompiledKernel &, std::array<uint32_t, 3>, std::span<const LaunchArg>) {
+  no_legacy_queue(*this, "launch");
+}
+void Device::synchronize() {
+  no_legacy_queue(*this, "synchronize");
+}
+std::vector<double> Device::last_launch_times_ns() const {
+  return {};
+}
 std::unique_ptr<DeviceGraph> Device::create_graph() {
-  return std::make_unique<RecordedGraph>(*this);
+  return std::make_unique<RecordedGraph>();
 }
 
 void RecordedGraph::add_launch(const CompiledKernel &kernel, std::array<uint32_t, 3> num_workgroups,
@@ -97,9 +238,9 @@ void RecordedGraph::set_value(size_t launch, size_t param, std::span<const uint6
   a.bits.assign(bits.begin(), bits.end());
 }
 
-void RecordedGraph::replay() {
+void RecordedGraph::replay(DeviceStream &stream) {
   for (const Launch &l : launches_)
-    device_.launch(*l.kernel, l.num_workgroups, l.args);
+    stream.launch(*l.kernel, l.num_workgroups, l.args);
 }
 
 } // namespace cubecc::runtime

@@ -167,7 +167,7 @@ Runtime Runtime::open(const std::string &name, PoolOptions pool) {
 Runtime::Runtime(std::unique_ptr<Device> device, PoolOptions pool)
     : device_(std::move(device)), pool_(std::make_shared<MemoryPool>(device_, pool)),
       cache_(std::make_unique<KernelCache>(device_->info().backend + ":" + device_->info().name)),
-      occupancy_(std::make_unique<RuntimeOccupancy>()) {}
+      stream_(device_->create_stream()), occupancy_(std::make_unique<RuntimeOccupancy>()) {}
 
 Runtime::Runtime(Runtime &&) noexcept = default;
 Runtime &Runtime::operator=(Runtime &&) noexcept = default;
@@ -178,11 +178,12 @@ Runtime::~Runtime() {
   std::lock_guard device_lock(device_->mutex());
   capture_.reset(); // an unfinished capture is abandoned
   try {
-    device_->synchronize();
+    stream_->synchronize();
   } catch (const Error &) {
     // A failed launch was the caller's to see at synchronize(); destruction must go on.
   }
   cache_.reset(); // compiled kernels before the memory and the device they belong to
+  stream_.reset();
 }
 
 const DeviceInfo &Runtime::info() const {
@@ -273,7 +274,7 @@ void Runtime::write(Buffer &buffer, const void *src, uint64_t bytes) {
     throw Error(
         fmt::format("upload: {} bytes do not fit a buffer of {} bytes", bytes, buffer.bytes()));
   if (bytes)
-    device_->upload(buffer.memory_, 0, src, bytes);
+    stream_->upload(buffer.memory_, 0, src, bytes);
 }
 
 void Runtime::read(const Buffer &buffer, void *dst, uint64_t bytes) {
@@ -283,7 +284,7 @@ void Runtime::read(const Buffer &buffer, void *dst, uint64_t bytes) {
     throw Error(fmt::format("download: {} bytes are more than a buffer of {} bytes", bytes,
                             buffer.bytes()));
   if (bytes)
-    device_->download(buffer.memory_, 0, dst, bytes);
+    stream_->download(buffer.memory_, 0, dst, bytes);
 }
 
 PoolStatistics Runtime::pool_statistics() const {
@@ -554,6 +555,18 @@ void Runtime::launch_values(const KernelHandle &kernel, std::array<uint32_t, 3> 
              fmt::format("needs a buffer of {}, got a buffer of {}",
                          ir::scalar_name(type.element()), ir::scalar_name(a.buffer->element())));
       launch_args[i] = a.buffer->arg();
+      if (a.first != 0 || a.count != ArgumentValue::kWholeBuffer) {
+        uint64_t size = a.buffer->size();
+        uint64_t count = a.count == ArgumentValue::kWholeBuffer && a.first <= size ? size - a.first
+                                                                                   : a.count;
+        if (a.first > size || count > size - a.first)
+          fail(k, i,
+               fmt::format("the elements [{}, {}) lie outside the buffer of {}", a.first,
+                           a.first + count, size));
+        uint64_t element_bytes = ir::scalar_bits(a.buffer->element()) / 8;
+        launch_args[i].offset = a.first * element_bytes;
+        launch_args[i].bytes = count * element_bytes;
+      }
       // The graph holds the blocks allocated during its capture and the adopted memory it uses;
       // it checks the others at replay.
       if (capture_ && a.buffer->adopted()) {
@@ -576,7 +589,7 @@ void Runtime::launch_values(const KernelHandle &kernel, std::array<uint32_t, 3> 
   if (capture_)
     record(kernel, num_workgroups, launch_args, std::move(buffer_tokens));
   else
-    device_->launch(*k.compiled, num_workgroups, launch_args);
+    stream_->launch(*k.compiled, num_workgroups, launch_args);
 }
 
 void Runtime::launch(const KernelHandle &kernel, std::array<uint32_t, 3> num_workgroups,
@@ -611,18 +624,18 @@ void Runtime::launch(const KernelHandle &kernel, std::array<uint32_t, 3> num_wor
   if (capture_)
     record(kernel, num_workgroups, args, {});
   else
-    device_->launch(*k.compiled, num_workgroups, args);
+    stream_->launch(*k.compiled, num_workgroups, args);
 }
 
 void Runtime::synchronize() {
   RuntimeCall call(*occupancy_, *device_, "synchronize");
   check_not_capturing("synchronize");
-  device_->synchronize();
+  stream_->synchronize();
 }
 
 std::vector<double> Runtime::last_launch_times_ns() const {
   RuntimeCall call(*occupancy_, *device_, "last_launch_times_ns");
-  return device_->last_launch_times_ns();
+  return stream_->last_launch_times_ns();
 }
 
 //===- Graphs --------------------------------------------------------------------------------===//
@@ -685,7 +698,7 @@ void Runtime::begin_capture() {
                             capture_->launches.size()));
   auto state = std::make_unique<GraphState>();
   state->device = device_;
-  state->graph = device_->create_graph();
+  state->graph = stream_->create_graph();
   capture_ = std::move(state);
 }
 
@@ -728,7 +741,7 @@ void Runtime::replay(Graph &graph) {
                                 i, launch.kernel.name(),
                                 describe_parameter(*launch.kernel.kernel_, param)));
   }
-  state.graph->replay();
+  state.graph->replay(*stream_);
 }
 
 } // namespace cubecc::runtime

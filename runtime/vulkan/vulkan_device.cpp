@@ -1435,7 +1435,7 @@ public:
       dirty_ = true;
   }
 
-  void replay() override {
+  void replay(DeviceStream &) override {
     if (!finished_)
       throw Error("vulkan: replay of a graph whose capture has not ended");
     if (launches_.empty())

@@ -10,8 +10,10 @@
 
 #include "cubecc/codegen/kernel_abi.h"
 #include "cubecc/codegen/target.h"
+#include "cubecc/ir/diagnostic.h"
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -28,10 +30,38 @@ class Kernel;
 
 namespace cubecc::runtime {
 
-/// A runtime failure: no device, a refused kernel, a failed launch. `what()` is the full message.
+/// What kind of failure an Error is. The C API's status, the CLI's exit code and the log level
+/// are a switch on it; nothing classifies an error by its message.
+enum class ErrorKind : uint8_t {
+  NoDevice,        ///< no driver, no device, or the backend is not built in
+  OutOfMemory,     ///< the device (or the host, for a host-memory device) has no memory left
+  InvalidArgument, ///< the caller's mistake: a wrong argument, a call out of order
+  NotFound,        ///< a kernel, entry or file that is not there
+  Compile,         ///< a kernel that does not trace, verify or compile (diagnostics attached)
+  Unsupported,     ///< valid, but this device or build cannot do it
+  Environment,     ///< an environment bundle that does not open, is damaged or does not match
+  DeviceFailure,   ///< the device failed while running work (a faulting kernel, a lost device)
+  Internal,        ///< a bug in cubecc
+};
+
+/// "no device", "out of memory", "invalid argument", "not found", "compile", "unsupported",
+/// "environment", "device failure", "internal".
+const char *error_kind_name(ErrorKind kind);
+
+/// A runtime failure: no device, a refused kernel, a failed launch. `what()` is the full message;
+/// kind() says what kind of failure it is, diagnostics() the source locations when there are any.
 class Error : public std::runtime_error {
 public:
-  using std::runtime_error::runtime_error;
+  Error(ErrorKind kind, const std::string &message, std::vector<ir::Diagnostic> diagnostics = {})
+      : std::runtime_error(message), kind_(kind), diagnostics_(std::move(diagnostics)) {}
+  /// Transitional: an error whose kind is not yet stated is an invalid argument. Being removed.
+  explicit Error(const std::string &message) : Error(ErrorKind::InvalidArgument, message) {}
+  ErrorKind kind() const { return kind_; }
+  const std::vector<ir::Diagnostic> &diagnostics() const { return diagnostics_; }
+
+private:
+  ErrorKind kind_;
+  std::vector<ir::Diagnostic> diagnostics_;
 };
 
 /// What runs a device's kernels: Runtime::open() prefers a GPU, then the host's CPU (native code),
@@ -132,6 +162,7 @@ protected:
 };
 
 class Device;
+class DeviceStream;
 
 /// A recorded sequence of launches, queued again as a whole by replay() (Runtime::begin_capture
 /// and end_capture make one). Made by Device::create_graph: add_launch() records, finish() ends
@@ -154,9 +185,64 @@ public:
   /// Replaces the bits of value parameter `param` of launch `launch` (one entry per lane, as in
   /// LaunchArg::bits) for the following replays.
   virtual void set_value(size_t launch, size_t param, std::span<const uint64_t> bits) = 0;
-  /// Queues every recorded launch, in order. Launch times: see the backend.
-  virtual void replay() = 0;
+  /// Queues every recorded launch on `stream` (a stream of the device that made the graph), in
+  /// order, after the work queued on it before. Launch times: see the backend.
+  virtual void replay(DeviceStream &stream) = 0;
   virtual size_t num_launches() const = 0;
+};
+
+/// A point in a stream's work (DeviceStream::record): done once everything queued on the stream
+/// before it has finished. Thread-safe; may outlive its stream.
+class DeviceEvent {
+public:
+  virtual ~DeviceEvent() = default;
+  /// Whether the work has finished; never blocks.
+  virtual bool done() = 0;
+  /// Blocks the calling thread until the work has finished. Throws Error (DeviceFailure) when
+  /// the device failed while running it.
+  virtual void wait() = 0;
+};
+
+/// An in-order queue of copies and launches on one device (Device::create_stream). Work on one
+/// stream runs in the order it was queued; work on different streams may run concurrently and is
+/// ordered only by events (record / wait). A stream is used by one thread at a time, except
+/// mark(), reached() and the events it records, which any thread may call at any time. Destroying
+/// a stream waits for its work (failures are then dropped: they were the caller's to see at
+/// synchronize()).
+///
+/// Memory: a block may be freed (Device::free) or reused only once every stream has reached the
+/// ticket mark() gave when the block was let go; the Runtime's memory pool keeps such blocks in
+/// its deletion queue until then. So no free ever flushes, waits for or touches a stream's
+/// recording.
+class DeviceStream {
+public:
+  virtual ~DeviceStream() = default;
+  /// Copies `bytes` from `src` into the memory, after the work queued before; `src` may be
+  /// reused when the call returns.
+  virtual void upload(const DeviceMemory &dst, uint64_t offset, const void *src,
+                      uint64_t bytes) = 0;
+  /// Waits for the work queued before, then copies the memory into `dst`.
+  virtual void download(const DeviceMemory &src, uint64_t offset, void *dst, uint64_t bytes) = 0;
+  /// Queues a launch of `num_workgroups` workgroups (checked by the Runtime; the device checks
+  /// its own limits).
+  virtual void launch(const CompiledKernel &kernel, std::array<uint32_t, 3> num_workgroups,
+                      std::span<const LaunchArg> args) = 0;
+  /// Waits for everything queued on this stream. Throws Error (DeviceFailure) when it failed.
+  virtual void synchronize() = 0;
+  /// Device time of the launches completed by the last synchronize(), in nanoseconds, one entry
+  /// per launch in order (empty if the device has no timestamps).
+  virtual std::vector<double> last_launch_times_ns() const = 0;
+  /// An event that completes when the work queued so far has.
+  virtual std::shared_ptr<DeviceEvent> record() = 0;
+  /// Work queued on this stream from now on starts after `event` (recorded on any stream of the
+  /// same device) completes. Does not block the calling thread where the device can order it.
+  virtual void wait(DeviceEvent &event) = 0;
+  /// An empty graph whose replays go to streams of this device. The default is a RecordedGraph.
+  virtual std::unique_ptr<DeviceGraph> create_graph();
+  /// A ticket covering the work queued so far (monotonic per stream). Thread-safe.
+  virtual uint64_t mark() = 0;
+  /// Whether the work a ticket covers has finished, never blocking. Thread-safe.
+  virtual bool reached(uint64_t ticket) = 0;
 };
 
 class Device {
@@ -164,13 +250,19 @@ public:
   virtual ~Device() = default;
   virtual const DeviceInfo &info() const = 0;
 
-  /// Serializes everything that reaches this device: a Runtime holds it during each of its
-  /// calls, and the memory pool and adopted memory take it before they free or release memory,
-  /// so a Buffer destroyed on another thread waits for the call in progress instead of, say,
-  /// flushing a command buffer that the call is recording. Recursive: a call may free memory.
+  /// Transitional (held by the legacy stream adapter around the legacy members below; being
+  /// removed with them once every device implements create_stream).
   std::recursive_mutex &mutex() const { return mutex_; }
 
+  /// A new stream (DeviceStream). Devices are thread-safe: allocate, free, adopt_memory,
+  /// release_adopted, compile, load_binary and create_stream may be called from any thread at
+  /// any time. The default adapts the legacy single-queue members below (transitional).
+  virtual std::unique_ptr<DeviceStream> create_stream();
+
+  /// Throws Error (OutOfMemory) when the device has no memory left.
   virtual DeviceMemory allocate(uint64_t bytes) = 0;
+  /// Frees memory no queued work uses any more (the memory pool's deletion queue makes sure):
+  /// never waits for or flushes a stream.
   virtual void free(DeviceMemory memory) = 0;
   /// The kind of memory adopt_memory takes and native_memory gives (Host for interp and cpu,
   /// Cuda, Hip, Vulkan); nullopt when the device adopts none. Several devices may share a kind.
@@ -179,16 +271,12 @@ public:
   /// not empty) as DeviceMemory usable like allocated memory, without copying. Released with
   /// release_adopted, never with free. The default refuses: the backend cannot adopt memory.
   virtual DeviceMemory adopt_memory(const ExternalMemory &memory);
-  /// Forgets adopted memory once the work queued before that may use it has finished; never frees
-  /// the memory itself. Must not throw (called from destructors).
+  /// Forgets adopted memory that no queued work uses any more (the memory pool's deletion queue
+  /// makes sure); never frees the memory itself. Must not throw (called from destructors).
   virtual void release_adopted(DeviceMemory memory);
   /// The native handle of memory from allocate() or adopt_memory() (for sharing it, e.g. through
   /// DLPack): the pointer, or the VkBuffer and the offset where the memory starts in it.
   virtual ExternalMemory native_memory(const DeviceMemory &memory) const;
-  /// Copies are ordered with launches: an upload or download waits for the launches before it.
-  virtual void upload(const DeviceMemory &dst, uint64_t offset, const void *src,
-                      uint64_t bytes) = 0;
-  virtual void download(const DeviceMemory &src, uint64_t offset, void *dst, uint64_t bytes) = 0;
 
   /// Lowers and compiles an optimized, verified kernel; throws Error when the device cannot run it.
   virtual std::unique_ptr<CompiledKernel> compile(const ir::Kernel &kernel) = 0;
@@ -202,15 +290,17 @@ public:
   /// IR parsed, verified and of `abi`'s shape). Throws Error naming the kernel and why when the
   /// binary does not load.
   virtual std::unique_ptr<CompiledKernel> load_binary(const KernelBinary &binary) = 0;
-  /// Queues a launch of `num_workgroups` workgroups. Launches run in order.
+
+  //===- Legacy single queue (transitional) --------------------------------------------------===//
+  // The queue of a device that does not implement create_stream yet; the default create_stream
+  // adapts it (one queue shared by every stream, serialized by mutex()). Being removed once every
+  // device implements streams: new code uses streams. The defaults throw Error (Internal).
+  virtual void upload(const DeviceMemory &dst, uint64_t offset, const void *src, uint64_t bytes);
+  virtual void download(const DeviceMemory &src, uint64_t offset, void *dst, uint64_t bytes);
   virtual void launch(const CompiledKernel &kernel, std::array<uint32_t, 3> num_workgroups,
-                      std::span<const LaunchArg> args) = 0;
-  /// Waits for every queued launch and copy.
-  virtual void synchronize() = 0;
-  /// Device time of the launches completed by the last synchronize(), in nanoseconds, one entry
-  /// per launch in order (empty if the device has no timestamps).
-  virtual std::vector<double> last_launch_times_ns() const = 0;
-  /// An empty graph for this device. The default is a RecordedGraph.
+                      std::span<const LaunchArg> args);
+  virtual void synchronize();
+  virtual std::vector<double> last_launch_times_ns() const;
   virtual std::unique_ptr<DeviceGraph> create_graph();
 
 private:
@@ -218,16 +308,16 @@ private:
 };
 
 /// The portable graph: keeps each launch (kernel, grid, memory handles and values copied) and
-/// replays by calling Device::launch for each, in order. The interp device uses it; native graphs
-/// reuse its bookkeeping.
+/// replays by calling DeviceStream::launch for each, in order. The interp device uses it; native
+/// graphs reuse its bookkeeping.
 class RecordedGraph : public DeviceGraph {
 public:
-  explicit RecordedGraph(Device &device) : device_(device) {}
+  RecordedGraph() = default;
   void add_launch(const CompiledKernel &kernel, std::array<uint32_t, 3> num_workgroups,
                   std::span<const LaunchArg> args) override;
   void finish() override { finished_ = true; }
   void set_value(size_t launch, size_t param, std::span<const uint64_t> bits) override;
-  void replay() override;
+  void replay(DeviceStream &stream) override;
   size_t num_launches() const override { return launches_.size(); }
 
 protected:
@@ -240,7 +330,6 @@ protected:
   };
   /// The launch and value parameter set_value() names; throws Error when there is none.
   LaunchArg &value_argument(size_t launch, size_t param, size_t lanes);
-  Device &device_;
   std::vector<Launch> launches_;
   bool finished_ = false;
 };

@@ -174,8 +174,20 @@ struct ArgumentValue {
   const Buffer *buffer = nullptr;
   uint32_t lanes = 0;
   std::array<uint64_t, 16> bits{}; ///< Signed: int64 bits; Unsigned: uint64; Float: double bits
+  /// BufferArg: the elements the kernel sees, [first, first + count); count = kWholeBuffer for
+  /// the rest of the buffer.
+  static constexpr uint64_t kWholeBuffer = ~uint64_t(0);
+  uint64_t first = 0;
+  uint64_t count = kWholeBuffer;
 
   ArgumentValue(const Buffer &b) : kind(BufferArg), buffer(&b) {} // NOLINT
+  /// Elements [first, first + count) of `b` (checked at launch against the buffer's size).
+  static ArgumentValue range(const Buffer &b, uint64_t first, uint64_t count) {
+    ArgumentValue v(b);
+    v.first = first;
+    v.count = count;
+    return v;
+  }
   template <class T>
   requires std::is_arithmetic_v<T> ArgumentValue(T value) { // NOLINT
     set_lane(0, value);
@@ -390,6 +402,7 @@ private:
   std::shared_ptr<Device> device_;
   std::shared_ptr<MemoryPool> pool_;
   std::unique_ptr<KernelCache> cache_;
+  std::unique_ptr<DeviceStream> stream_;
   std::shared_ptr<const EnvironmentSource> environment_;
   EnvironmentOptions environment_options_;
   EnvironmentStatistics environment_statistics_;
