@@ -38,6 +38,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 
 namespace cubecc::runtime {
 
@@ -113,8 +114,8 @@ bool checked_from_environment() {
     return false;
   if (std::string_view(text) == "1")
     return true;
-  throw Error(
-      fmt::format("no device: cpu: CUBECC_CHECKED={} is not 0 or 1", shorten_for_message(text)));
+  throw Error(ErrorKind::NoDevice, fmt::format("no device: cpu: CUBECC_CHECKED={} is not 0 or 1",
+                                               shorten_for_message(text)));
 }
 
 //===- Memory --------------------------------------------------------------------------------===//
@@ -130,7 +131,8 @@ uint8_t *data_of(const DeviceMemory &memory) {
 
 void check_range(const DeviceMemory &memory, uint64_t offset, uint64_t bytes, const char *what) {
   if (!memory.handle || offset > memory.bytes || bytes > memory.bytes - offset)
-    throw Error(fmt::format("cpu: {}: the range [{}, {}) lies outside the {} bytes of the memory",
+    throw Error(ErrorKind::InvalidArgument,
+                fmt::format("cpu: {}: the range [{}, {}) lies outside the {} bytes of the memory",
                             what, offset, offset + bytes, memory.bytes));
 }
 
@@ -258,7 +260,7 @@ const char *fault_kind_name(uint32_t kind) {
 
 //===- The device ----------------------------------------------------------------------------===//
 
-class CpuDevice final : public Device {
+class CpuDevice final : public ImmediateDevice {
 public:
   CpuDevice(std::string level, bool checked) : level_(std::move(level)), checked_(checked) {
     // Before this process's first parallel launch starts oneTBB's workers, for the process's
@@ -290,13 +292,15 @@ public:
 
   DeviceMemory allocate(uint64_t bytes) override {
     if (bytes > info_.max_buffer_bytes)
-      throw Error(fmt::format("cpu: out of memory: {} bytes are more than the host's {}", bytes,
+      throw Error(ErrorKind::OutOfMemory,
+                  fmt::format("cpu: out of memory: {} bytes are more than the host's {}", bytes,
                               info_.max_buffer_bytes));
     uint64_t rounded =
         std::max<uint64_t>(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
     void *data = std::aligned_alloc(kAlignment, rounded);
     if (!data)
-      throw Error(fmt::format("cpu: out of memory: cannot allocate {} bytes", bytes));
+      throw Error(ErrorKind::OutOfMemory,
+                  fmt::format("cpu: out of memory: cannot allocate {} bytes", bytes));
     return DeviceMemory{new CpuMemory{static_cast<uint8_t *>(data), true}, bytes};
   }
   void free(DeviceMemory memory) override {
@@ -323,11 +327,11 @@ public:
   ExternalMemory native_memory(const DeviceMemory &memory) const override {
     return ExternalMemory::host(data_of(memory), memory.bytes);
   }
-  void upload(const DeviceMemory &dst, uint64_t offset, const void *src, uint64_t bytes) override {
+  void copy_in(const DeviceMemory &dst, uint64_t offset, const void *src, uint64_t bytes) override {
     check_range(dst, offset, bytes, "upload");
     std::memcpy(data_of(dst) + offset, src, bytes);
   }
-  void download(const DeviceMemory &src, uint64_t offset, void *dst, uint64_t bytes) override {
+  void copy_out(const DeviceMemory &src, uint64_t offset, void *dst, uint64_t bytes) override {
     check_range(src, offset, bytes, "download");
     std::memcpy(dst, data_of(src) + offset, bytes);
   }
@@ -337,7 +341,7 @@ public:
   std::unique_ptr<CompiledKernel> compile(const ir::Kernel &kernel) override {
     codegen::KernelAbi abi = codegen::KernelAbi::of(kernel);
     if (std::string why = abi_problem(abi, info_.features); !why.empty())
-      throw Error(fmt::format("cpu: kernel '{}': {}", kernel.name(), why));
+      throw Error(ErrorKind::Unsupported, fmt::format("cpu: kernel '{}': {}", kernel.name(), why));
     std::string key = cpu_object_cache_key(kernel, level_, checked_);
     std::optional<CpuObjectCache> cache = object_cache();
     std::unique_ptr<CpuKernel> loaded;
@@ -360,13 +364,19 @@ public:
       std::optional<codegen::CpuBinary> binary = codegen::compile_cpu(kernel, options, errors);
       ++compiles;
       if (!binary)
-        throw Error(fmt::format("cpu: cannot compile kernel '{}':\n{}", kernel.name(),
-                                ir::to_string(errors)));
+        throw Error(ErrorKind::Compile, fmt::format("cpu: cannot compile kernel '{}':\n{}",
+                                                    kernel.name(), ir::to_string(errors)));
       if (std::string why = codegen::launch_shape_difference(binary->abi, "the compiled object",
                                                              abi, "the kernel");
           !why.empty())
-        throw Error(fmt::format("cpu: kernel '{}': {} (a bug in cubecc)", kernel.name(), why));
-      loaded = load_object(binary->object, binary->level, abi);
+        throw Error(ErrorKind::Internal,
+                    fmt::format("cpu: kernel '{}': {} (a bug in cubecc)", kernel.name(), why));
+      try {
+        loaded = load_object(binary->object, binary->level, abi);
+      } catch (const Error &e) {
+        // The object was made just now: one that does not load is a bug in cubecc.
+        throw Error(ErrorKind::Internal, fmt::format("{} (a bug in cubecc)", e.what()));
+      }
       if (cache) {
         try {
           cache->store(key, binary->object);
@@ -395,38 +405,44 @@ public:
     const BinaryTarget &target = binary.target;
     const std::string &name = binary.abi.name;
     if (target.format != "elf" || !target.target.starts_with("cpu:"))
-      throw Error(fmt::format("cpu: kernel '{}': cannot load a {} binary for {}", name,
+      throw Error(ErrorKind::Environment,
+                  fmt::format("cpu: kernel '{}': cannot load a {} binary for {}", name,
                               target.format, target.target));
     std::string level = target.target.substr(4);
     if (level_rank(level) < 0)
-      throw Error(fmt::format("cpu: kernel '{}': unknown CPU level '{}' (cubecc knows {})", name,
+      throw Error(ErrorKind::Environment,
+                  fmt::format("cpu: kernel '{}': unknown CPU level '{}' (cubecc knows {})", name,
                               shorten_for_message(level), fmt::join(codegen::cpu_levels(), ", ")));
     if (level_rank(level) > level_rank(level_))
-      throw Error(fmt::format("cpu: kernel '{}': its object is built for {}, which this CPU does "
+      throw Error(ErrorKind::Environment,
+                  fmt::format("cpu: kernel '{}': its object is built for {}, which this CPU does "
                               "not run (it runs {}): refused before loading it",
                               name, level, level_));
     if (std::string why = abi_problem(binary.abi, info_.features); !why.empty())
-      throw Error(fmt::format("cpu: kernel '{}': {}", name, why));
+      throw Error(ErrorKind::Environment, fmt::format("cpu: kernel '{}': {}", name, why));
     return load_object(binary.bytes, level, binary.abi);
   }
 
   //===- Launches ----------------------------------------------------------------------------===//
 
-  void launch(const CompiledKernel &compiled, std::array<uint32_t, 3> num_workgroups,
-              std::span<const LaunchArg> args) override {
+  void run_launch(const CompiledKernel &compiled, std::array<uint32_t, 3> num_workgroups,
+                  std::span<const LaunchArg> args) override {
     const auto *k = dynamic_cast<const CpuKernel *>(&compiled);
     if (!k || k->owner() != this)
       throw Error(
+          ErrorKind::InvalidArgument,
           fmt::format("cpu: kernel '{}' was compiled for another device", compiled.abi().name));
     const codegen::KernelAbi &abi = k->abi();
     for (uint32_t count : num_workgroups)
       if (count > kMaxWorkgroupCount)
-        throw Error(fmt::format("cpu: launch of kernel '{}': a grid of {}x{}x{} workgroups "
+        throw Error(ErrorKind::InvalidArgument,
+                    fmt::format("cpu: launch of kernel '{}': a grid of {}x{}x{} workgroups "
                                 "exceeds the device's maximum of {}x{}x{}",
                                 abi.name, num_workgroups[0], num_workgroups[1], num_workgroups[2],
                                 kMaxWorkgroupCount, kMaxWorkgroupCount, kMaxWorkgroupCount));
     if (args.size() != abi.params.size())
-      throw Error(fmt::format("cpu: launch of kernel '{}': {} arguments for {} parameters",
+      throw Error(ErrorKind::InvalidArgument,
+                  fmt::format("cpu: launch of kernel '{}': {} arguments for {} parameters",
                               abi.name, args.size(), abi.params.size()));
 
     std::vector<void *> buffers(abi.num_buffers);
@@ -439,18 +455,21 @@ public:
       const LaunchArg &a = args[i];
       if (slot.kind == codegen::ParamSlot::Value) {
         if (a.memory || a.bits.size() != slot.type.lanes())
-          throw Error(fmt::format("cpu: launch of kernel '{}': parameter {} needs {} lane(s)",
+          throw Error(ErrorKind::InvalidArgument,
+                      fmt::format("cpu: launch of kernel '{}': parameter {} needs {} lane(s)",
                                   abi.name, i, slot.type.lanes()));
         codegen::pack_value(slot, a.bits.data(), block_bytes);
         continue;
       }
       if (!a.memory)
         throw Error(
+            ErrorKind::InvalidArgument,
             fmt::format("cpu: launch of kernel '{}': parameter {} needs a buffer", abi.name, i));
       check_range(*a.memory, a.offset, a.bytes, "launch");
       uint64_t element_bytes = std::max(1u, ir::scalar_bits(slot.type.element()) / 8);
       if (a.offset % element_bytes)
-        throw Error(fmt::format("cpu: launch of kernel '{}': parameter {} starts at byte {}, not "
+        throw Error(ErrorKind::InvalidArgument,
+                    fmt::format("cpu: launch of kernel '{}': parameter {} starts at byte {}, not "
                                 "a multiple of its element size {}",
                                 abi.name, i, a.offset, element_bytes));
       buffers[slot.binding] = data_of(*a.memory) + a.offset;
@@ -465,19 +484,10 @@ public:
     std::copy(num_workgroups.begin(), num_workgroups.end(), launch.num_workgroups);
     launch.fault = &fault;
 
-    auto start = std::chrono::steady_clock::now();
     run(*k, launch);
-    auto stop = std::chrono::steady_clock::now();
-    times_.push_back(std::chrono::duration<double, std::nano>(stop - start).count());
     if (fault.kind != 0)
-      throw Error(fault_message(*k, fault));
+      throw Error(ErrorKind::DeviceFailure, fault_message(*k, fault));
   }
-
-  void synchronize() override {
-    last_times_ = std::move(times_);
-    times_.clear();
-  }
-  std::vector<double> last_launch_times_ns() const override { return last_times_; }
 
 private:
   /// Runs every workgroup of `launch`: ranges of linear workgroup ids on oneTBB's threads (the
@@ -547,21 +557,25 @@ private:
   /// version and the subgroup size of `level`. `abi` is the launch metadata it is called with.
   std::unique_ptr<CpuKernel> load_object(std::string_view object, const std::string &level,
                                          const codegen::KernelAbi &abi) {
+    // One load at a time: the descriptor-number dance below must not interleave with another.
+    std::lock_guard lock(load_mutex_);
     const std::string &name = abi.name;
     if (std::string why = codegen::elf_shared_object_problem(object); !why.empty())
-      throw Error(fmt::format("cpu: kernel '{}': its object is not a loadable shared object: {}",
+      throw Error(ErrorKind::Environment,
+                  fmt::format("cpu: kernel '{}': its object is not a loadable shared object: {}",
                               name, why));
     FileDescriptor file;
     file.fd = ::memfd_create(("cubecc-" + name.substr(0, 200)).c_str(), MFD_CLOEXEC);
     if (file.fd < 0)
-      throw Error(
-          fmt::format("cpu: kernel '{}': memfd_create failed: {}", name, std::strerror(errno)));
+      throw Error(ErrorKind::Internal, fmt::format("cpu: kernel '{}': memfd_create failed: {}",
+                                                   name, std::strerror(errno)));
     for (size_t done = 0; done < object.size();) {
       ssize_t n = ::write(file.fd, object.data() + done, object.size() - done);
       if (n < 0 && errno == EINTR)
         continue;
       if (n <= 0)
-        throw Error(fmt::format("cpu: kernel '{}': writing its object to memory failed: {}", name,
+        throw Error(ErrorKind::Internal,
+                    fmt::format("cpu: kernel '{}': writing its object to memory failed: {}", name,
                                 std::strerror(n < 0 ? errno : EIO)));
       done += size_t(n);
     }
@@ -577,7 +591,8 @@ private:
       skipped.back()->fd = file.fd;
       file.fd = ::fcntl(file.fd, F_DUPFD_CLOEXEC, 0);
       if (file.fd < 0)
-        throw Error(fmt::format("cpu: kernel '{}': dup failed: {}", name, std::strerror(errno)));
+        throw Error(ErrorKind::Internal,
+                    fmt::format("cpu: kernel '{}': dup failed: {}", name, std::strerror(errno)));
       path = fmt::format("/proc/self/fd/{}", file.fd);
     }
     auto kernel = std::make_unique<CpuKernel>(this, abi);
@@ -585,7 +600,8 @@ private:
     kernel->handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!kernel->handle) {
       const char *error = ::dlerror();
-      throw Error(fmt::format("cpu: kernel '{}': its object does not load: {}", name,
+      throw Error(ErrorKind::Environment,
+                  fmt::format("cpu: kernel '{}': its object does not load: {}", name,
                               error ? error : "dlopen failed"));
     }
     auto symbol = [&](const char *symbol_name) {
@@ -593,18 +609,21 @@ private:
       void *address = ::dlsym(kernel->handle, symbol_name);
       if (!address)
         throw Error(
+            ErrorKind::Environment,
             fmt::format("cpu: kernel '{}': its object does not export {}", name, symbol_name));
       return address;
     };
     uint32_t version = *static_cast<const uint32_t *>(symbol(CUBECC_CPU_ABI_VERSION_SYMBOL));
     if (version != CUBECC_CPU_ABI_VERSION)
-      throw Error(fmt::format("cpu: kernel '{}': its object follows CPU ABI version {}, this "
+      throw Error(ErrorKind::Environment,
+                  fmt::format("cpu: kernel '{}': its object follows CPU ABI version {}, this "
                               "runtime calls version {}",
                               name, version, CUBECC_CPU_ABI_VERSION));
     kernel->subgroup_size = *static_cast<const uint32_t *>(symbol(CUBECC_CPU_SUBGROUP_SIZE_SYMBOL));
     uint32_t expected = codegen::cpu_features(level).subgroup_size;
     if (kernel->subgroup_size != expected)
-      throw Error(fmt::format("cpu: kernel '{}': its object has subgroups of {} lanes, but {} "
+      throw Error(ErrorKind::Environment,
+                  fmt::format("cpu: kernel '{}': its object has subgroups of {} lanes, but {} "
                               "has {}",
                               name, kernel->subgroup_size, level, expected));
     kernel->function = reinterpret_cast<cubecc_cpu_kernel_fn>(symbol(CUBECC_CPU_KERNEL_SYMBOL));
@@ -616,7 +635,7 @@ private:
   bool checked_ = false;
   std::atomic<bool> cache_warned_{false};
   tbb::enumerable_thread_specific<Scratch> scratch_;
-  std::vector<double> times_, last_times_;
+  std::mutex load_mutex_;
 };
 
 } // namespace
@@ -661,7 +680,7 @@ std::unique_ptr<Device> open_cpu_device() {
   std::string why;
   std::string level = cpu_device_level(&why);
   if (level.empty())
-    throw Error("no device: cpu: " + why);
+    throw Error(ErrorKind::NoDevice, "no device: cpu: " + why);
   return std::make_unique<CpuDevice>(level, checked_from_environment());
 }
 

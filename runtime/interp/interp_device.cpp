@@ -40,7 +40,8 @@ constexpr uint32_t kMaxWorkgroupCount = 65535;
 /// invocations are refused by the verifier, for every device.)
 void check_kernel_limits(const codegen::KernelAbi &abi) {
   if (abi.shared_bytes > kMaxSharedBytes)
-    throw Error(fmt::format("interp: kernel '{}' uses {} bytes of shared memory; the device has {}",
+    throw Error(ErrorKind::Unsupported,
+                fmt::format("interp: kernel '{}' uses {} bytes of shared memory; the device has {}",
                             abi.name, abi.shared_bytes, kMaxSharedBytes));
 }
 
@@ -63,13 +64,14 @@ uint32_t subgroup_size_from_environment() {
   char *end = nullptr;
   unsigned long value = std::strtoul(text, &end, 10);
   if (*end != '\0' || value < 1 || value > 128 || (value & (value - 1)) != 0)
-    throw Error(fmt::format("no device: interp: CUBECC_INTERP_SUBGROUP_SIZE={} is not a power "
+    throw Error(ErrorKind::NoDevice,
+                fmt::format("no device: interp: CUBECC_INTERP_SUBGROUP_SIZE={} is not a power "
                             "of two from 1 to 128",
                             text));
   return static_cast<uint32_t>(value);
 }
 
-class InterpDevice final : public Device {
+class InterpDevice final : public ImmediateDevice {
 public:
   InterpDevice() {
     info_.backend = "interp";
@@ -124,11 +126,11 @@ public:
     return ExternalMemory::host(host(memory).data, memory.bytes);
   }
 
-  void upload(const DeviceMemory &dst, uint64_t offset, const void *src, uint64_t bytes) override {
+  void copy_in(const DeviceMemory &dst, uint64_t offset, const void *src, uint64_t bytes) override {
     check_range(dst, offset, bytes, "upload");
     std::memcpy(host(dst).data + offset, src, bytes);
   }
-  void download(const DeviceMemory &src, uint64_t offset, void *dst, uint64_t bytes) override {
+  void copy_out(const DeviceMemory &src, uint64_t offset, void *dst, uint64_t bytes) override {
     check_range(src, offset, bytes, "download");
     std::memcpy(dst, host(src).data + offset, bytes);
   }
@@ -146,18 +148,21 @@ public:
     const BinaryTarget &target = binary.target;
     const codegen::KernelAbi &abi = binary.abi;
     if (target.target != "interp" || target.format != "ir")
-      throw Error(fmt::format("interp: kernel '{}': cannot load a {} binary for {}", abi.name,
+      throw Error(ErrorKind::Environment,
+                  fmt::format("interp: kernel '{}': cannot load a {} binary for {}", abi.name,
                               target.format, target.target));
     ir::ParseResult parsed = ir::parse_module(binary.bytes, abi.name + ".cir");
     std::vector<ir::Diagnostic> problems = parsed.errors;
     if (parsed.module && problems.empty())
       problems = ir::verify(*parsed.module, &parsed.source_map);
     if (!parsed.module || !problems.empty())
-      throw Error(fmt::format("interp: kernel '{}': its IR does not load: {}", abi.name,
+      throw Error(ErrorKind::Environment,
+                  fmt::format("interp: kernel '{}': its IR does not load: {}", abi.name,
                               problems.empty() ? "no module" : problems.front().message));
     if (parsed.module->kernels().size() != 1 ||
         parsed.module->kernels().front()->name() != abi.name)
-      throw Error(fmt::format("interp: the IR for kernel '{}' does not hold exactly that kernel",
+      throw Error(ErrorKind::Environment,
+                  fmt::format("interp: the IR for kernel '{}' does not hold exactly that kernel",
                               abi.name));
     auto kernel = std::make_unique<InterpKernel>(std::move(parsed.module));
     // The launch metadata is what the launch is checked against: the IR must agree with it, and
@@ -166,7 +171,7 @@ public:
     if (std::string why =
             codegen::launch_shape_difference(ir, "its IR", abi, "the launch metadata");
         !why.empty())
-      throw Error(fmt::format("interp: kernel '{}': {}", abi.name, why));
+      throw Error(ErrorKind::Environment, fmt::format("interp: kernel '{}': {}", abi.name, why));
     const codegen::TargetFeatures &f = info_.features;
     uint64_t invocations =
         uint64_t(ir.workgroup_size[0]) * ir.workgroup_size[1] * ir.workgroup_size[2];
@@ -174,7 +179,8 @@ public:
       if (ir.workgroup_size[i] > f.max_workgroup_size[i])
         invocations = ~uint64_t(0);
     if (invocations > f.max_workgroup_invocations)
-      throw Error(fmt::format("interp: kernel '{}' has workgroup size ({}, {}, {}); the device "
+      throw Error(ErrorKind::Unsupported,
+                  fmt::format("interp: kernel '{}' has workgroup size ({}, {}, {}); the device "
                               "allows at most {} invocations",
                               abi.name, ir.workgroup_size[0], ir.workgroup_size[1],
                               ir.workgroup_size[2], f.max_workgroup_invocations));
@@ -184,28 +190,32 @@ public:
         shared_bytes += uint64_t(op->result()->type().count()) *
                         (ir::scalar_bits(op->result()->type().element()) / 8);
     if (shared_bytes > f.max_shared_bytes)
-      throw Error(fmt::format("interp: kernel '{}' uses {} bytes of shared memory; the device has "
+      throw Error(ErrorKind::Unsupported,
+                  fmt::format("interp: kernel '{}' uses {} bytes of shared memory; the device has "
                               "{}",
                               abi.name, shared_bytes, f.max_shared_bytes));
     return kernel;
   }
 
-  void launch(const CompiledKernel &compiled, std::array<uint32_t, 3> num_workgroups,
-              std::span<const LaunchArg> args) override {
+  void run_launch(const CompiledKernel &compiled, std::array<uint32_t, 3> num_workgroups,
+                  std::span<const LaunchArg> args) override {
     const auto *k = dynamic_cast<const InterpKernel *>(&compiled);
     if (!k)
       throw Error(
+          ErrorKind::InvalidArgument,
           fmt::format("interp: kernel '{}' was compiled for another device", compiled.abi().name));
     const ir::Kernel &kernel = k->kernel();
     for (uint32_t count : num_workgroups)
       if (count > kMaxWorkgroupCount)
-        throw Error(fmt::format("interp: launch of kernel '{}': a grid of {}x{}x{} workgroups "
+        throw Error(ErrorKind::InvalidArgument,
+                    fmt::format("interp: launch of kernel '{}': a grid of {}x{}x{} workgroups "
                                 "exceeds the device's maximum of {}x{}x{}",
                                 kernel.name(), num_workgroups[0], num_workgroups[1],
                                 num_workgroups[2], kMaxWorkgroupCount, kMaxWorkgroupCount,
                                 kMaxWorkgroupCount));
     if (args.size() != kernel.num_parameters())
-      throw Error(fmt::format("interp: kernel '{}' takes {} arguments, got {}", kernel.name(),
+      throw Error(ErrorKind::InvalidArgument,
+                  fmt::format("interp: kernel '{}' takes {} arguments, got {}", kernel.name(),
                               kernel.num_parameters(), args.size()));
     // Buffer ranges are copied into host buffers of the parameter's element type: the kernel
     // sees exactly the range. The same range bound twice shares one copy; other overlaps would
@@ -223,6 +233,7 @@ public:
       }
       if (!a.memory)
         throw Error(
+            ErrorKind::InvalidArgument,
             fmt::format("interp: kernel '{}': parameter {} needs a buffer", kernel.name(), i));
       check_range(*a.memory, a.offset, a.bytes, "launch");
       for (size_t j = 0; j < i; ++j) {
@@ -236,7 +247,8 @@ public:
           break;
         }
         if (a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes)
-          throw Error(fmt::format("interp: kernel '{}': the buffers of parameters {} and {} "
+          throw Error(ErrorKind::InvalidArgument,
+                      fmt::format("interp: kernel '{}': the buffers of parameters {} and {} "
                                   "overlap without being the same range",
                                   kernel.name(), j, i));
       }
@@ -251,15 +263,12 @@ public:
     ir::LaunchConfig config;
     config.num_workgroups = num_workgroups;
     config.subgroup_size = info_.subgroup_size;
-    auto start = std::chrono::steady_clock::now();
     std::vector<ir::Diagnostic> problems;
     if (num_workgroups[0] && num_workgroups[1] && num_workgroups[2])
       problems = ir::interpret(kernel, arguments, config);
-    auto stop = std::chrono::steady_clock::now();
-    times_.push_back(std::chrono::duration<double, std::nano>(stop - start).count());
     if (!problems.empty())
-      throw Error(fmt::format("interp: launch of kernel '{}' failed:\n{}", kernel.name(),
-                              ir::to_string(problems)));
+      throw Error(ErrorKind::DeviceFailure, fmt::format("interp: launch of kernel '{}' failed:\n{}",
+                                                        kernel.name(), ir::to_string(problems)));
 
     std::vector<bool> written(args.size());
     for (size_t i = 0; i < args.size(); ++i) {
@@ -274,23 +283,17 @@ public:
     }
   }
 
-  void synchronize() override {
-    last_times_ = std::move(times_);
-    times_.clear();
-  }
-  std::vector<double> last_launch_times_ns() const override { return last_times_; }
-
 private:
   static void check_range(const DeviceMemory &memory, uint64_t offset, uint64_t bytes,
                           const char *what) {
     if (offset > memory.bytes || bytes > memory.bytes - offset)
-      throw Error(fmt::format("interp: {}: the range [{}, {}) lies outside the {} bytes of the "
+      throw Error(ErrorKind::InvalidArgument,
+                  fmt::format("interp: {}: the range [{}, {}) lies outside the {} bytes of the "
                               "memory",
                               what, offset, offset + bytes, memory.bytes));
   }
 
   DeviceInfo info_;
-  std::vector<double> times_, last_times_;
 };
 
 } // namespace

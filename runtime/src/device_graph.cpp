@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <mutex>
 
 namespace cubecc::runtime {
@@ -79,6 +80,64 @@ ExternalMemory Device::native_memory(const DeviceMemory &) const {
 
 std::unique_ptr<DeviceGraph> DeviceStream::create_graph() {
   return std::make_unique<RecordedGraph>();
+}
+
+//===- Devices whose work is done at once ----------------------------------------------------===//
+
+namespace {
+
+class DoneEvent final : public DeviceEvent {
+public:
+  bool done() override { return true; }
+  void wait() override {}
+};
+
+class ImmediateStream final : public DeviceStream {
+public:
+  explicit ImmediateStream(ImmediateDevice &device) : device_(device) {}
+  void upload(const DeviceMemory &dst, uint64_t offset, const void *src, uint64_t bytes) override {
+    device_.copy_in(dst, offset, src, bytes);
+  }
+  void download(const DeviceMemory &src, uint64_t offset, void *dst, uint64_t bytes) override {
+    device_.copy_out(src, offset, dst, bytes);
+  }
+  void launch(const CompiledKernel &kernel, std::array<uint32_t, 3> num_workgroups,
+              std::span<const LaunchArg> args) override {
+    auto start = std::chrono::steady_clock::now();
+    try {
+      device_.run_launch(kernel, num_workgroups, args);
+    } catch (...) {
+      times_.push_back(ns_since(start));
+      throw;
+    }
+    times_.push_back(ns_since(start));
+  }
+  void synchronize() override {
+    last_times_ = std::move(times_);
+    times_.clear();
+  }
+  std::vector<double> last_launch_times_ns() const override { return last_times_; }
+  std::shared_ptr<DeviceEvent> record() override {
+    static const auto done = std::make_shared<DoneEvent>();
+    return done;
+  }
+  void wait(DeviceEvent &) override {}
+  uint64_t mark() override { return 0; }
+  bool reached(uint64_t) override { return true; }
+
+private:
+  static double ns_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start)
+        .count();
+  }
+  ImmediateDevice &device_;
+  std::vector<double> times_, last_times_;
+};
+
+} // namespace
+
+std::unique_ptr<DeviceStream> ImmediateDevice::create_stream() {
+  return std::make_unique<ImmediateStream>(*this);
 }
 
 //===- The legacy single queue (transitional) ------------------------------------------------===//

@@ -34,9 +34,111 @@ MemoryPool::MemoryPool(std::shared_ptr<Device> device, PoolOptions options)
     : device_(std::move(device)), options_(options) {}
 
 MemoryPool::~MemoryPool() {
-  std::lock_guard device_lock(device_->mutex());
+  Released released;
+  {
+    std::lock_guard device_lock(device_->mutex());
+    std::lock_guard lock(mutex_);
+    streams_.clear(); // every stream is gone, and with it its work: the whole queue is done
+    collect_locked(released);
+    trim_locked();
+  }
+  let_go(released);
+}
+
+uint64_t MemoryPool::add_stream(DeviceStream &stream) {
   std::lock_guard lock(mutex_);
-  trim_locked();
+  uint64_t id = next_stream_id_++;
+  streams_.emplace_back(id, &stream);
+  return id;
+}
+
+void MemoryPool::remove_stream(uint64_t id) {
+  Released released;
+  {
+    std::lock_guard device_lock(device_->mutex());
+    std::lock_guard lock(mutex_);
+    std::erase_if(streams_, [&](const auto &entry) { return entry.first == id; });
+    collect_locked(released);
+  }
+  let_go(released);
+}
+
+std::vector<std::pair<uint64_t, uint64_t>> MemoryPool::waits_locked() {
+  std::vector<std::pair<uint64_t, uint64_t>> waits;
+  for (const auto &[id, stream] : streams_) {
+    uint64_t ticket = stream->mark();
+    if (!stream->reached(ticket))
+      waits.emplace_back(id, ticket);
+  }
+  return waits;
+}
+
+bool MemoryPool::reached_locked(const PendingBlock &block, uint64_t except_stream) const {
+  for (const auto &[id, ticket] : block.waits) {
+    if (id == except_stream)
+      continue;
+    auto stream = std::find_if(streams_.begin(), streams_.end(),
+                               [&](const auto &entry) { return entry.first == id; });
+    if (stream != streams_.end() && !stream->second->reached(ticket))
+      return false; // a stream that is gone finished its work before it went
+  }
+  return true;
+}
+
+void MemoryPool::collect_locked(Released &released) {
+  std::erase_if(pending_, [&](PendingBlock &block) {
+    if (!reached_locked(block, 0))
+      return false;
+    if (block.adopted) {
+      released.push_back(std::move(block)); // never counted: the memory is the caller's
+    } else {
+      pending_bytes_ -= block.memory.bytes;
+      settle_locked(block.memory, block.requested);
+    }
+    return true;
+  });
+  stats_.bytes_reserved = stats_.bytes_live + stats_.bytes_cached + pending_bytes_;
+}
+
+void MemoryPool::let_go(Released &released) noexcept {
+  for (PendingBlock &block : released) {
+    {
+      std::lock_guard device_lock(device_->mutex());
+      device_->release_adopted(block.memory);
+    }
+    if (block.callback)
+      block.callback();
+  }
+  released.clear();
+}
+
+bool MemoryPool::take_pending_locked(uint64_t bytes, uint64_t class_bytes, uint64_t stream_id,
+                                     DeviceMemory &out) {
+  if (stream_id == 0)
+    return false;
+  for (auto it = pending_.begin(); it != pending_.end(); ++it) {
+    uint64_t size = it->memory.bytes;
+    bool fits = options_.policy == PoolPolicy::PowerOfTwo
+                    ? size == class_bytes
+                    : size >= std::max<uint64_t>(bytes, 1) && size <= fine_class_bytes(bytes);
+    if (it->adopted || !fits || !reached_locked(*it, stream_id))
+      continue;
+    out = it->memory;
+    pending_bytes_ -= size;
+    pending_.erase(it);
+    return true;
+  }
+  return false;
+}
+
+void MemoryPool::collect() {
+  Released released;
+  {
+    std::lock_guard device_lock(device_->mutex());
+    std::lock_guard lock(mutex_);
+    collect_locked(released);
+  }
+  let_go(released);
 }
 
 uint64_t MemoryPool::power_of_two_bytes(uint64_t bytes) {
@@ -116,9 +218,17 @@ DeviceMemory MemoryPool::allocate_from_device_locked(uint64_t class_bytes, uint6
   return memory;
 }
 
-DeviceMemory MemoryPool::acquire(uint64_t bytes) {
+DeviceMemory MemoryPool::acquire(uint64_t bytes, uint64_t stream_id) {
+  Released released;
+  struct LetGo {
+    MemoryPool &pool;
+    Released &released;
+    ~LetGo() { pool.let_go(released); }
+  } let_go_at_exit{*this, released};
   std::lock_guard device_lock(device_->mutex()); // always before mutex_ (device.h)
   std::lock_guard lock(mutex_);
+  if (!pending_.empty())
+    collect_locked(released);
   const uint64_t now = stats_.allocations + 1; // this allocation, if it succeeds
   if (options_.idle_release_allocations > 0)
     while (!lru_.empty() && now - lru_.front().freed_at > options_.idle_release_allocations)
@@ -126,7 +236,8 @@ DeviceMemory MemoryPool::acquire(uint64_t bytes) {
 
   uint64_t class_bytes = class_bytes_locked(bytes);
   DeviceMemory memory;
-  if (take_cached_locked(bytes, class_bytes, memory))
+  if (take_cached_locked(bytes, class_bytes, memory) ||
+      take_pending_locked(bytes, class_bytes, stream_id, memory))
     ++stats_.reuses;
   else
     memory = allocate_from_device_locked(class_bytes, bytes);
@@ -141,7 +252,7 @@ DeviceMemory MemoryPool::acquire(uint64_t bytes) {
   ++stats_.allocations;
   stats_.bytes_requested += bytes;
   stats_.bytes_live += memory.bytes;
-  stats_.bytes_reserved = stats_.bytes_live + stats_.bytes_cached;
+  stats_.bytes_reserved = stats_.bytes_live + stats_.bytes_cached + pending_bytes_;
   stats_.peak_bytes_requested = std::max(stats_.peak_bytes_requested, stats_.bytes_requested);
   stats_.peak_bytes_live = std::max(stats_.peak_bytes_live, stats_.bytes_live);
   stats_.peak_bytes_reserved = std::max(stats_.peak_bytes_reserved, stats_.bytes_reserved);
@@ -164,7 +275,30 @@ void MemoryPool::release(DeviceMemory memory) {
   live_.erase(live);
   stats_.bytes_requested -= requested;
   stats_.bytes_live -= memory.bytes;
+  if (auto waits = waits_locked(); !waits.empty()) {
+    pending_.push_back(PendingBlock{memory, requested, std::move(waits), false, {}});
+    pending_bytes_ += memory.bytes;
+  } else {
+    settle_locked(memory, requested);
+  }
+  stats_.bytes_reserved = stats_.bytes_live + stats_.bytes_cached + pending_bytes_;
+}
 
+void MemoryPool::release_adopted(DeviceMemory memory, std::function<void()> callback) noexcept {
+  Released released;
+  {
+    std::lock_guard device_lock(device_->mutex()); // always before mutex_ (device.h)
+    std::lock_guard lock(mutex_);
+    PendingBlock block{memory, 0, waits_locked(), true, std::move(callback)};
+    if (block.waits.empty())
+      released.push_back(std::move(block));
+    else
+      pending_.push_back(std::move(block)); // not counted: the memory is the caller's
+  }
+  let_go(released);
+}
+
+void MemoryPool::settle_locked(DeviceMemory memory, uint64_t requested) {
   // A generic block that served a size which now has an exact class goes back: the next request
   // of that size gets a block without the rounding.
   bool refine = false;
@@ -182,7 +316,6 @@ void MemoryPool::release(DeviceMemory memory) {
     entry->by_size = by_size_.emplace(memory.bytes, entry);
     stats_.bytes_cached += memory.bytes;
   }
-  stats_.bytes_reserved = stats_.bytes_live + stats_.bytes_cached;
 }
 
 void MemoryPool::trim() {
@@ -194,12 +327,14 @@ void MemoryPool::trim() {
 void MemoryPool::trim_locked() {
   while (!lru_.empty())
     free_oldest_cached_locked();
-  stats_.bytes_reserved = stats_.bytes_live + stats_.bytes_cached;
+  stats_.bytes_reserved = stats_.bytes_live + stats_.bytes_cached + pending_bytes_;
 }
 
 PoolStatistics MemoryPool::statistics() const {
   std::lock_guard lock(mutex_);
-  return stats_;
+  PoolStatistics stats = stats_;
+  stats.bytes_cached += pending_bytes_; // blocks in the deletion queue are free, not yet reusable
+  return stats;
 }
 
 } // namespace cubecc::runtime

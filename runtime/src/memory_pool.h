@@ -12,9 +12,15 @@
 //   - PowerOfTwo: the classic buckets, for comparison and as an option.
 // Both release cached blocks beyond max_cached_bytes and those idle for idle_release_allocations
 // allocations; trim() (and running out of device memory) gives them all back. One mutex guards
-// everything: acquire and release may be called from any thread. Each first takes the device's
-// mutex (Device::mutex), so that a block freed on one thread never reaches the device while
-// another thread's Runtime call is using it.
+// everything: acquire and release may be called from any thread.
+//
+// The deletion queue: a block released while a stream may still have queued work that uses it
+// waits in `pending_` with the ticket each such stream's mark() gave at release time (device.h),
+// and becomes a cached block — or goes back to the device, or for adopted memory is let go —
+// only once every one of those streams has reached its ticket. A request from a stream may take
+// a pending block that only that stream's own work still uses (its work runs in order), so a
+// loop of allocate/launch/free on one stream reuses its blocks at once. Freeing therefore never
+// touches another stream's recording.
 //
 //===-----------------------------------------------------------------------------------------===//
 #pragma once
@@ -22,12 +28,15 @@
 #include "cubecc/runtime/device.h"
 #include "cubecc/runtime/memory_pool.h"
 
+#include <functional>
 #include <list>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace cubecc::runtime {
 
@@ -49,13 +58,26 @@ public:
   /// The exact class of a request: rounded up to kMinBlockBytes.
   static uint64_t exact_class_bytes(uint64_t bytes);
 
-  /// A block of at least `bytes`. Throws Error when the device has no memory left even after the
-  /// cached blocks are freed.
-  DeviceMemory acquire(uint64_t bytes);
-  /// Takes back a block from acquire(). A block the pool did not hand out (or got back already)
-  /// is a bug in cubecc: reported, then abort().
+  /// Registers a stream whose queued work the deletion queue waits for; returns its id (never 0).
+  uint64_t add_stream(DeviceStream &stream);
+  /// Forgets a stream, once everything queued on it has finished (its tickets count as reached).
+  void remove_stream(uint64_t id);
+
+  /// A block of at least `bytes`, for use on stream `stream_id` (0: none in particular). Throws
+  /// Error (OutOfMemory) when the device has no memory left even after the cached blocks are
+  /// freed.
+  DeviceMemory acquire(uint64_t bytes, uint64_t stream_id = 0);
+  /// Takes back a block from acquire(): cached (or freed) once no stream's queued work uses it.
+  /// A block the pool did not hand out (or got back already) is a bug in cubecc: reported, then
+  /// abort().
   void release(DeviceMemory memory);
-  /// Gives every cached block back to the device.
+  /// Lets adopted memory go once no stream's queued work uses it: Device::release_adopted, then
+  /// `callback` (if any), on the thread that finds the work done. Must not throw.
+  void release_adopted(DeviceMemory memory, std::function<void()> callback) noexcept;
+  /// Moves the blocks whose work has finished out of the deletion queue (a stream calls it after
+  /// it synchronized).
+  void collect();
+  /// Gives every cached block back to the device (blocks still in the deletion queue stay).
   void trim();
   PoolStatistics statistics() const;
   const PoolOptions &options() const { return options_; }
@@ -71,7 +93,25 @@ private:
     BySize::iterator by_size;
   };
 
+  /// A block in the deletion queue: the streams whose work may still use it, with the tickets.
+  struct PendingBlock {
+    DeviceMemory memory;
+    uint64_t requested = 0; ///< bytes the buffer asked for (0 for adopted memory)
+    std::vector<std::pair<uint64_t, uint64_t>> waits; ///< stream id, ticket
+    bool adopted = false;
+    std::function<void()> callback; ///< adopted memory: the caller's release callback
+  };
+  /// Adopted memory whose work is done, let go after the mutex is released.
+  using Released = std::vector<PendingBlock>;
+
   uint64_t class_bytes_locked(uint64_t bytes);
+  std::vector<std::pair<uint64_t, uint64_t>> waits_locked();
+  bool reached_locked(const PendingBlock &block, uint64_t except_stream) const;
+  void collect_locked(Released &released);
+  bool take_pending_locked(uint64_t bytes, uint64_t class_bytes, uint64_t stream_id,
+                           DeviceMemory &out);
+  void settle_locked(DeviceMemory memory, uint64_t requested);
+  void let_go(Released &released) noexcept;
   bool take_cached_locked(uint64_t bytes, uint64_t class_bytes, DeviceMemory &out);
   DeviceMemory allocate_from_device_locked(uint64_t class_bytes, uint64_t bytes);
   void free_oldest_cached_locked();
@@ -82,9 +122,13 @@ private:
   mutable std::mutex mutex_;
   Lru lru_;
   BySize by_size_;
-  std::unordered_map<void *, uint64_t> live_;       ///< handle -> requested bytes
-  std::unordered_map<uint64_t, uint32_t> requests_; ///< exact class -> times requested
-  std::set<uint64_t> classes_;                      ///< block sizes made
+  std::unordered_map<void *, uint64_t> live_;                ///< handle -> requested bytes
+  std::unordered_map<uint64_t, uint32_t> requests_;          ///< exact class -> times requested
+  std::set<uint64_t> classes_;                               ///< block sizes made
+  std::vector<std::pair<uint64_t, DeviceStream *>> streams_; ///< id -> registered stream
+  uint64_t next_stream_id_ = 1;
+  std::vector<PendingBlock> pending_; ///< the deletion queue
+  uint64_t pending_bytes_ = 0;        ///< its pool blocks (reported in bytes_cached)
   PoolStatistics stats_;
 };
 

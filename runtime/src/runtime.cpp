@@ -1,4 +1,4 @@
-//===- runtime.cpp - Buffers, the kernel cache and checked launches over one device -----------===//
+//===- runtime.cpp - The context, its streams, the kernel cache and checked launches ----------===//
 #include "cubecc/runtime/runtime.h"
 
 #include "cubecc/ir/clone.h"
@@ -30,8 +30,8 @@ namespace cubecc::runtime {
 /// back to the pool when the last of them lets go, so the pool cannot hand it to another Buffer
 /// while the graph may still replay launches that use it.
 /// Adopted memory (Runtime::adopt_memory) is held the same way, by the Buffer and by every graph
-/// whose capture used it: when the last lets go, the device forgets it (after the launches that
-/// may use it) and the caller's release callback runs.
+/// whose capture used it: when the last lets go, the pool's deletion queue lets the device forget
+/// it and runs the caller's release callback once no stream's queued work can use it.
 struct SharedBlock {
   SharedBlock(std::shared_ptr<MemoryPool> pool, DeviceMemory memory)
       : pool(std::move(pool)), memory(memory) {}
@@ -40,16 +40,10 @@ struct SharedBlock {
   SharedBlock(const SharedBlock &) = delete;
   SharedBlock &operator=(const SharedBlock &) = delete;
   ~SharedBlock() {
-    if (!adopted) {
+    if (adopted)
+      pool->release_adopted(memory, std::move(release));
+    else
       pool->release(memory);
-      return;
-    }
-    {
-      std::lock_guard device_lock(pool->device().mutex());
-      pool->device().release_adopted(memory);
-    }
-    if (release)
-      release();
   }
 
   std::shared_ptr<MemoryPool> pool;
@@ -105,201 +99,6 @@ const CompiledKernel &KernelHandle::compiled() const {
   return *kernel_->compiled;
 }
 
-//===- One thread at a time ------------------------------------------------------------------===//
-
-/// Which thread is inside the Runtime, and in which call. A Runtime is not thread-safe: a second
-/// thread that enters while a first is inside gets an Error instead of racing it.
-struct RuntimeOccupancy {
-  std::atomic<std::thread::id> owner{};
-  std::atomic<const char *> call{nullptr};
-  int depth = 0; ///< nested calls of the owner (touched only by the owner)
-};
-
-namespace {
-
-/// Held for the duration of one public Runtime call: claims the Runtime for this thread (or
-/// throws when another thread holds it) and locks the device against frees from other threads.
-class RuntimeCall {
-public:
-  RuntimeCall(RuntimeOccupancy &occupancy, Device &device, const char *call)
-      : occupancy_(occupancy) {
-    const std::thread::id self = std::this_thread::get_id();
-    std::thread::id expected{};
-    if (!occupancy.owner.compare_exchange_strong(expected, self) && expected != self) {
-      const char *other = occupancy.call.load();
-      throw Error(fmt::format(
-          "Runtime::{} was called on one thread while another thread is inside Runtime::{} of the "
-          "same Runtime: a Runtime is not thread-safe; give each thread its own Runtime, or hold "
-          "a lock around every call (Buffers may still be destroyed on any thread)",
-          call, other ? other : "(a call)"));
-    }
-    if (occupancy.depth++ == 0)
-      occupancy.call.store(call);
-    lock_ = std::unique_lock(device.mutex());
-  }
-  RuntimeCall(const RuntimeCall &) = delete;
-  RuntimeCall &operator=(const RuntimeCall &) = delete;
-  ~RuntimeCall() {
-    lock_.unlock();
-    if (--occupancy_.depth == 0) {
-      occupancy_.call.store(nullptr);
-      occupancy_.owner.store(std::thread::id{});
-    }
-  }
-
-private:
-  RuntimeOccupancy &occupancy_;
-  std::unique_lock<std::recursive_mutex> lock_;
-};
-
-} // namespace
-
-//===- Runtime -------------------------------------------------------------------------------===//
-
-Runtime Runtime::open(const std::string &name, PoolOptions pool) {
-  log_level(); // reads CUBECC_LOG now, so that a value it does not know is warned about at start
-  Runtime runtime(open_device(name), pool);
-  if (const char *path = std::getenv("CUBECC_ENV"); path && *path)
-    runtime.use_environment(path);
-  return runtime;
-}
-
-Runtime::Runtime(std::unique_ptr<Device> device, PoolOptions pool)
-    : device_(std::move(device)), pool_(std::make_shared<MemoryPool>(device_, pool)),
-      cache_(std::make_unique<KernelCache>(device_->info().backend + ":" + device_->info().name)),
-      stream_(device_->create_stream()), occupancy_(std::make_unique<RuntimeOccupancy>()) {}
-
-Runtime::Runtime(Runtime &&) noexcept = default;
-Runtime &Runtime::operator=(Runtime &&) noexcept = default;
-
-Runtime::~Runtime() {
-  if (!device_)
-    return; // moved from
-  std::lock_guard device_lock(device_->mutex());
-  capture_.reset(); // an unfinished capture is abandoned
-  try {
-    stream_->synchronize();
-  } catch (const Error &) {
-    // A failed launch was the caller's to see at synchronize(); destruction must go on.
-  }
-  cache_.reset(); // compiled kernels before the memory and the device they belong to
-  stream_.reset();
-}
-
-const DeviceInfo &Runtime::info() const {
-  return device_->info();
-}
-
-Buffer Runtime::allocate(ir::Scalar element, size_t count) {
-  RuntimeCall call(*occupancy_, *device_, "allocate");
-  if (element == ir::Scalar::Bool)
-    throw Error("cannot allocate a buffer of bool: buffers hold numbers (use u8 or u32)");
-  uint64_t bytes = uint64_t(count) * (ir::scalar_bits(element) / 8);
-  Buffer b;
-  b.memory_ = pool_->acquire(bytes);
-  b.pool_ = pool_;
-  b.element_ = element;
-  b.count_ = count;
-  if (capture_) {
-    b.shared_block_ = std::make_shared<const SharedBlock>(pool_, b.memory_);
-    capture_->allocations.insert(b.shared_block_);
-  }
-  return b;
-}
-
-Buffer Runtime::adopt_memory(const ExternalMemory &memory, ir::Scalar element,
-                             std::function<void()> release) {
-  RuntimeCall call(*occupancy_, *device_, "adopt_memory");
-  const char *what = external_memory_kind_name(memory.kind);
-  const std::string &backend = device_->info().backend;
-  if (device_->memory_kind() != memory.kind)
-    throw Error(fmt::format("adopt_memory: {} can be adopted only by a runtime on the {} device; "
-                            "this runtime's device is {} ({}): adopt memory of its own backend",
-                            what, external_memory_backend(memory.kind), backend,
-                            device_->info().name));
-  if (memory.handle == 0)
-    throw Error(fmt::format("adopt_memory: {} is null", what));
-  if (element == ir::Scalar::Bool)
-    throw Error("adopt_memory: buffers cannot hold bool (adopt the memory as u8 or u32)");
-  uint64_t element_bytes = ir::scalar_bits(element) / 8;
-  if (memory.bytes == 0)
-    throw Error(fmt::format("adopt_memory: {} of 0 bytes: adopted memory must hold at least one "
-                            "{} element",
-                            what, ir::scalar_name(element)));
-  if (memory.bytes % element_bytes)
-    throw Error(fmt::format("adopt_memory: {} bytes of {} are not a whole number of {} elements "
-                            "({} bytes each)",
-                            memory.bytes, what, ir::scalar_name(element), element_bytes));
-  bool is_pointer = memory.kind != ExternalMemory::Kind::Vulkan;
-  if (is_pointer ? memory.handle % element_bytes : memory.offset % element_bytes)
-    throw Error(fmt::format("adopt_memory: {} {:#x} is not aligned to the {} bytes of a {} "
-                            "element",
-                            is_pointer ? std::string(what) : std::string("the VkBuffer offset"),
-                            is_pointer ? memory.handle : memory.offset, element_bytes,
-                            ir::scalar_name(element)));
-  Buffer b;
-  b.memory_ = device_->adopt_memory(memory);
-  b.pool_ = pool_;
-  b.element_ = element;
-  b.count_ = memory.bytes / element_bytes;
-  b.shared_block_ = std::make_shared<const SharedBlock>(pool_, b.memory_, std::move(release));
-  return b;
-}
-
-ExternalMemory Runtime::native_memory(const Buffer &buffer) const {
-  RuntimeCall call(*occupancy_, *device_, "native_memory");
-  if (!buffer.valid())
-    throw Error("native_memory: the buffer is empty (moved from or default-constructed)");
-  ExternalMemory memory = device_->native_memory(buffer.memory_);
-  memory.bytes = buffer.bytes();
-  return memory;
-}
-
-void Runtime::check_host_copy(const Buffer &buffer, ir::Scalar element, size_t count,
-                              const char *what) const {
-  if (!buffer.valid())
-    throw Error(fmt::format("{}: the buffer is empty (moved from or default-constructed)", what));
-  if (buffer.element() != element)
-    throw Error(fmt::format("{}: the buffer holds {}, the host data is {}", what,
-                            ir::scalar_name(buffer.element()), ir::scalar_name(element)));
-  if (count > buffer.size())
-    throw Error(
-        fmt::format("{}: {} elements do not fit a buffer of {}", what, count, buffer.size()));
-}
-
-void Runtime::write(Buffer &buffer, const void *src, uint64_t bytes) {
-  RuntimeCall call(*occupancy_, *device_, "write");
-  check_not_capturing("upload");
-  if (!buffer.valid() || bytes > buffer.bytes())
-    throw Error(
-        fmt::format("upload: {} bytes do not fit a buffer of {} bytes", bytes, buffer.bytes()));
-  if (bytes)
-    stream_->upload(buffer.memory_, 0, src, bytes);
-}
-
-void Runtime::read(const Buffer &buffer, void *dst, uint64_t bytes) {
-  RuntimeCall call(*occupancy_, *device_, "read");
-  check_not_capturing("download");
-  if (!buffer.valid() || bytes > buffer.bytes())
-    throw Error(fmt::format("download: {} bytes are more than a buffer of {} bytes", bytes,
-                            buffer.bytes()));
-  if (bytes)
-    stream_->download(buffer.memory_, 0, dst, bytes);
-}
-
-PoolStatistics Runtime::pool_statistics() const {
-  return pool_->statistics();
-}
-
-const PoolOptions &Runtime::pool_options() const {
-  return pool_->options();
-}
-
-void Runtime::trim() {
-  RuntimeCall call(*occupancy_, *device_, "trim");
-  pool_->trim();
-}
-
 //===- Kernels -------------------------------------------------------------------------------===//
 
 namespace {
@@ -310,7 +109,7 @@ void check_abi(const ir::Kernel &kernel, const codegen::KernelAbi &abi) {
   std::string why = codegen::launch_shape_difference(abi, "the compiled binary",
                                                      codegen::KernelAbi::of(kernel), "the kernel");
   if (!why.empty())
-    throw Error(fmt::format("kernel '{}': {}", kernel.name(), why));
+    throw Error(ErrorKind::Environment, fmt::format("kernel '{}': {}", kernel.name(), why));
 }
 
 std::shared_ptr<LoadedKernel> describe(const ir::Kernel &kernel, const ir::Hash128 &hash) {
@@ -324,115 +123,276 @@ std::shared_ptr<LoadedKernel> describe(const ir::Kernel &kernel, const ir::Hash1
 
 } // namespace
 
-KernelHandle Runtime::load(const ir::Kernel &kernel) {
-  RuntimeCall call(*occupancy_, *device_, "load");
+//===- The context ---------------------------------------------------------------------------===//
+
+/// What a Runtime and all its Streams share: the device, the pool and the kernels. Lookups of
+/// the kernel cache take `cache_mutex` only; a miss takes `compile_mutex` (one trace and compile
+/// at a time, which also guards the environment), then looks again: two threads asking for one
+/// kernel compile it once.
+struct Context {
+  Context(std::unique_ptr<Device> d, PoolOptions options)
+      : device(std::move(d)), pool(std::make_shared<MemoryPool>(device, options)),
+        cache(device->info().backend + ":" + device->info().name) {}
+
+  std::shared_ptr<Device> device;
+  std::shared_ptr<MemoryPool> pool;
+  mutable std::mutex cache_mutex;
+  KernelCache cache; ///< after the pool: its kernels go first, before memory and device
+
+  mutable std::recursive_mutex compile_mutex; ///< recursive: a trace may load a kernel
+  std::shared_ptr<const EnvironmentSource> environment;
+  EnvironmentOptions environment_options;
+  EnvironmentStatistics environment_statistics;
+
+  std::shared_ptr<const LoadedKernel> find(const ir::Hash128 &hash) {
+    std::lock_guard lock(cache_mutex);
+    auto found = cache.find(hash);
+    if (found)
+      ++cache.statistics.hits;
+    return found;
+  }
+  std::shared_ptr<const LoadedKernel> find_keyed(std::string_view key) {
+    std::lock_guard lock(cache_mutex);
+    auto found = cache.find_keyed(key);
+    if (found)
+      ++cache.statistics.hits;
+    return found;
+  }
+  void count(uint64_t KernelCacheStatistics::*counter) {
+    std::lock_guard lock(cache_mutex);
+    ++(cache.statistics.*counter);
+  }
+  void insert(const std::shared_ptr<const LoadedKernel> &loaded, std::string_view key = {}) {
+    std::lock_guard lock(cache_mutex);
+    cache.insert(loaded);
+    if (!key.empty())
+      cache.insert_keyed(key, loaded);
+  }
+
+  KernelHandle load(const ir::Kernel &kernel, std::string_view key = {});
+  KernelHandle load_locked(const ir::Kernel &kernel, std::string_view key);
+  template <class Trace> KernelHandle kernel(std::string_view key, Trace &&trace);
+};
+
+KernelHandle Context::load(const ir::Kernel &kernel, std::string_view key) {
   ir::Hash128 hash = ir::structural_hash(kernel);
-  if (auto cached = cache_->find(hash)) {
-    ++cache_->statistics.hits;
+  if (auto cached = find(hash)) {
+    if (!key.empty())
+      insert(cached, key);
     return KernelHandle(std::move(cached));
   }
-  ++cache_->statistics.misses;
-  if (environment_) {
+  std::lock_guard compile(compile_mutex);
+  return load_locked(kernel, key);
+}
+
+KernelHandle Context::load_locked(const ir::Kernel &kernel, std::string_view key) {
+  ir::Hash128 hash = ir::structural_hash(kernel);
+  if (auto cached = find(hash)) { // another thread loaded it while this one waited
+    if (!key.empty())
+      insert(cached, key);
+    return KernelHandle(std::move(cached));
+  }
+  count(&KernelCacheStatistics::misses);
+  if (environment) {
     if (std::unique_ptr<CompiledKernel> compiled =
-            load_from_environment(*environment_, *device_, kernel, hash, kRuntimeCompileOptions,
-                                  environment_options_, environment_statistics_)) {
+            load_from_environment(*environment, *device, kernel, hash, kRuntimeCompileOptions,
+                                  environment_options, environment_statistics)) {
       auto loaded = describe(kernel, hash);
       check_abi(kernel, compiled->abi());
       loaded->compiled = std::move(compiled);
-      cache_->insert(loaded);
+      insert(loaded, key);
       return KernelHandle(std::move(loaded));
     }
   }
   if (auto problems = ir::verify(kernel); !problems.empty())
     throw Error(
-        fmt::format("kernel '{}' does not verify:\n{}", kernel.name(), ir::to_string(problems)));
+        ErrorKind::Compile,
+        fmt::format("kernel '{}' does not verify:\n{}", kernel.name(), ir::to_string(problems)),
+        problems);
   std::unique_ptr<ir::Module> module = ir::copy_kernel(kernel);
   std::vector<ir::Diagnostic> errors = passes::optimize(*module, 2);
   if (errors.empty())
     errors = ir::verify(*module);
   if (!errors.empty())
-    throw Error(fmt::format("kernel '{}': optimizing at -O2 failed (a bug in cubecc):\n{}",
-                            kernel.name(), ir::to_string(errors)));
+    throw Error(ErrorKind::Internal,
+                fmt::format("kernel '{}': optimizing at -O2 failed (a bug in cubecc):\n{}",
+                            kernel.name(), ir::to_string(errors)),
+                errors);
   auto loaded = describe(kernel, hash);
-  loaded->compiled = device_->compile(*module->kernels().front());
-  ++cache_->statistics.compiles;
-  cache_->insert(loaded);
+  loaded->compiled = device->compile(*module->kernels().front());
+  count(&KernelCacheStatistics::compiles);
+  insert(loaded, key);
   return KernelHandle(std::move(loaded));
 }
 
-KernelHandle Runtime::load_keyed(std::string_view key, const ir::Kernel &kernel) {
-  KernelHandle handle = load(kernel);
-  cache_->insert_keyed(key, handle.kernel_);
-  return handle;
-}
-
-KernelHandle Runtime::kernel(std::string_view key, FunctionRef<const ir::Kernel &()> trace) {
-  RuntimeCall call(*occupancy_, *device_, "kernel");
-  if (auto cached = cache_->find_keyed(key)) {
-    ++cache_->statistics.hits;
-    return KernelHandle(std::move(cached));
-  }
-  ++cache_->statistics.traces;
-  return load_keyed(key, trace());
-}
-
-KernelHandle Runtime::kernel(std::string_view key,
-                             FunctionRef<std::unique_ptr<ir::Module>()> trace) {
-  RuntimeCall call(*occupancy_, *device_, "kernel");
-  if (auto cached = cache_->find_keyed(key)) {
-    ++cache_->statistics.hits;
-    return KernelHandle(std::move(cached));
-  }
-  ++cache_->statistics.traces;
-  std::unique_ptr<ir::Module> module = trace();
+const ir::Kernel &only_kernel(std::string_view key, const std::unique_ptr<ir::Module> &module) {
   if (!module || module->kernels().size() != 1)
-    throw Error(fmt::format("kernel '{}': the trace must give a module with exactly one kernel "
+    throw Error(ErrorKind::InvalidArgument,
+                fmt::format("kernel '{}': the trace must give a module with exactly one kernel "
                             "(it gave {})",
                             key, module ? module->kernels().size() : 0));
-  return load_keyed(key, *module->kernels().front());
+  return *module->kernels().front();
 }
 
-KernelHandle Runtime::adopt(const ir::Kernel &kernel, std::unique_ptr<CompiledKernel> compiled) {
-  RuntimeCall call(*occupancy_, *device_, "adopt");
-  check_abi(kernel, compiled->abi());
-  auto loaded = describe(kernel, ir::structural_hash(kernel));
-  loaded->compiled = std::move(compiled);
-  cache_->insert(loaded);
-  return KernelHandle(std::move(loaded));
-}
-
-void Runtime::use_environment(const std::string &path, EnvironmentOptions options) {
-  RuntimeCall call(*occupancy_, *device_, "use_environment");
-  std::shared_ptr<const EnvironmentSource> environment;
-  try {
-    environment = open_environment(path);
-  } catch (const Error &e) {
-    if (!options.fallback_to_jit)
-      throw;
-    // The application still runs, compiling what it needs: said loudly, once.
-    log_warning("{}; running without it (kernels are compiled as they are needed)", e.what());
-    environment_.reset();
-    return;
+template <class Trace> KernelHandle Context::kernel(std::string_view key, Trace &&trace) {
+  if (auto cached = find_keyed(key))
+    return KernelHandle(std::move(cached));
+  std::lock_guard compile(compile_mutex);
+  if (auto cached = find_keyed(key)) // traced by another thread while this one waited
+    return KernelHandle(std::move(cached));
+  count(&KernelCacheStatistics::traces);
+  if constexpr (std::is_same_v<decltype(trace()), const ir::Kernel &>) {
+    return load_locked(trace(), key);
+  } else {
+    std::unique_ptr<ir::Module> module = trace();
+    return load_locked(only_kernel(key, module), key);
   }
-  use_environment(std::move(environment), options);
 }
 
-void Runtime::use_environment(std::shared_ptr<const EnvironmentSource> environment,
-                              EnvironmentOptions options) {
-  RuntimeCall call(*occupancy_, *device_, "use_environment");
-  environment_ = std::move(environment);
-  environment_options_ = options;
-  if (environment_)
-    log_debug("runtime: using environment {}", environment_->name());
+//===- Streams -------------------------------------------------------------------------------===//
+
+/// One stream of a context: the device's stream, its registration with the pool's deletion
+/// queue and its capture. A Stream holds one; so does a Runtime, for its default stream, with
+/// `lock` held around each call.
+struct StreamState {
+  StreamState(std::shared_ptr<Context> c)
+      : context(std::move(c)), stream(context->device->create_stream()),
+        pool_id(context->pool->add_stream(*stream)) {}
+  StreamState(const StreamState &) = delete;
+  StreamState &operator=(const StreamState &) = delete;
+  ~StreamState() {
+    capture.reset(); // an unfinished capture is abandoned
+    try {
+      stream->synchronize();
+    } catch (const Error &) {
+      // A failed launch was the caller's to see at synchronize(); destruction must go on.
+    }
+    context->pool->remove_stream(pool_id); // its work is done: blocks waiting for it may go
+    stream.reset();
+  }
+
+  std::shared_ptr<Context> context;
+  std::unique_ptr<DeviceStream> stream;
+  uint64_t pool_id = 0;
+  std::unique_ptr<GraphState> capture;  ///< the graph being captured, or null
+  std::mutex lock;                      ///< the Runtime's default stream: held around each call
+  std::atomic<std::thread::id> owner{}; ///< a Stream: the thread inside, if any
+  std::atomic<const char *> call{nullptr};
+
+  Buffer allocate(ir::Scalar element, size_t count);
+  void write(Buffer &buffer, const void *src, uint64_t bytes);
+  void read(const Buffer &buffer, void *dst, uint64_t bytes);
+  void launch_values(const KernelHandle &kernel, std::array<uint32_t, 3> num_workgroups,
+                     std::span<const ArgumentValue> args);
+  void launch(const KernelHandle &kernel, std::array<uint32_t, 3> num_workgroups,
+              std::span<const LaunchArg> args);
+  void synchronize();
+  void begin_capture();
+  Graph end_capture();
+  void replay(Graph &graph);
+  void check_not_capturing(const char *what) const;
+  void record(const KernelHandle &kernel, std::array<uint32_t, 3> num_workgroups,
+              std::span<const LaunchArg> args,
+              std::vector<std::pair<size_t, std::weak_ptr<const bool>>> buffers);
+};
+
+namespace {
+
+/// Held for the duration of one Stream call: claims the stream for this thread, or throws when
+/// another thread is inside it (never a race).
+class StreamUse {
+public:
+  StreamUse(const std::unique_ptr<StreamState> &state, const char *call) {
+    if (!state)
+      throw Error(ErrorKind::InvalidArgument,
+                  fmt::format("Stream::{}: the stream is empty (moved from or "
+                              "default-constructed): make one with Runtime::create_stream()",
+                              call));
+    const std::thread::id self = std::this_thread::get_id();
+    std::thread::id expected{};
+    if (state->owner.compare_exchange_strong(expected, self)) {
+      state_ = state.get();
+      state_->call.store(call);
+    } else if (expected != self) {
+      const char *other = state->call.load();
+      throw Error(ErrorKind::InvalidArgument,
+                  fmt::format("Stream::{} was called on one thread while another thread is "
+                              "inside Stream::{} of the same stream: a stream is used by one "
+                              "thread at a time; give each thread its own stream "
+                              "(Runtime::create_stream)",
+                              call, other ? other : "(a call)"));
+    }
+  }
+  StreamUse(const StreamUse &) = delete;
+  StreamUse &operator=(const StreamUse &) = delete;
+  ~StreamUse() {
+    if (state_) {
+      state_->call.store(nullptr);
+      state_->owner.store(std::thread::id{});
+    }
+  }
+
+private:
+  StreamState *state_ = nullptr; ///< set when this call claimed the stream (not nested)
+};
+
+} // namespace
+
+Buffer StreamState::allocate(ir::Scalar element, size_t count) {
+  if (element == ir::Scalar::Bool)
+    throw Error(ErrorKind::InvalidArgument,
+                "cannot allocate a buffer of bool: buffers hold numbers (use u8 or u32)");
+  uint64_t bytes = uint64_t(count) * (ir::scalar_bits(element) / 8);
+  Buffer b;
+  b.memory_ = context->pool->acquire(bytes, pool_id);
+  b.pool_ = context->pool;
+  b.element_ = element;
+  b.count_ = count;
+  if (capture) {
+    b.shared_block_ = std::make_shared<const SharedBlock>(context->pool, b.memory_);
+    capture->allocations.insert(b.shared_block_);
+  }
+  return b;
 }
 
-std::optional<std::string> Runtime::find_tuning_record(std::string_view key) const {
-  return environment_ ? environment_->find_tuning(key) : std::nullopt;
+void StreamState::write(Buffer &buffer, const void *src, uint64_t bytes) {
+  check_not_capturing("upload");
+  if (!buffer.valid() || bytes > buffer.bytes())
+    throw Error(
+        ErrorKind::InvalidArgument,
+        fmt::format("upload: {} bytes do not fit a buffer of {} bytes", bytes, buffer.bytes()));
+  if (bytes)
+    stream->upload(buffer.memory_, 0, src, bytes);
 }
 
-KernelCacheStatistics Runtime::cache_statistics() const {
-  RuntimeCall call(*occupancy_, *device_, "cache_statistics");
-  return cache_->statistics;
+void StreamState::read(const Buffer &buffer, void *dst, uint64_t bytes) {
+  check_not_capturing("download");
+  if (!buffer.valid() || bytes > buffer.bytes())
+    throw Error(ErrorKind::InvalidArgument,
+                fmt::format("download: {} bytes are more than a buffer of {} bytes", bytes,
+                            buffer.bytes()));
+  if (bytes)
+    stream->download(buffer.memory_, 0, dst, bytes);
+  context->pool->collect(); // the stream's work before the copy is done
+}
+
+void StreamState::synchronize() {
+  check_not_capturing("synchronize");
+  stream->synchronize();
+  context->pool->collect();
+}
+
+void check_host_copy(const Buffer &buffer, ir::Scalar element, size_t count, const char *what) {
+  if (!buffer.valid())
+    throw Error(ErrorKind::InvalidArgument,
+                fmt::format("{}: the buffer is empty (moved from or default-constructed)", what));
+  if (buffer.element() != element)
+    throw Error(ErrorKind::InvalidArgument,
+                fmt::format("{}: the buffer holds {}, the host data is {}", what,
+                            ir::scalar_name(buffer.element()), ir::scalar_name(element)));
+  if (count > buffer.size())
+    throw Error(ErrorKind::InvalidArgument, fmt::format("{}: {} elements do not fit a buffer of {}",
+                                                        what, count, buffer.size()));
 }
 
 //===- Launch --------------------------------------------------------------------------------===//
@@ -447,8 +407,8 @@ std::string describe_parameter(const LoadedKernel &k, size_t i) {
 }
 
 [[noreturn]] void fail(const LoadedKernel &k, size_t i, const std::string &problem) {
-  throw Error(
-      fmt::format("launch of kernel '{}': {}: {}", k.name, describe_parameter(k, i), problem));
+  throw Error(ErrorKind::InvalidArgument, fmt::format("launch of kernel '{}': {}: {}", k.name,
+                                                      describe_parameter(k, i), problem));
 }
 
 void check_count(const LoadedKernel &k, size_t given) {
@@ -457,7 +417,8 @@ void check_count(const LoadedKernel &k, size_t given) {
   std::string signature;
   for (size_t i = 0; i < k.params.size(); ++i)
     signature += (i ? ", " : "") + describe_parameter(k, i);
-  throw Error(fmt::format("launch of kernel '{}': {} argument(s) given, the kernel has {} "
+  throw Error(ErrorKind::InvalidArgument,
+              fmt::format("launch of kernel '{}': {} argument(s) given, the kernel has {} "
                           "parameter(s): {}",
                           k.name, given, k.params.size(), signature));
 }
@@ -533,11 +494,10 @@ uint64_t convert_lane(const LoadedKernel &k, size_t i, ir::Scalar s, ArgumentVal
 
 } // namespace
 
-void Runtime::launch_values(const KernelHandle &kernel, std::array<uint32_t, 3> num_workgroups,
-                            std::span<const ArgumentValue> args) {
-  RuntimeCall call(*occupancy_, *device_, "launch");
+void StreamState::launch_values(const KernelHandle &kernel, std::array<uint32_t, 3> num_workgroups,
+                                std::span<const ArgumentValue> args) {
   if (!kernel.valid())
-    throw Error("launch: the kernel handle is empty");
+    throw Error(ErrorKind::InvalidArgument, "launch: the kernel handle is empty");
   const LoadedKernel &k = *kernel.kernel_;
   check_count(k, args.size());
   std::vector<LaunchArg> launch_args(args.size());
@@ -557,8 +517,8 @@ void Runtime::launch_values(const KernelHandle &kernel, std::array<uint32_t, 3> 
       launch_args[i] = a.buffer->arg();
       if (a.first != 0 || a.count != ArgumentValue::kWholeBuffer) {
         uint64_t size = a.buffer->size();
-        uint64_t count = a.count == ArgumentValue::kWholeBuffer && a.first <= size ? size - a.first
-                                                                                   : a.count;
+        uint64_t count =
+            a.count == ArgumentValue::kWholeBuffer && a.first <= size ? size - a.first : a.count;
         if (a.first > size || count > size - a.first)
           fail(k, i,
                fmt::format("the elements [{}, {}) lie outside the buffer of {}", a.first,
@@ -569,9 +529,9 @@ void Runtime::launch_values(const KernelHandle &kernel, std::array<uint32_t, 3> 
       }
       // The graph holds the blocks allocated during its capture and the adopted memory it uses;
       // it checks the others at replay.
-      if (capture_ && a.buffer->adopted()) {
-        capture_->allocations.insert(a.buffer->shared_block_);
-      } else if (capture_ && !capture_->allocations.contains(a.buffer->shared_block_)) {
+      if (capture && a.buffer->adopted()) {
+        capture->allocations.insert(a.buffer->shared_block_);
+      } else if (capture && !capture->allocations.contains(a.buffer->shared_block_)) {
         if (!a.buffer->capture_token_)
           a.buffer->capture_token_ = std::make_shared<const bool>(true);
         buffer_tokens.emplace_back(i, a.buffer->capture_token_);
@@ -586,17 +546,16 @@ void Runtime::launch_values(const KernelHandle &kernel, std::array<uint32_t, 3> 
     for (uint32_t l = 0; l < a.lanes; ++l)
       launch_args[i].bits[l] = convert_lane(k, i, type.element(), a.kind, a.bits[l]);
   }
-  if (capture_)
+  if (capture)
     record(kernel, num_workgroups, launch_args, std::move(buffer_tokens));
   else
-    stream_->launch(*k.compiled, num_workgroups, launch_args);
+    stream->launch(*k.compiled, num_workgroups, launch_args);
 }
 
-void Runtime::launch(const KernelHandle &kernel, std::array<uint32_t, 3> num_workgroups,
-                     std::span<const LaunchArg> args) {
-  RuntimeCall call(*occupancy_, *device_, "launch");
+void StreamState::launch(const KernelHandle &kernel, std::array<uint32_t, 3> num_workgroups,
+                         std::span<const LaunchArg> args) {
   if (!kernel.valid())
-    throw Error("launch: the kernel handle is empty");
+    throw Error(ErrorKind::InvalidArgument, "launch: the kernel handle is empty");
   const LoadedKernel &k = *kernel.kernel_;
   check_count(k, args.size());
   for (size_t i = 0; i < args.size(); ++i) {
@@ -621,22 +580,13 @@ void Runtime::launch(const KernelHandle &kernel, std::array<uint32_t, 3> num_wor
         fail(k, i, fmt::format("needs {} lane(s), got {}", type.lanes(), a.bits.size()));
     }
   }
-  if (capture_)
+  if (capture)
     record(kernel, num_workgroups, args, {});
   else
-    stream_->launch(*k.compiled, num_workgroups, args);
+    stream->launch(*k.compiled, num_workgroups, args);
 }
 
-void Runtime::synchronize() {
-  RuntimeCall call(*occupancy_, *device_, "synchronize");
-  check_not_capturing("synchronize");
-  stream_->synchronize();
-}
-
-std::vector<double> Runtime::last_launch_times_ns() const {
-  RuntimeCall call(*occupancy_, *device_, "last_launch_times_ns");
-  return stream_->last_launch_times_ns();
-}
+//===- Graphs --------------------------------------------------------------------------------===//
 
 //===- Graphs --------------------------------------------------------------------------------===//
 
@@ -651,97 +601,446 @@ size_t Graph::num_launches() const {
 
 const std::string &Graph::kernel_name(size_t launch) const {
   if (!state_ || launch >= state_->launches.size())
-    throw Error(fmt::format("graph: no launch {} (the graph has {})", launch, num_launches()));
+    throw Error(ErrorKind::InvalidArgument,
+                fmt::format("graph: no launch {} (the graph has {})", launch, num_launches()));
   return state_->launches[launch].kernel.name();
 }
 
 void Graph::set_value(size_t launch, size_t param, const ArgumentValue &value) {
   if (!state_ || launch >= state_->launches.size())
     throw Error(
+        ErrorKind::InvalidArgument,
         fmt::format("graph: set_value: no launch {} (the graph has {})", launch, num_launches()));
   const LoadedKernel &k = *state_->launches[launch].kernel.kernel_;
   std::string where = fmt::format("graph launch {} (kernel '{}')", launch, k.name);
   if (param >= k.params.size())
-    throw Error(fmt::format("{}: set_value: no parameter {} (the kernel has {})", where, param,
+    throw Error(ErrorKind::InvalidArgument,
+                fmt::format("{}: set_value: no parameter {} (the kernel has {})", where, param,
                             k.params.size()));
   ir::Type type = k.params[param].type;
   if (type.kind() == ir::TypeKind::Buffer || value.kind == ArgumentValue::BufferArg)
-    throw Error(fmt::format("{}: set_value: {} is {}; only value parameters can be changed "
+    throw Error(ErrorKind::InvalidArgument,
+                fmt::format("{}: set_value: {} is {}; only value parameters can be changed "
                             "(capture again to use other buffers)",
                             where, describe_parameter(k, param),
                             type.kind() == ir::TypeKind::Buffer ? "a buffer" : "given a buffer"));
   if (value.lanes != type.lanes())
-    throw Error(fmt::format("{}: set_value: {}: needs {} lane(s), got {}", where,
+    throw Error(ErrorKind::InvalidArgument,
+                fmt::format("{}: set_value: {}: needs {} lane(s), got {}", where,
                             describe_parameter(k, param), type.lanes(), value.lanes));
   std::vector<uint64_t> bits(value.lanes);
   try {
     for (uint32_t l = 0; l < value.lanes; ++l)
       bits[l] = convert_lane(k, param, type.element(), value.kind, value.bits[l]);
   } catch (const Error &e) {
-    throw Error(fmt::format("graph launch {}: set_value: {}", launch, e.what()));
+    throw Error(e.kind(), fmt::format("graph launch {}: set_value: {}", launch, e.what()));
   }
   state_->graph->set_value(launch, param, bits);
 }
 
-void Runtime::check_not_capturing(const char *what) const {
-  if (capture_)
-    throw Error(fmt::format("{}: a graph capture is in progress ({} launch(es) recorded); "
+void StreamState::check_not_capturing(const char *what) const {
+  if (capture)
+    throw Error(ErrorKind::InvalidArgument,
+                fmt::format("{}: a graph capture is in progress ({} launch(es) recorded); "
                             "copies and waits cannot be captured: call end_capture() first",
-                            what, capture_->launches.size()));
+                            what, capture->launches.size()));
 }
 
-void Runtime::begin_capture() {
-  RuntimeCall call(*occupancy_, *device_, "begin_capture");
-  if (capture_)
-    throw Error(fmt::format("begin_capture: a capture is already in progress ({} launch(es) "
+void StreamState::begin_capture() {
+  if (capture)
+    throw Error(ErrorKind::InvalidArgument,
+                fmt::format("begin_capture: a capture is already in progress ({} launch(es) "
                             "recorded); captures do not nest: call end_capture() first",
-                            capture_->launches.size()));
+                            capture->launches.size()));
   auto state = std::make_unique<GraphState>();
-  state->device = device_;
-  state->graph = stream_->create_graph();
-  capture_ = std::move(state);
+  state->device = context->device;
+  state->graph = stream->create_graph();
+  capture = std::move(state);
 }
 
-Graph Runtime::end_capture() {
-  RuntimeCall call(*occupancy_, *device_, "end_capture");
-  if (!capture_)
-    throw Error("end_capture: no capture in progress (call begin_capture() first)");
-  std::unique_ptr<GraphState> state = std::move(capture_);
+Graph StreamState::end_capture() {
+  if (!capture)
+    throw Error(ErrorKind::InvalidArgument,
+                "end_capture: no capture in progress (call begin_capture() first)");
+  std::unique_ptr<GraphState> state = std::move(capture);
   state->graph->finish();
   Graph graph;
   graph.state_ = std::move(state);
   return graph;
 }
 
-void Runtime::record(const KernelHandle &kernel, std::array<uint32_t, 3> num_workgroups,
-                     std::span<const LaunchArg> args,
-                     std::vector<std::pair<size_t, std::weak_ptr<const bool>>> buffers) {
-  capture_->graph->add_launch(kernel.compiled(), num_workgroups, args);
-  capture_->launches.push_back({kernel, std::move(buffers)});
+void StreamState::record(const KernelHandle &kernel, std::array<uint32_t, 3> num_workgroups,
+                         std::span<const LaunchArg> args,
+                         std::vector<std::pair<size_t, std::weak_ptr<const bool>>> buffers) {
+  capture->graph->add_launch(kernel.compiled(), num_workgroups, args);
+  capture->launches.push_back({kernel, std::move(buffers)});
 }
 
-void Runtime::replay(Graph &graph) {
-  RuntimeCall call(*occupancy_, *device_, "replay");
+void StreamState::replay(Graph &graph) {
   if (!graph.valid())
-    throw Error("replay: the graph is empty (moved from or default-constructed)");
+    throw Error(ErrorKind::InvalidArgument,
+                "replay: the graph is empty (moved from or default-constructed)");
   check_not_capturing("replay");
   GraphState &state = *graph.state_;
-  if (state.device != device_)
-    throw Error(fmt::format("replay: the graph was captured on another runtime (device {}: {}); "
+  if (state.device != context->device)
+    throw Error(ErrorKind::InvalidArgument,
+                fmt::format("replay: the graph was captured on another runtime (device {}: {}); "
                             "replay it on the runtime that captured it",
                             state.device->info().backend, state.device->info().name));
   for (size_t i = 0; i < state.launches.size(); ++i) {
     const CapturedLaunch &launch = state.launches[i];
     for (const auto &[param, token] : launch.buffers)
       if (token.expired())
-        throw Error(fmt::format("replay: graph launch {} (kernel '{}'): {}: its Buffer was "
+        throw Error(ErrorKind::InvalidArgument,
+                    fmt::format("replay: graph launch {} (kernel '{}'): {}: its Buffer was "
                                 "destroyed after the capture (a graph owns only the Buffers "
                                 "allocated during its capture: keep the others alive while it is "
                                 "replayed)",
                                 i, launch.kernel.name(),
                                 describe_parameter(*launch.kernel.kernel_, param)));
   }
-  state.graph->replay(*stream_);
+  state.graph->replay(*stream);
+}
+
+//===- Event and Stream ----------------------------------------------------------------------===//
+
+bool Event::done() const {
+  if (!event_)
+    throw Error(ErrorKind::InvalidArgument,
+                "Event::done: the event is empty (make one with Stream::record())");
+  return event_->done();
+}
+
+void Event::synchronize() const {
+  if (!event_)
+    throw Error(ErrorKind::InvalidArgument,
+                "Event::synchronize: the event is empty (make one with Stream::record())");
+  event_->wait();
+}
+
+Stream::Stream() = default;
+Stream::Stream(Stream &&) noexcept = default;
+Stream &Stream::operator=(Stream &&) noexcept = default;
+Stream::~Stream() = default;
+
+const DeviceInfo &Stream::info() const {
+  if (!state_)
+    throw Error(ErrorKind::InvalidArgument, "Stream::info: the stream is empty");
+  return state_->context->device->info();
+}
+
+Buffer Stream::allocate(ir::Scalar element, size_t count) {
+  StreamUse use(state_, "allocate");
+  return state_->allocate(element, count);
+}
+void Stream::write(Buffer &buffer, const void *src, uint64_t bytes) {
+  StreamUse use(state_, "write");
+  state_->write(buffer, src, bytes);
+}
+void Stream::read(const Buffer &buffer, void *dst, uint64_t bytes) {
+  StreamUse use(state_, "read");
+  state_->read(buffer, dst, bytes);
+}
+void Stream::launch_values(const KernelHandle &kernel, std::array<uint32_t, 3> num_workgroups,
+                           std::span<const ArgumentValue> args) {
+  StreamUse use(state_, "launch");
+  state_->launch_values(kernel, num_workgroups, args);
+}
+void Stream::launch(const KernelHandle &kernel, std::array<uint32_t, 3> num_workgroups,
+                    std::span<const LaunchArg> args) {
+  StreamUse use(state_, "launch");
+  state_->launch(kernel, num_workgroups, args);
+}
+KernelHandle Stream::load(const ir::Kernel &kernel) {
+  StreamUse use(state_, "load");
+  return state_->context->load(kernel);
+}
+KernelHandle Stream::kernel(std::string_view key, FunctionRef<const ir::Kernel &()> trace) {
+  StreamUse use(state_, "kernel");
+  return state_->context->kernel(key, trace);
+}
+KernelHandle Stream::kernel(std::string_view key,
+                            FunctionRef<std::unique_ptr<ir::Module>()> trace) {
+  StreamUse use(state_, "kernel");
+  return state_->context->kernel(key, trace);
+}
+void Stream::synchronize() {
+  StreamUse use(state_, "synchronize");
+  state_->synchronize();
+}
+Event Stream::record() {
+  StreamUse use(state_, "record");
+  state_->check_not_capturing("record");
+  Event event;
+  event.event_ = state_->stream->record();
+  event.context_ = state_->context;
+  return event;
+}
+void Stream::wait(const Event &event) {
+  StreamUse use(state_, "wait");
+  if (!event.valid())
+    throw Error(ErrorKind::InvalidArgument,
+                "Stream::wait: the event is empty (make one with Stream::record())");
+  if (event.context_ != state_->context)
+    throw Error(ErrorKind::InvalidArgument,
+                "Stream::wait: the event was recorded on a stream of another Runtime: events "
+                "order the streams of one Runtime");
+  state_->check_not_capturing("wait");
+  state_->stream->wait(*event.event_);
+}
+std::vector<double> Stream::last_launch_times_ns() const {
+  StreamUse use(state_, "last_launch_times_ns");
+  return state_->stream->last_launch_times_ns();
+}
+void Stream::begin_capture() {
+  StreamUse use(state_, "begin_capture");
+  state_->begin_capture();
+}
+Graph Stream::end_capture() {
+  StreamUse use(state_, "end_capture");
+  return state_->end_capture();
+}
+bool Stream::capturing() const {
+  return state_ && state_->capture != nullptr;
+}
+void Stream::replay(Graph &graph) {
+  StreamUse use(state_, "replay");
+  state_->replay(graph);
+}
+
+//===- Runtime -------------------------------------------------------------------------------===//
+
+Runtime Runtime::open(const std::string &name, PoolOptions pool) {
+  log_level(); // reads CUBECC_LOG now, so that a value it does not know is warned about at start
+  Runtime runtime(open_device(name), pool);
+  if (const char *path = std::getenv("CUBECC_ENV"); path && *path)
+    runtime.use_environment(path);
+  return runtime;
+}
+
+Runtime::Runtime(std::unique_ptr<Device> device, PoolOptions pool)
+    : context_(std::make_shared<Context>(std::move(device), pool)),
+      default_(std::make_unique<StreamState>(context_)) {}
+
+Runtime::Runtime(Runtime &&) noexcept = default;
+Runtime &Runtime::operator=(Runtime &&) noexcept = default;
+Runtime::~Runtime() = default; // the default stream waits for its work as it goes
+
+namespace {
+
+/// The Runtime's default stream, locked for one call.
+class DefaultStream {
+public:
+  DefaultStream(const std::unique_ptr<StreamState> &state, const char *call) {
+    if (!state)
+      throw Error(ErrorKind::InvalidArgument,
+                  fmt::format("Runtime::{}: the runtime is empty (moved from)", call));
+    lock_ = std::unique_lock(state->lock);
+    state_ = state.get();
+  }
+  StreamState *operator->() const { return state_; }
+
+private:
+  std::unique_lock<std::mutex> lock_;
+  StreamState *state_ = nullptr;
+};
+
+} // namespace
+
+const DeviceInfo &Runtime::info() const {
+  return context_->device->info();
+}
+
+Device &Runtime::device() {
+  return *context_->device;
+}
+
+Stream Runtime::create_stream() {
+  Stream stream;
+  stream.state_ = std::make_unique<StreamState>(context_);
+  return stream;
+}
+
+Buffer Runtime::allocate(ir::Scalar element, size_t count) {
+  return DefaultStream(default_, "allocate")->allocate(element, count);
+}
+
+void Runtime::write(Buffer &buffer, const void *src, uint64_t bytes) {
+  DefaultStream(default_, "write")->write(buffer, src, bytes);
+}
+
+void Runtime::read(const Buffer &buffer, void *dst, uint64_t bytes) {
+  DefaultStream(default_, "read")->read(buffer, dst, bytes);
+}
+
+Buffer Runtime::adopt_memory(const ExternalMemory &memory, ir::Scalar element,
+                             std::function<void()> release) {
+  Device &device = *context_->device;
+  const char *what = external_memory_kind_name(memory.kind);
+  const std::string &backend = device.info().backend;
+  if (device.memory_kind() != memory.kind)
+    throw Error(ErrorKind::Unsupported,
+                fmt::format("adopt_memory: {} can be adopted only by a runtime on the {} device; "
+                            "this runtime's device is {} ({}): adopt memory of its own backend",
+                            what, external_memory_backend(memory.kind), backend,
+                            device.info().name));
+  if (memory.handle == 0)
+    throw Error(ErrorKind::InvalidArgument, fmt::format("adopt_memory: {} is null", what));
+  if (element == ir::Scalar::Bool)
+    throw Error(ErrorKind::InvalidArgument,
+                "adopt_memory: buffers cannot hold bool (adopt the memory as u8 or u32)");
+  uint64_t element_bytes = ir::scalar_bits(element) / 8;
+  if (memory.bytes == 0)
+    throw Error(ErrorKind::InvalidArgument,
+                fmt::format("adopt_memory: {} of 0 bytes: adopted memory must hold at least one "
+                            "{} element",
+                            what, ir::scalar_name(element)));
+  if (memory.bytes % element_bytes)
+    throw Error(ErrorKind::InvalidArgument,
+                fmt::format("adopt_memory: {} bytes of {} are not a whole number of {} elements "
+                            "({} bytes each)",
+                            memory.bytes, what, ir::scalar_name(element), element_bytes));
+  bool is_pointer = memory.kind != ExternalMemory::Kind::Vulkan;
+  if (is_pointer ? memory.handle % element_bytes : memory.offset % element_bytes)
+    throw Error(ErrorKind::InvalidArgument,
+                fmt::format("adopt_memory: {} {:#x} is not aligned to the {} bytes of a {} "
+                            "element",
+                            is_pointer ? std::string(what) : std::string("the VkBuffer offset"),
+                            is_pointer ? memory.handle : memory.offset, element_bytes,
+                            ir::scalar_name(element)));
+  Buffer b;
+  b.memory_ = device.adopt_memory(memory);
+  b.pool_ = context_->pool;
+  b.element_ = element;
+  b.count_ = memory.bytes / element_bytes;
+  b.shared_block_ =
+      std::make_shared<const SharedBlock>(context_->pool, b.memory_, std::move(release));
+  return b;
+}
+
+ExternalMemory Runtime::native_memory(const Buffer &buffer) const {
+  if (!buffer.valid())
+    throw Error(ErrorKind::InvalidArgument,
+                "native_memory: the buffer is empty (moved from or default-constructed)");
+  ExternalMemory memory = context_->device->native_memory(buffer.memory_);
+  memory.bytes = buffer.bytes();
+  return memory;
+}
+
+PoolStatistics Runtime::pool_statistics() const {
+  return context_->pool->statistics();
+}
+
+const PoolOptions &Runtime::pool_options() const {
+  return context_->pool->options();
+}
+
+void Runtime::trim() {
+  context_->pool->trim();
+}
+
+KernelHandle Runtime::load(const ir::Kernel &kernel) {
+  return context_->load(kernel);
+}
+
+KernelHandle Runtime::kernel(std::string_view key, FunctionRef<const ir::Kernel &()> trace) {
+  return context_->kernel(key, trace);
+}
+
+KernelHandle Runtime::kernel(std::string_view key,
+                             FunctionRef<std::unique_ptr<ir::Module>()> trace) {
+  return context_->kernel(key, trace);
+}
+
+KernelHandle Runtime::adopt(const ir::Kernel &kernel, std::unique_ptr<CompiledKernel> compiled) {
+  check_abi(kernel, compiled->abi());
+  auto loaded = describe(kernel, ir::structural_hash(kernel));
+  loaded->compiled = std::move(compiled);
+  context_->insert(loaded);
+  return KernelHandle(std::move(loaded));
+}
+
+KernelCacheStatistics Runtime::cache_statistics() const {
+  std::lock_guard lock(context_->cache_mutex);
+  return context_->cache.statistics;
+}
+
+void Runtime::use_environment(const std::string &path, EnvironmentOptions options) {
+  std::shared_ptr<const EnvironmentSource> environment;
+  try {
+    environment = open_environment(path);
+  } catch (const Error &e) {
+    if (!options.fallback_to_jit)
+      throw;
+    // The application still runs, compiling what it needs: said loudly, once.
+    log_warning("{}; running without it (kernels are compiled as they are needed)", e.what());
+    std::lock_guard lock(context_->compile_mutex);
+    context_->environment.reset();
+    return;
+  }
+  use_environment(std::move(environment), options);
+}
+
+void Runtime::use_environment(std::shared_ptr<const EnvironmentSource> environment,
+                              EnvironmentOptions options) {
+  std::lock_guard lock(context_->compile_mutex);
+  context_->environment = std::move(environment);
+  context_->environment_options = options;
+  if (context_->environment)
+    log_debug("runtime: using environment {}", context_->environment->name());
+}
+
+const EnvironmentSource *Runtime::environment() const {
+  std::lock_guard lock(context_->compile_mutex);
+  return context_->environment.get();
+}
+
+EnvironmentStatistics Runtime::environment_statistics() const {
+  std::lock_guard lock(context_->compile_mutex);
+  return context_->environment_statistics;
+}
+
+std::optional<std::string> Runtime::find_tuning_record(std::string_view key) const {
+  std::shared_ptr<const EnvironmentSource> environment;
+  {
+    std::lock_guard lock(context_->compile_mutex);
+    environment = context_->environment;
+  }
+  return environment ? environment->find_tuning(key) : std::nullopt;
+}
+
+void Runtime::launch_values(const KernelHandle &kernel, std::array<uint32_t, 3> num_workgroups,
+                            std::span<const ArgumentValue> args) {
+  DefaultStream(default_, "launch")->launch_values(kernel, num_workgroups, args);
+}
+
+void Runtime::launch(const KernelHandle &kernel, std::array<uint32_t, 3> num_workgroups,
+                     std::span<const LaunchArg> args) {
+  DefaultStream(default_, "launch")->launch(kernel, num_workgroups, args);
+}
+
+void Runtime::synchronize() {
+  DefaultStream(default_, "synchronize")->synchronize();
+}
+
+std::vector<double> Runtime::last_launch_times_ns() const {
+  return DefaultStream(default_, "last_launch_times_ns")->stream->last_launch_times_ns();
+}
+
+void Runtime::begin_capture() {
+  DefaultStream(default_, "begin_capture")->begin_capture();
+}
+
+Graph Runtime::end_capture() {
+  return DefaultStream(default_, "end_capture")->end_capture();
+}
+
+bool Runtime::capturing() const {
+  return DefaultStream(default_, "capturing")->capture != nullptr;
+}
+
+void Runtime::replay(Graph &graph) {
+  DefaultStream(default_, "replay")->replay(graph);
 }
 
 } // namespace cubecc::runtime

@@ -140,9 +140,14 @@ std::vector<ir::Diagnostic> run_on_device(runtime::Device &device, const ir::Ker
   static std::map<std::pair<runtime::Device *, std::string>,
                   std::unique_ptr<runtime::CompiledKernel>>
       compiled;
+  // One stream per device, kept like the device.
+  static std::map<runtime::Device *, std::unique_ptr<runtime::DeviceStream>> streams;
+  std::unique_ptr<runtime::DeviceStream> &stream = streams[&device];
   std::vector<ir::Diagnostic> problems;
   std::vector<runtime::DeviceMemory> memories;
   try {
+    if (!stream)
+      stream = device.create_stream();
     ir::Hash128 hash = ir::structural_hash(kernel);
     auto &slot = compiled[{&device, hash.hex()}];
     if (!slot)
@@ -154,7 +159,7 @@ std::vector<ir::Diagnostic> run_on_device(runtime::Device &device, const ir::Ker
       if (a.buffer) {
         uint64_t bytes = a.buffer->bytes.size();
         memories.push_back(device.allocate(bytes ? bytes : 1));
-        device.upload(memories.back(), 0, a.buffer->bytes.data(), bytes);
+        stream->upload(memories.back(), 0, a.buffer->bytes.data(), bytes);
         arg.memory = &memories.back();
         arg.bytes = bytes;
       } else {
@@ -162,15 +167,22 @@ std::vector<ir::Diagnostic> run_on_device(runtime::Device &device, const ir::Ker
       }
       launch_args.push_back(std::move(arg));
     }
-    device.launch(*slot, config.num_workgroups, launch_args);
-    device.synchronize();
+    stream->launch(*slot, config.num_workgroups, launch_args);
+    stream->synchronize();
     size_t m = 0;
     for (const ir::Argument &a : args)
       if (a.buffer) {
-        device.download(memories[m++], 0, a.buffer->bytes.data(), a.buffer->bytes.size());
+        stream->download(memories[m++], 0, a.buffer->bytes.data(), a.buffer->bytes.size());
       }
   } catch (const std::exception &e) {
     problems.push_back({"", 0, 0, e.what(), {}});
+  }
+  try {
+    if (stream)
+      stream->synchronize(); // memory is freed only once no queued work uses it
+  } catch (const std::exception &e) {
+    if (problems.empty())
+      problems.push_back({"", 0, 0, e.what(), {}});
   }
   for (runtime::DeviceMemory &memory : memories)
     device.free(memory);

@@ -291,7 +291,8 @@ TEST(CpuDevice, launch_arguments_are_checked) {
   runtime::KernelHandle k =
       rt.adopt(f.kernel(), rt.device().load_binary(binary_of(object, "x86-64-v2", f.abi())));
   runtime::Buffer x = rt.allocate<float>(64), y = rt.allocate<float>(64);
-  runtime::Device &device = rt.device();
+  std::unique_ptr<runtime::DeviceStream> stream = rt.device().create_stream();
+  runtime::DeviceStream &device = *stream;
   std::vector<runtime::LaunchArg> args(3);
   args[0] = x.arg();
   args[1] = y.arg();

@@ -307,6 +307,21 @@ private:
   mutable std::recursive_mutex mutex_;
 };
 
+/// A device whose work is done when the call that queues it returns (the interpreter, the cpu
+/// device): its streams need no queue, their events are done when recorded and every ticket is
+/// reached at once. The device implements the run_ members, which its streams call (from several
+/// threads at once, one per stream); launch times are the host's wall-clock times of run_launch.
+class ImmediateDevice : public Device {
+public:
+  std::unique_ptr<DeviceStream> create_stream() final;
+  /// Runs a launch to completion; throws Error as DeviceStream::launch would.
+  virtual void run_launch(const CompiledKernel &kernel, std::array<uint32_t, 3> num_workgroups,
+                          std::span<const LaunchArg> args) = 0;
+  virtual void copy_in(const DeviceMemory &dst, uint64_t offset, const void *src,
+                       uint64_t bytes) = 0;
+  virtual void copy_out(const DeviceMemory &src, uint64_t offset, void *dst, uint64_t bytes) = 0;
+};
+
 /// The portable graph: keeps each launch (kernel, grid, memory handles and values copied) and
 /// replays by calling DeviceStream::launch for each, in order. The interp device uses it; native
 /// graphs reuse its bookkeeping.

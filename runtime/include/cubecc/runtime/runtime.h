@@ -1,18 +1,24 @@
-//===- runtime.h - A device with memory pools, a kernel cache and typed launches
-//---------------===//
+//===- runtime.h - A thread-safe context per device, streams, pools, the kernel cache ---------===//
 //
-// A Runtime owns one Device (device.h) and adds what every application needs on top of it:
+// A Runtime is the context of one Device (device.h): what every application needs on top of it,
+// shared by all its threads.
 //   - Buffers: move-only handles to typed device memory from an adaptive pool, so that
-//     allocating in a loop reuses blocks instead of calling the driver;
+//     allocating in a loop reuses blocks instead of calling the driver. A Buffer may be destroyed
+//     on any thread at any time: its block waits in the pool's deletion queue until the work
+//     queued before on every stream is done, and no free ever touches a stream's recording.
 //   - load(): optimizes a kernel (-O2, verified), compiles it on the device and caches the result
 //     by the kernel's structural hash, so loading an equal kernel again never re-lowers it;
 //     kernel(key, trace): the same behind a caller's stable key, so a warm launch neither
-//     re-traces nor re-lowers;
+//     re-traces nor re-lowers. One compile at a time per Runtime; lookups run in parallel.
+//   - Streams (create_stream): in-order queues of copies and launches, several per device, each
+//     used by one thread at a time (a second thread that enters a Stream another is inside gets
+//     an Error, never a race); Events order work across streams and let the host wait. The
+//     Runtime's own allocate/upload/download/launch/synchronize/capture members use its default
+//     stream, locked around each call: any thread may call them.
 //   - launch(): typed arguments checked against the kernel's IR signature; errors name the kernel
 //     and the parameter.
-// A Runtime is not thread-safe: use one per thread or lock around it. A second thread that calls
-// it while a first is inside gets an Error saying so (never a race). Buffers may be destroyed on
-// any thread: their memory goes back once the call in progress on the Runtime's device is done.
+// Every member of Runtime may be called from any thread at once; Stream members from the
+// thread that uses the stream. Errors are runtime::Error, whose kind() says what failed.
 //
 //===-----------------------------------------------------------------------------------------===//
 #pragma once
@@ -45,10 +51,13 @@ namespace cubecc::runtime {
 
 class MemoryPool;
 class KernelCache;
+class Runtime;
+class Stream;
 struct LoadedKernel;
 struct GraphState;
 struct SharedBlock;
-struct RuntimeOccupancy;
+struct Context;
+struct StreamState;
 
 /// A non-owning reference to a callable, for callbacks that run only during the call.
 template <class Signature> class FunctionRef;
@@ -121,6 +130,8 @@ public:
 
 private:
   friend class Runtime;
+  friend struct StreamState;
+  friend struct Context;
   void swap(Buffer &other) noexcept {
     std::swap(pool_, other.pool_);
     std::swap(memory_, other.memory_);
@@ -162,6 +173,8 @@ public:
 
 private:
   friend class Runtime;
+  friend struct StreamState;
+  friend struct Context;
   friend class Graph;
   explicit KernelHandle(std::shared_ptr<const LoadedKernel> kernel) : kernel_(std::move(kernel)) {}
   std::shared_ptr<const LoadedKernel> kernel_;
@@ -244,36 +257,42 @@ public:
 
 private:
   friend class Runtime;
+  friend struct StreamState;
+  friend struct Context;
   std::unique_ptr<GraphState> state_;
 };
 
-class Runtime {
+/// A point in a stream's work (Stream::record): done once everything queued on the stream before
+/// it has finished. Cheap to copy; any thread may wait on it.
+class Event {
 public:
-  /// Opens `name` ("vulkan", "interp", ...), or when empty the CUBECC_DEVICE environment
-  /// variable, or the best device present (cuda, hip, vulkan, then interp). Throws Error.
-  /// When CUBECC_ENV names an environment bundle, uses it (use_environment). `pool` configures
-  /// the memory pool (memory_pool.h).
-  static Runtime open(const std::string &name = {}, PoolOptions pool = {});
-  /// A runtime over a device the caller opened.
-  explicit Runtime(std::unique_ptr<Device> device, PoolOptions pool = {});
-  Runtime(Runtime &&) noexcept;
-  Runtime &operator=(Runtime &&) noexcept;
-  ~Runtime();
+  Event() = default;
+  bool valid() const { return event_ != nullptr; }
+  /// Whether the work has finished; never blocks.
+  bool done() const;
+  /// Blocks until the work has finished. Throws Error (DeviceFailure) when it failed.
+  void synchronize() const;
 
-  const DeviceInfo &info() const;
-  Device &device() { return *device_; }
+private:
+  friend class Stream;
+  std::shared_ptr<DeviceEvent> event_;
+  std::shared_ptr<const Context> context_; ///< whose device recorded it
+};
 
-  //===- Memory ----------------------------------------------------------------------------===//
-  /// An uninitialized buffer of `count` elements.
-  Buffer allocate(ir::Scalar element, size_t count);
+void check_host_copy(const Buffer &buffer, ir::Scalar element, size_t count, const char *what);
+
+/// The typed members a Runtime and a Stream share, over their allocate, write, read and
+/// launch_values (CRTP: `Queue` is Runtime or Stream).
+template <class Queue> class QueueOps {
+public:
   template <class T>
   requires is_element_type_v<T> Buffer allocate(size_t count) {
-    return allocate(element_type_of<T>(), count);
+    return self().allocate(element_type_of<T>(), count);
   }
   template <class T>
   requires is_element_type_v<T> Buffer upload(std::span<const T> host) {
     Buffer b = allocate<T>(host.size());
-    write(b, host.data(), host.size_bytes());
+    self().write(b, host.data(), host.size_bytes());
     return b;
   }
   template <class T>
@@ -285,14 +304,14 @@ public:
   requires is_element_type_v<T>
   void upload(Buffer &buffer, std::span<const T> host) {
     check_host_copy(buffer, element_type_of<T>(), host.size(), "upload");
-    write(buffer, host.data(), host.size_bytes());
+    self().write(buffer, host.data(), host.size_bytes());
   }
-  /// Waits for the launches before it, then copies the first host.size() elements out.
+  /// Waits for the work queued before it, then copies the first host.size() elements out.
   template <class T>
   requires is_element_type_v<T>
   void download(const Buffer &buffer, std::span<T> host) {
     check_host_copy(buffer, element_type_of<T>(), host.size(), "download");
-    read(buffer, host.data(), host.size_bytes());
+    self().read(buffer, host.data(), host.size_bytes());
   }
   template <class T>
   requires is_element_type_v<T> std::vector<T> download(const Buffer &buffer) {
@@ -300,18 +319,115 @@ public:
     download(buffer, std::span<T>(host));
     return host;
   }
-  /// Raw byte copies (any element type, e.g. f16 bit patterns).
+  /// Queues a launch of `num_workgroups` workgroups. Arguments are Buffers (element type equal to
+  /// the parameter's), arithmetic scalars or std::arrays for vector parameters; a float goes only
+  /// to a float parameter, an integer only to an integer parameter whose range holds it.
+  template <class... Args>
+  void launch(const KernelHandle &kernel, std::array<uint32_t, 3> num_workgroups,
+              const Args &...args) {
+    const std::array<ArgumentValue, sizeof...(Args)> values{ArgumentValue(args)...};
+    self().launch_values(kernel, num_workgroups, values);
+  }
+
+private:
+  Queue &self() { return static_cast<Queue &>(*this); }
+};
+
+/// An in-order queue of copies and launches on a Runtime's device (Runtime::create_stream).
+/// Move-only. Used by one thread at a time: a second thread that calls it while a first is inside
+/// gets an Error. Work on different streams may run concurrently; order it with record() and
+/// wait(). A Buffer allocated on a stream may be used at once on that stream; on another stream
+/// after an event recorded after the allocation (its block may be one this stream's queued work
+/// was still using). Destroying a Stream waits for its work. A Stream keeps its Runtime's context
+/// (device, pool, kernel cache) alive.
+class Stream : public QueueOps<Stream> {
+public:
+  Stream();
+  Stream(Stream &&) noexcept;
+  Stream &operator=(Stream &&) noexcept;
+  ~Stream();
+
+  bool valid() const { return state_ != nullptr; }
+  const DeviceInfo &info() const;
+
+  using QueueOps<Stream>::allocate;
+  using QueueOps<Stream>::launch;
+  /// An uninitialized buffer of `count` elements, ready for use on this stream.
+  Buffer allocate(ir::Scalar element, size_t count);
+  /// Raw byte copies (any element type, e.g. f16 bit patterns), ordered on this stream.
+  void write(Buffer &buffer, const void *src, uint64_t bytes);
+  void read(const Buffer &buffer, void *dst, uint64_t bytes);
+  void launch_values(const KernelHandle &kernel, std::array<uint32_t, 3> num_workgroups,
+                     std::span<const ArgumentValue> args);
+  /// The lower-level launch: arguments already laid out (buffer ranges, value bits).
+  void launch(const KernelHandle &kernel, std::array<uint32_t, 3> num_workgroups,
+              std::span<const LaunchArg> args);
+  /// The context's kernels (Runtime::load, Runtime::kernel), for code that holds only a stream.
+  KernelHandle load(const ir::Kernel &kernel);
+  KernelHandle kernel(std::string_view key, FunctionRef<const ir::Kernel &()> trace);
+  KernelHandle kernel(std::string_view key, FunctionRef<std::unique_ptr<ir::Module>()> trace);
+
+  /// Waits for everything queued on this stream; throws Error (DeviceFailure) when it failed.
+  void synchronize();
+  /// An event that completes when the work queued so far on this stream has.
+  Event record();
+  /// Work queued on this stream from now on starts after `event` (of the same Runtime).
+  void wait(const Event &event);
+  /// Device time of each launch completed by the last synchronize(), in nanoseconds.
+  std::vector<double> last_launch_times_ns() const;
+
+  /// Graph capture on this stream (see Runtime::begin_capture).
+  void begin_capture();
+  Graph end_capture();
+  bool capturing() const;
+  /// Queues a graph captured on any stream of the same Runtime.
+  void replay(Graph &graph);
+
+private:
+  friend class Runtime;
+  std::unique_ptr<StreamState> state_;
+};
+
+class Runtime : public QueueOps<Runtime> {
+public:
+  /// Opens `name` ("vulkan", "interp", ...), or when empty the CUBECC_DEVICE environment
+  /// variable, or the best device present (cuda, hip, vulkan, then interp). Throws Error.
+  /// When CUBECC_ENV names an environment bundle, uses it (use_environment). `pool` configures
+  /// the memory pool (memory_pool.h).
+  static Runtime open(const std::string &name = {}, PoolOptions pool = {});
+  /// A runtime over a device the caller opened.
+  explicit Runtime(std::unique_ptr<Device> device, PoolOptions pool = {});
+  Runtime(Runtime &&) noexcept;
+  Runtime &operator=(Runtime &&) noexcept;
+  /// Waits for the work queued on the default stream. Streams made by create_stream keep the
+  /// context (device, pool, kernels) alive until they are destroyed.
+  ~Runtime();
+
+  const DeviceInfo &info() const;
+  Device &device();
+
+  //===- Streams ---------------------------------------------------------------------------===//
+  /// A new stream on this runtime's device.
+  Stream create_stream();
+
+  //===- Memory ----------------------------------------------------------------------------===//
+  using QueueOps<Runtime>::allocate;
+  using QueueOps<Runtime>::launch;
+  /// An uninitialized buffer of `count` elements.
+  Buffer allocate(ir::Scalar element, size_t count);
+  /// Raw byte copies (any element type, e.g. f16 bit patterns), on the default stream.
   void write(Buffer &buffer, const void *src, uint64_t bytes);
   void read(const Buffer &buffer, void *dst, uint64_t bytes);
   /// A Buffer over memory the caller owns, without copying: `memory.bytes / element size`
   /// elements of `element`. Launches, copies and graphs use it like an allocated Buffer; neither
   /// the runtime nor the device ever frees it, and it is not counted by the pool. `release`, if
   /// given, is called exactly once when the last user is gone (the Buffer and every graph whose
-  /// capture used it), after the launches queued before that may use the memory have finished,
-  /// on the thread that lets go last; it must not throw. Throws Error (and does not call
-  /// `release`: the memory stays the caller's) when the memory is not of this runtime's backend
-  /// (a CUDA pointer on vulkan), the handle is null, the size is 0 or not a whole number of
-  /// elements, or the pointer or offset is not aligned to the element size.
+  /// capture used it) and the work queued on every stream before that has finished — on the
+  /// thread that lets go last if that work is done by then, else on a thread that later finds it
+  /// done (a later allocation, free or synchronize); it must not throw. Throws Error (and does
+  /// not call `release`: the memory stays the caller's) when the memory is not of this runtime's
+  /// backend (a CUDA pointer on vulkan), the handle is null, the size is 0 or not a whole number
+  /// of elements, or the pointer or offset is not aligned to the element size.
   Buffer adopt_memory(const ExternalMemory &memory, ir::Scalar element,
                       std::function<void()> release = {});
   /// The native handle of a Buffer's memory (allocated or adopted), with `bytes` = buffer.bytes():
@@ -330,6 +446,7 @@ public:
   /// of an equal kernel (same structural hash). Throws Error with the diagnostics on failure.
   KernelHandle load(const ir::Kernel &kernel);
   /// The handle cached under `key`; only on a miss is `trace` called, and its kernel loaded.
+  /// The key must identify the kernel: its function and every option that changes it.
   KernelHandle kernel(std::string_view key, FunctionRef<const ir::Kernel &()> trace);
   /// As above, for a trace that returns a module holding exactly one kernel.
   KernelHandle kernel(std::string_view key, FunctionRef<std::unique_ptr<ir::Module>()> trace);
@@ -348,41 +465,33 @@ public:
   void use_environment(std::shared_ptr<const EnvironmentSource> environment,
                        EnvironmentOptions options = {});
   /// The environment in use, or null.
-  const EnvironmentSource *environment() const { return environment_.get(); }
-  EnvironmentStatistics environment_statistics() const { return environment_statistics_; }
+  const EnvironmentSource *environment() const;
+  EnvironmentStatistics environment_statistics() const;
   /// The tuning record stored in the environment under `key` (autotune/), if any.
   std::optional<std::string> find_tuning_record(std::string_view key) const;
 
-  //===- Launch ----------------------------------------------------------------------------===//
-  /// Queues a launch of `num_workgroups` workgroups. Arguments are Buffers (element type equal to
-  /// the parameter's), arithmetic scalars or std::arrays for vector parameters; a float goes only
-  /// to a float parameter, an integer only to an integer parameter whose range holds it.
-  template <class... Args>
-  void launch(const KernelHandle &kernel, std::array<uint32_t, 3> num_workgroups,
-              const Args &...args) {
-    const std::array<ArgumentValue, sizeof...(Args)> values{ArgumentValue(args)...};
-    launch_values(kernel, num_workgroups, values);
-  }
+  //===- Launch (default stream) -----------------------------------------------------------===//
   void launch_values(const KernelHandle &kernel, std::array<uint32_t, 3> num_workgroups,
                      std::span<const ArgumentValue> args);
   /// The lower-level launch: arguments already laid out (buffer ranges, value bits); checked for
   /// count, kind, lanes and buffer ranges.
   void launch(const KernelHandle &kernel, std::array<uint32_t, 3> num_workgroups,
               std::span<const LaunchArg> args);
+  /// Waits for the work queued on the default stream.
   void synchronize();
   /// Device time of each launch completed by the last synchronize(), in nanoseconds.
   std::vector<double> last_launch_times_ns() const;
 
-  //===- Graphs ----------------------------------------------------------------------------===//
-  /// Starts recording: launches until end_capture() are checked as usual and recorded, not run.
-  /// Captures do not nest; synchronize(), uploads and downloads during a capture are Errors
-  /// (allocating is fine: the graph keeps the block of a Buffer allocated during its capture
-  /// until both are destroyed). A launch that fails its checks throws and is not recorded; the
-  /// capture goes on.
+  //===- Graphs (default stream) -----------------------------------------------------------===//
+  /// Starts recording: launches on the default stream until end_capture() are checked as usual
+  /// and recorded, not run (from any thread). Captures do not nest; synchronize(), uploads and
+  /// downloads during a capture are Errors (allocating is fine: the graph keeps the block of a
+  /// Buffer allocated during its capture until both are destroyed). A launch that fails its
+  /// checks throws and is not recorded; the capture goes on.
   void begin_capture();
   /// Ends the recording and returns the graph (the device builds its native form here).
   Graph end_capture();
-  bool capturing() const { return capture_ != nullptr; }
+  bool capturing() const;
   /// Queues the graph's launches in order, after those queued before, with the buffers they
   /// were captured with and the values last set. Throws Error when the graph was captured on
   /// another runtime, a Buffer it uses from before the capture was destroyed, or a capture is in
@@ -390,24 +499,8 @@ public:
   void replay(Graph &graph);
 
 private:
-  void check_host_copy(const Buffer &buffer, ir::Scalar element, size_t count,
-                       const char *what) const;
-  KernelHandle load_keyed(std::string_view key, const ir::Kernel &kernel);
-
-  void check_not_capturing(const char *what) const;
-  void record(const KernelHandle &kernel, std::array<uint32_t, 3> num_workgroups,
-              std::span<const LaunchArg> args,
-              std::vector<std::pair<size_t, std::weak_ptr<const bool>>> buffers);
-
-  std::shared_ptr<Device> device_;
-  std::shared_ptr<MemoryPool> pool_;
-  std::unique_ptr<KernelCache> cache_;
-  std::unique_ptr<DeviceStream> stream_;
-  std::shared_ptr<const EnvironmentSource> environment_;
-  EnvironmentOptions environment_options_;
-  EnvironmentStatistics environment_statistics_;
-  std::unique_ptr<GraphState> capture_;         ///< the graph being captured, or null
-  std::unique_ptr<RuntimeOccupancy> occupancy_; ///< which thread is inside, if any
+  std::shared_ptr<Context> context_;
+  std::unique_ptr<StreamState> default_; ///< the default stream, locked around each call
 };
 
 /// The options under which Runtime::load compiles, as environment keys spell them.
