@@ -147,6 +147,7 @@ std::vector<ir::Diagnostic> run_on_device(runtime::Device &device, const ir::Ker
     auto &slot = compiled[{&device, hash.hex()}];
     if (!slot)
       slot = compile(device, kernel, hash);
+    std::unique_ptr<runtime::DeviceStream> stream = device.create_stream();
     std::vector<runtime::LaunchArg> launch_args;
     memories.reserve(args.size()); // the launch arguments point into it
     for (const ir::Argument &a : args) {
@@ -154,7 +155,7 @@ std::vector<ir::Diagnostic> run_on_device(runtime::Device &device, const ir::Ker
       if (a.buffer) {
         uint64_t bytes = a.buffer->bytes.size();
         memories.push_back(device.allocate(bytes ? bytes : 1));
-        device.upload(memories.back(), 0, a.buffer->bytes.data(), bytes);
+        stream->upload(memories.back(), 0, a.buffer->bytes.data(), bytes);
         arg.memory = &memories.back();
         arg.bytes = bytes;
       } else {
@@ -162,12 +163,12 @@ std::vector<ir::Diagnostic> run_on_device(runtime::Device &device, const ir::Ker
       }
       launch_args.push_back(std::move(arg));
     }
-    device.launch(*slot, config.num_workgroups, launch_args);
-    device.synchronize();
+    stream->launch(*slot, config.num_workgroups, launch_args);
+    stream->synchronize();
     size_t m = 0;
     for (const ir::Argument &a : args)
       if (a.buffer) {
-        device.download(memories[m++], 0, a.buffer->bytes.data(), a.buffer->bytes.size());
+        stream->download(memories[m++], 0, a.buffer->bytes.data(), a.buffer->bytes.size());
       }
   } catch (const std::exception &e) {
     problems.push_back({"", 0, 0, e.what(), {}});
