@@ -84,8 +84,9 @@ vulkan_line=$(grep '"backend": "vulkan"' "$out/devices.json" || true)
 if echo "$cuda_line" | grep -q '"available": true'; then
   # Streams and the lost context first, in their own run: two streams ordered by an event, four
   # threads with their own streams, tickets, and a kernel storing through a bad pointer (in a
-  # child process) that must lose the device with DeviceFailure while a new device works.
-  timeout "$(limit 60)" cubecc_e2e_tests \
+  # child process) that must lose the device with DeviceFailure while a new device works. By its
+  # path: the death test re-executes argv[0] with execv, which does not search PATH.
+  timeout "$(limit 60)" "$bundle/bin/cubecc_e2e_tests" \
     --gtest_filter='Devices/GpuStreams.*/cuda:Devices/GpuContextLoss.*/cuda' \
     --gtest_output="json:$out/e2e-cuda-streams.json" > "$out/e2e-cuda-streams.txt" 2>&1
   rc=$?
