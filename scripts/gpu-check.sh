@@ -3,7 +3,8 @@
 # the repository root with the bundle of scripts/gpu-bundle.sh carried along:
 #   1. what the machine offers (driver, CUDA toolkits, Vulkan ICDs) -> machine.txt
 #   2. `cubecc devices` (text and JSON)                             -> devices.txt, devices.json
-#   3. the e2e suite on the cuda device: examples, ABI, bf16        -> e2e-cuda.txt (+ .json)
+#   3. streams, events, 4 threads and a faulting kernel on cuda    -> e2e-cuda-streams.txt
+#      the e2e suite on the cuda device: examples, ABI, bf16        -> e2e-cuda.txt (+ .json)
 #      then every op family on cuda                                  -> e2e-cuda-ops.txt (+ .json)
 #   4. the benchmarks present in the bundle: compile_bench (NVRTC and the driver's module load),
 #      and, where a Vulkan driver for the GPU exists, vulkan_vs_glsl -> bench-*.txt / .json
@@ -81,7 +82,18 @@ vulkan_line=$(grep '"backend": "vulkan"' "$out/devices.json" || true)
 # The e2e suite on cuda: a test whose device does not open is skipped (it says why), so check the
 # device first and say so plainly.
 if echo "$cuda_line" | grep -q '"available": true'; then
-  CUBECC_DEVICE=cuda timeout "$(limit 150)" cubecc_e2e_tests --gtest_filter='*cuda*:-Ops/*' \
+  # Streams and the lost context first, in their own run: two streams ordered by an event, four
+  # threads with their own streams, tickets, and a kernel storing through a bad pointer (in a
+  # child process) that must lose the device with DeviceFailure while a new device works. By its
+  # path: the death test re-executes argv[0] with execv, which does not search PATH.
+  timeout "$(limit 60)" "$bundle/bin/cubecc_e2e_tests" \
+    --gtest_filter='Devices/GpuStreams.*/cuda:Devices/GpuContextLoss.*/cuda' \
+    --gtest_output="json:$out/e2e-cuda-streams.json" > "$out/e2e-cuda-streams.txt" 2>&1
+  rc=$?
+  note "e2e cuda (streams, events, 4 threads, faulting kernel): rc=$rc ($(counts "$out/e2e-cuda-streams.txt"))"
+  grep -E '^\[  (FAILED|DEATH)  +\]' "$out/e2e-cuda-streams.txt" | head -12
+  CUBECC_DEVICE=cuda timeout "$(limit 150)" cubecc_e2e_tests \
+    --gtest_filter='*cuda*:-Ops/*:Devices/GpuStreams.*:Devices/GpuContextLoss.*' \
     --gtest_output="json:$out/e2e-cuda.json" > "$out/e2e-cuda.txt" 2>&1
   rc=$?
   note "e2e cuda (examples, abi, bf16): rc=$rc ($(counts "$out/e2e-cuda.txt"))"

@@ -198,7 +198,45 @@ DeviceEntry entry_of(std::string_view backend) {
 
 constexpr const char *kCudaStub = "/usr/local/cuda/lib64/stubs/libcuda.so";
 
+/// The kind of the Error `f` throws; nullopt when it throws none.
+template <class F> std::optional<ErrorKind> kind_of(F &&f) {
+  try {
+    f();
+  } catch (const Error &e) {
+    return e.kind();
+  }
+  return std::nullopt;
+}
+
 } // namespace
+
+TEST(CudaDevice, no_driver_a_stub_driver_and_no_device_are_no_device_errors) {
+  {
+    ScopedEnv library("CUBECC_CUDA_LIBRARY", "/nonexistent/libcuda.so.1");
+    EXPECT_EQ(kind_of([] { CudaDevice::open(); }), ErrorKind::NoDevice);
+    EXPECT_EQ(kind_of([] { open_device("cuda"); }), ErrorKind::NoDevice);
+  }
+  if (library_loads(kCudaStub)) {
+    ScopedEnv library("CUBECC_CUDA_LIBRARY", kCudaStub);
+    EXPECT_EQ(kind_of([] { CudaDevice::open(); }), ErrorKind::NoDevice);
+  }
+  ScopedEnv library("CUBECC_CUDA_LIBRARY", nullptr);
+  if (!library_loads("libcuda.so.1")) {
+    EXPECT_EQ(kind_of([] { CudaDevice::open(); }), ErrorKind::NoDevice);
+  }
+}
+
+TEST(HipDevice, no_runtime_and_no_amd_gpu_are_no_device_errors) {
+  {
+    ScopedEnv library("CUBECC_HIP_LIBRARY", "/nonexistent/libamdhip64.so");
+    EXPECT_EQ(kind_of([] { HipDevice::open(); }), ErrorKind::NoDevice);
+  }
+  ScopedEnv library("CUBECC_HIP_LIBRARY", nullptr);
+  std::optional<ErrorKind> kind = kind_of([] { HipDevice::open(); });
+  if (!kind)
+    GTEST_SKIP() << "this machine has an AMD GPU";
+  EXPECT_EQ(kind, ErrorKind::NoDevice);
+}
 
 TEST(CudaDevice, without_a_driver_there_is_no_device) {
   ScopedEnv library("CUBECC_CUDA_LIBRARY", nullptr);

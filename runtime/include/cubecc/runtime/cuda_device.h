@@ -7,6 +7,10 @@
 // the PTX when there is no CUBIN for the device. Environment:
 //   CUBECC_CUDA_DEVICE=<index>     use this device (cuDeviceGet order; default 0)
 //   CUBECC_CUDA_LIBRARY=<path>     load the driver from this file instead of libcuda.so.1
+// One implementation with the HIP device (runtime/gpu_common/gpu_device.h) on the device's
+// primary context: streams, events, graphs, error kinds, and the lost context after a faulting
+// kernel (every later call on the device throws Error (DeviceFailure); a newly opened device resets
+// the primary context with cuDevicePrimaryCtxReset and works).
 //
 //===-----------------------------------------------------------------------------------------===//
 #pragma once
@@ -21,12 +25,16 @@ namespace cubecc::runtime {
 
 class CudaDevice final : public Device {
 public:
-  /// Throws Error "no device: cuda: <reason>" when there is no driver, a stub driver, no device,
-  /// or the device cannot be set up.
+  /// Throws Error (NoDevice) "no device: cuda: <reason>" when there is no driver, a stub driver,
+  /// no device, or the device cannot be set up.
   static std::unique_ptr<CudaDevice> open();
   ~CudaDevice() override;
 
   const DeviceInfo &info() const override;
+  /// A stream over a non-blocking driver stream (gpu_common/gpu_device.h): copies are waited
+  /// for before they return, launches are timed (one time per launch or graph replay), graphs
+  /// are driver graphs (a RecordedGraph where the driver lacks the graph entry points).
+  std::unique_ptr<DeviceStream> create_stream() override;
   /// The device's architecture, e.g. "sm_90".
   const std::string &arch() const;
   DeviceMemory allocate(uint64_t bytes) override;
@@ -36,11 +44,10 @@ public:
     return ExternalMemory::Kind::Cuda;
   }
   DeviceMemory adopt_memory(const ExternalMemory &memory) override;
-  /// Waits for the stream (queued launches may use the memory), then forgets it.
+  /// Forgets it: no queued work uses it any more (the Runtime's deletion queue); no stream is
+  /// waited for.
   void release_adopted(DeviceMemory memory) override;
   ExternalMemory native_memory(const DeviceMemory &memory) const override;
-  void upload(const DeviceMemory &dst, uint64_t offset, const void *src, uint64_t bytes) override;
-  void download(const DeviceMemory &src, uint64_t offset, void *dst, uint64_t bytes) override;
   /// compile_cuda for this device's arch, then compile_binary.
   std::unique_ptr<CompiledKernel> compile(const ir::Kernel &kernel) override;
   /// Loads a binary compiled elsewhere (e.g. from an environment bundle): the CUBIN for this
@@ -50,17 +57,13 @@ public:
   /// The CUBIN for the device's arch, then PTX of any virtual arch up to it.
   std::vector<BinaryTarget> binary_targets() const override;
   std::unique_ptr<CompiledKernel> load_binary(const KernelBinary &binary) override;
-  void launch(const CompiledKernel &kernel, std::array<uint32_t, 3> num_workgroups,
-              std::span<const LaunchArg> args) override;
-  void synchronize() override;
-  std::vector<double> last_launch_times_ns() const override;
-  /// A CUDA graph captured from the stream (cuStreamBeginCapture, cuGraphInstantiateWithFlags),
-  /// replayed with cuGraphLaunch: one launch time per replay.
-  std::unique_ptr<DeviceGraph> create_graph() override;
 
   struct Impl;
 
 private:
+  /// compile_binary, with a refused binary reported as `refused` (Compile when compile() made it,
+  /// Environment when it came from outside).
+  std::unique_ptr<CompiledKernel> load(const codegen::CudaBinary &binary, ErrorKind refused);
   explicit CudaDevice(std::shared_ptr<Impl> impl);
   std::shared_ptr<Impl> impl_;
 };
