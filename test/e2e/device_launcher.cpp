@@ -142,7 +142,9 @@ std::vector<ir::Diagnostic> run_on_device(runtime::Device &device, const ir::Ker
       compiled;
   std::vector<ir::Diagnostic> problems;
   std::vector<runtime::DeviceMemory> memories;
+  std::unique_ptr<runtime::DeviceStream> stream; // copies and the launch, in order
   try {
+    stream = device.create_stream();
     ir::Hash128 hash = ir::structural_hash(kernel);
     auto &slot = compiled[{&device, hash.hex()}];
     if (!slot)
@@ -154,7 +156,7 @@ std::vector<ir::Diagnostic> run_on_device(runtime::Device &device, const ir::Ker
       if (a.buffer) {
         uint64_t bytes = a.buffer->bytes.size();
         memories.push_back(device.allocate(bytes ? bytes : 1));
-        device.upload(memories.back(), 0, a.buffer->bytes.data(), bytes);
+        stream->upload(memories.back(), 0, a.buffer->bytes.data(), bytes);
         arg.memory = &memories.back();
         arg.bytes = bytes;
       } else {
@@ -162,16 +164,17 @@ std::vector<ir::Diagnostic> run_on_device(runtime::Device &device, const ir::Ker
       }
       launch_args.push_back(std::move(arg));
     }
-    device.launch(*slot, config.num_workgroups, launch_args);
-    device.synchronize();
+    stream->launch(*slot, config.num_workgroups, launch_args);
+    stream->synchronize();
     size_t m = 0;
     for (const ir::Argument &a : args)
       if (a.buffer) {
-        device.download(memories[m++], 0, a.buffer->bytes.data(), a.buffer->bytes.size());
+        stream->download(memories[m++], 0, a.buffer->bytes.data(), a.buffer->bytes.size());
       }
   } catch (const std::exception &e) {
     problems.push_back({"", 0, 0, e.what(), {}});
   }
+  stream.reset(); // waits for what it queued: the memory is free to go
   for (runtime::DeviceMemory &memory : memories)
     device.free(memory);
   return problems;
