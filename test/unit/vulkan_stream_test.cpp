@@ -237,6 +237,32 @@ TEST_F(VulkanStreamTest, memory_freed_after_its_mark_leaves_another_streams_reco
   device->free(by);
 }
 
+TEST_F(VulkanStreamTest, memory_freed_while_a_stream_still_uses_it_outlives_that_work) {
+  // Against the contract (the memory pool frees only what every stream has reached), but the
+  // device must not let queued work read freed memory: the free is deferred, not waited for.
+  const size_t n = 1 << 16;
+  auto a = device->create_stream(), b = device->create_stream();
+  for (uint32_t round = 0; round < 10; ++round) {
+    DeviceMemory x = device->allocate(n * 4), y = device->allocate(n * 4);
+    upload(*a, x, iota(n, round));
+    launch_add(*a, x, y, 1); // recorded, not submitted
+    device->free(x);         // returns at once
+    // New memory written meanwhile on another stream: it must not be x's.
+    std::vector<DeviceMemory> others;
+    for (int i = 0; i < 4; ++i) {
+      others.push_back(device->allocate(n * 4));
+      upload(*b, others.back(), std::vector<uint32_t>(n, 0xdeadbeef));
+    }
+    a->synchronize();
+    std::vector<uint32_t> out = download(*a, y);
+    for (size_t i = 0; i < n; ++i)
+      ASSERT_EQ(out[i], uint32_t(i) + round + 1) << "round " << round << ", element " << i;
+    device->free(y);
+    for (DeviceMemory m : others)
+      device->free(m);
+  }
+}
+
 TEST_F(VulkanStreamTest, eight_threads_with_a_stream_each_get_their_own_results) {
   const int threads = 8, cycles = 2000;
   const size_t n = 256;
