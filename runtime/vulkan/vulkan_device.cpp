@@ -353,9 +353,11 @@ int type_rank(VkPhysicalDeviceType type) {
 
 void VulkanDevice::Impl::choose_physical_device() {
   uint32_t count = 0;
-  check(vkEnumeratePhysicalDevices(instance, &count, nullptr), "vkEnumeratePhysicalDevices");
+  check(vkEnumeratePhysicalDevices(instance, &count, nullptr), "vkEnumeratePhysicalDevices",
+        ErrorKind::NoDevice);
   std::vector<VkPhysicalDevice> devices(count);
-  check(vkEnumeratePhysicalDevices(instance, &count, devices.data()), "vkEnumeratePhysicalDevices");
+  check(vkEnumeratePhysicalDevices(instance, &count, devices.data()), "vkEnumeratePhysicalDevices",
+        ErrorKind::NoDevice);
   if (devices.empty())
     throw Error(ErrorKind::NoDevice,
                 "no device: vulkan: the loader found no Vulkan driver with a device");
@@ -593,7 +595,8 @@ void VulkanDevice::Impl::choose_memory_types() {
   probe_info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
                      VK_BUFFER_USAGE_TRANSFER_DST_BIT;
   VkBuffer probe = VK_NULL_HANDLE;
-  check(vk.vkCreateBuffer(device, &probe_info, nullptr, &probe), "vkCreateBuffer");
+  check(vk.vkCreateBuffer(device, &probe_info, nullptr, &probe), "vkCreateBuffer",
+        ErrorKind::NoDevice);
   VkMemoryRequirements requirements;
   vk.vkGetBufferMemoryRequirements(device, probe, &requirements);
   vk.vkDestroyBuffer(device, probe, nullptr);
@@ -670,7 +673,7 @@ Allocation *VulkanDevice::Impl::create_allocation(uint64_t bytes, uint32_t memor
   VkResult r = vk.vkAllocateMemory(device, &allocate_info, nullptr, &a->memory);
   if (r != VK_SUCCESS) {
     vk.vkDestroyBuffer(device, a->buffer, nullptr);
-    check(r, fmt::format("vkAllocateMemory of {} bytes", bytes));
+    check(r, fmt::format("vkAllocateMemory of {} bytes", bytes), ErrorKind::OutOfMemory);
   }
   check(vk.vkBindBufferMemory(device, a->buffer, a->memory, 0), "vkBindBufferMemory");
   if (map)
