@@ -218,6 +218,7 @@ int main(int argc, char **argv) {
   } catch (const std::exception &e) {
     die(e.what());
   }
+  std::unique_ptr<runtime::DeviceStream> stream = device->create_stream();
   std::printf("device: %s; %d timed rounds per kernel, alternating\n\n",
               device->info().name.c_str(), rounds);
   std::printf("%-16s %-26s %12s %12s %8s\n", "kernel", "size", "cubecc (us)", "GLSL (us)", "ratio");
@@ -242,7 +243,7 @@ int main(int argc, char **argv) {
     std::vector<runtime::DeviceMemory> memories;
     auto reset_buffers = [&] {
       for (size_t b = 0; b < c.buffers.size(); ++b)
-        device->upload(memories[b], 0, c.buffers[b].data(), c.buffers[b].size() * 4);
+        stream->upload(memories[b], 0, c.buffers[b].data(), c.buffers[b].size() * 4);
     };
     for (const auto &b : c.buffers)
       memories.push_back(device->allocate(b.size() * 4));
@@ -260,19 +261,19 @@ int main(int argc, char **argv) {
       args.push_back(arg);
     }
     auto run = [&](const runtime::CompiledKernel &k) {
-      device->launch(k, c.grid, args);
-      device->synchronize();
-      return device->last_launch_times_ns().at(0);
+      stream->launch(k, c.grid, args);
+      stream->synchronize();
+      return stream->last_launch_times_ns().at(0);
     };
 
     // The twins compute the same result (within rounding: contraction and exp differ).
     std::vector<float> ours_out(c.buffers[c.output].size()), theirs_out(ours_out.size());
     reset_buffers();
     run(*ours);
-    device->download(memories[c.output], 0, ours_out.data(), ours_out.size() * 4);
+    stream->download(memories[c.output], 0, ours_out.data(), ours_out.size() * 4);
     reset_buffers();
     run(*theirs);
-    device->download(memories[c.output], 0, theirs_out.data(), theirs_out.size() * 4);
+    stream->download(memories[c.output], 0, theirs_out.data(), theirs_out.size() * 4);
     for (size_t i = 0; i < ours_out.size(); ++i) {
       double a = ours_out[i], b = theirs_out[i];
       if (!(std::abs(a - b) <= c.tolerance * std::max(1.0, std::abs(b))))

@@ -4,11 +4,14 @@
 // when the last instance goes, so keeping it makes reopening a device cheap (no driver and LLVM
 // reload) and keeps what the driver holds until exit attributable (LeakSanitizer can name it).
 // Validation is decided when the instance is made (CUBECC_VULKAN_VALIDATION at the first open).
-// Per device: one physical device, one compute queue. Launches are recorded into one command
-// buffer (pipeline, a descriptor set for the buffer ranges, push constants for the values, a
-// timestamp on each side of the dispatch, then a barrier) until synchronize() or a copy needs
-// their results: then it is submitted, waited on with a fence, the timestamps are read, and the
-// command pool, descriptor pool and query pool are reset for the next batch.
+// Per device: one physical device, one compute queue (VkQueue is externally synchronized: the
+// device's queue mutex is held for vkQueueSubmit only, never while waiting). Work is queued on
+// streams (VulkanStream): each records launches (pipeline, a descriptor set for the buffer
+// ranges, push constants for the values, a timestamp on each side of the dispatch, then a
+// barrier) into batches of its own, submits a batch when it is full or its results are needed,
+// and tracks completion with a timeline semaphore (mark/reached, events, waits between streams).
+// Nothing device-wide is ever flushed: free, release_adopted and a kernel's destruction touch no
+// stream (see PipelineState for what keeps a pipeline alive).
 //
 // Memory: one VkBuffer with its own VkDeviceMemory per allocation (the Runtime's pool keeps the
 // count low). Where a device-local type is also host-visible and coherent (integrated GPUs,
@@ -28,10 +31,14 @@
 #include <volk.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <iostream>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <unordered_set>
 
 // Vulkan structs are meant to be written `VkFoo foo{VK_STRUCTURE_TYPE_FOO}`, the rest zeroed.
@@ -132,7 +139,8 @@ struct SharedInstance {
 
 SharedInstance *make_instance() {
   if (volkInitialize() != VK_SUCCESS)
-    throw Error("no device: vulkan: the Vulkan loader (libvulkan.so.1) is not installed");
+    throw Error(ErrorKind::NoDevice,
+                "no device: vulkan: the Vulkan loader (libvulkan.so.1) is not installed");
   auto shared = std::make_unique<SharedInstance>();
   shared->validation = env_flag("CUBECC_VULKAN_VALIDATION");
 
@@ -155,7 +163,8 @@ SharedInstance *make_instance() {
       return std::string_view(l.layerName) == "VK_LAYER_KHRONOS_validation";
     });
     if (!found)
-      throw Error("no device: vulkan: CUBECC_VULKAN_VALIDATION=1 but VK_LAYER_KHRONOS_validation "
+      throw Error(ErrorKind::NoDevice,
+                  "no device: vulkan: CUBECC_VULKAN_VALIDATION=1 but VK_LAYER_KHRONOS_validation "
                   "is not installed (Debian: vulkan-validationlayers)");
     layers.push_back("VK_LAYER_KHRONOS_validation");
     extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
@@ -174,13 +183,15 @@ SharedInstance *make_instance() {
   create.ppEnabledExtensionNames = extensions.data();
   VkResult r = vkCreateInstance(&create, nullptr, &shared->instance);
   if (r != VK_SUCCESS)
-    throw Error(fmt::format("no device: vulkan: vkCreateInstance failed: {}", result_name(r)));
+    throw Error(ErrorKind::NoDevice,
+                fmt::format("no device: vulkan: vkCreateInstance failed: {}", result_name(r)));
   volkLoadInstanceOnly(shared->instance);
   if (shared->validation) {
     r = vkCreateDebugUtilsMessengerEXT(shared->instance, &messenger_info, nullptr,
                                        &shared->messenger);
     if (r != VK_SUCCESS)
-      throw Error(fmt::format("no device: vulkan: vkCreateDebugUtilsMessengerEXT failed: {}",
+      throw Error(ErrorKind::NoDevice,
+                  fmt::format("no device: vulkan: vkCreateDebugUtilsMessengerEXT failed: {}",
                               result_name(r)));
   }
   return shared.release();
@@ -208,16 +219,11 @@ struct Allocation {
   bool adopted = false;
 };
 
+struct Timeline;
+
 } // namespace
 
 struct VulkanDevice::Impl {
-  // Launches per batch before it is submitted: bounds the descriptor and query pools.
-  static constexpr uint32_t kBatchLaunches = 256;
-  static constexpr uint32_t kBatchDescriptors = kBatchLaunches * 16;
-  // Parameter blocks too large for push constants go into this host-visible buffer, one slice
-  // per launch of the batch.
-  static constexpr uint64_t kParamArenaBytes = 64 * 1024;
-
   DeviceInfo info;
   /// SPIR-V made for this device's features (set with them at open).
   std::vector<BinaryTarget> binary_targets;
@@ -231,6 +237,9 @@ struct VulkanDevice::Impl {
   VolkDeviceTable vk{};
   VkQueue queue = VK_NULL_HANDLE;
   uint32_t queue_family = 0;
+  /// VkQueue is externally synchronized: held around vkQueueSubmit and vkQueueWaitIdle only,
+  /// never while waiting for a semaphore.
+  std::mutex queue_mutex;
 
   VkPhysicalDeviceProperties properties{};
   VkPhysicalDeviceMemoryProperties memory_properties{};
@@ -250,29 +259,32 @@ struct VulkanDevice::Impl {
   VkPhysicalDeviceShaderAtomicFloatFeaturesEXT atomic_float{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT};
 
-  VkPipelineCache pipeline_cache = VK_NULL_HANDLE;
-  VkCommandPool command_pool = VK_NULL_HANDLE;
-  VkCommandBuffer command_buffer = VK_NULL_HANDLE;
-  VkFence fence = VK_NULL_HANDLE;
-  VkDescriptorPool descriptor_pool = VK_NULL_HANDLE;
-  VkQueryPool query_pool = VK_NULL_HANDLE; ///< null when the queue has no timestamps
+  VkPipelineCache pipeline_cache = VK_NULL_HANDLE; ///< internally synchronized
 
-  Allocation *param_arena = nullptr; ///< made on first need
-  uint64_t param_arena_used = 0;
-
-  bool recording = false;
-  uint32_t batch_launches = 0;
-  uint32_t batch_descriptors = 0;
-  std::vector<double> completed_times; ///< since the last synchronize()
-  std::vector<double> last_times;
+  /// Guards `allocations`, `streams` and `deferred` (allocate, free and create_stream come from
+  /// any thread).
+  std::mutex allocations_mutex;
   std::unordered_set<Allocation *> allocations;
+  /// The timelines of the streams made so far (expired once a stream and its events are gone).
+  std::vector<std::weak_ptr<Timeline>> streams;
+  /// Memory freed while a stream still had work queued that may use it, and the tickets it
+  /// waits for. A safety net under the contract (the Runtime's deletion queue frees only what
+  /// every stream has reached): free() never waits, and the memory goes once the streams have
+  /// passed those tickets (checked by free, allocate and every stream's synchronize).
+  struct DeferredFree {
+    Allocation *allocation = nullptr;
+    std::vector<std::pair<std::weak_ptr<Timeline>, uint64_t>> tickets;
+  };
+  std::vector<DeferredFree> deferred;
 
   Impl() = default;
   Impl(const Impl &) = delete;
   Impl &operator=(const Impl &) = delete;
   ~Impl();
 
-  /// Throws the validation messages collected during `what`, if any.
+  /// Throws the validation messages collected during `what`, if any (Internal: cubecc made a
+  /// call the validation layer refuses). Messages are collected per process, so with several
+  /// threads a message may surface in another thread's operation.
   void raise_messages(std::string_view what) {
     std::vector<std::string> pending = shared->take_messages();
     if (pending.empty())
@@ -280,13 +292,20 @@ struct VulkanDevice::Impl {
     std::string text = fmt::format("vulkan validation, during {}:", what);
     for (const std::string &m : pending)
       text += "\n  " + m;
-    throw Error(text);
+    throw Error(ErrorKind::Internal, text);
   }
 
-  void check(VkResult r, std::string_view what) {
+  /// Throws Error when `r` is not VK_SUCCESS: OutOfMemory for the out-of-memory results,
+  /// DeviceFailure for a lost device, else `otherwise`.
+  void check(VkResult r, std::string_view what, ErrorKind otherwise = ErrorKind::DeviceFailure) {
     if (r != VK_SUCCESS) {
       shared->take_messages();
-      throw Error(fmt::format("vulkan: {} failed: {}", what, result_name(r)));
+      ErrorKind kind = otherwise;
+      if (r == VK_ERROR_OUT_OF_HOST_MEMORY || r == VK_ERROR_OUT_OF_DEVICE_MEMORY)
+        kind = ErrorKind::OutOfMemory;
+      else if (r == VK_ERROR_DEVICE_LOST)
+        kind = ErrorKind::DeviceFailure;
+      throw Error(kind, fmt::format("vulkan: {} failed: {}", what, result_name(r)));
     }
     raise_messages(what);
   }
@@ -299,10 +318,10 @@ struct VulkanDevice::Impl {
 
   Allocation *create_allocation(uint64_t bytes, uint32_t memory_type, bool map);
   void destroy_allocation(Allocation *a);
-  void copy_through_staging(Allocation &device_side, uint64_t offset, void *host, uint64_t bytes,
-                            bool to_device);
-  void begin_batch();
-  void flush();
+  /// Destroys `a` now, or once every stream has completed the work queued so far.
+  void free_when_unused(Allocation *a);
+  /// Destroys the deferred allocations whose streams have passed their tickets.
+  void collect_deferred();
 };
 
 //===- Opening
@@ -334,11 +353,14 @@ int type_rank(VkPhysicalDeviceType type) {
 
 void VulkanDevice::Impl::choose_physical_device() {
   uint32_t count = 0;
-  check(vkEnumeratePhysicalDevices(instance, &count, nullptr), "vkEnumeratePhysicalDevices");
+  check(vkEnumeratePhysicalDevices(instance, &count, nullptr), "vkEnumeratePhysicalDevices",
+        ErrorKind::NoDevice);
   std::vector<VkPhysicalDevice> devices(count);
-  check(vkEnumeratePhysicalDevices(instance, &count, devices.data()), "vkEnumeratePhysicalDevices");
+  check(vkEnumeratePhysicalDevices(instance, &count, devices.data()), "vkEnumeratePhysicalDevices",
+        ErrorKind::NoDevice);
   if (devices.empty())
-    throw Error("no device: vulkan: the loader found no Vulkan driver with a device");
+    throw Error(ErrorKind::NoDevice,
+                "no device: vulkan: the loader found no Vulkan driver with a device");
 
   auto usable = [&](VkPhysicalDevice d, std::string &why) {
     VkPhysicalDeviceProperties p;
@@ -356,12 +378,14 @@ void VulkanDevice::Impl::choose_physical_device() {
     char *end = nullptr;
     unsigned long index = std::strtoul(env, &end, 10);
     if (*end != '\0' || index >= devices.size())
-      throw Error(fmt::format("no device: vulkan: CUBECC_VULKAN_DEVICE={} is not a device index "
+      throw Error(ErrorKind::NoDevice,
+                  fmt::format("no device: vulkan: CUBECC_VULKAN_DEVICE={} is not a device index "
                               "(there are {} Vulkan devices)",
                               env, devices.size()));
     std::string why;
     if (!usable(devices[index], why))
-      throw Error(fmt::format("no device: vulkan: CUBECC_VULKAN_DEVICE={}: {}", env, why));
+      throw Error(ErrorKind::NoDevice,
+                  fmt::format("no device: vulkan: CUBECC_VULKAN_DEVICE={}: {}", env, why));
     physical = devices[index];
   } else {
     int best = 1 << 30;
@@ -379,7 +403,7 @@ void VulkanDevice::Impl::choose_physical_device() {
       }
     }
     if (!physical)
-      throw Error("no device: vulkan: no usable device: " + reasons);
+      throw Error(ErrorKind::NoDevice, "no device: vulkan: no usable device: " + reasons);
   }
 
   uint32_t families = 0;
@@ -398,7 +422,7 @@ void VulkanDevice::Impl::choose_physical_device() {
     }
   }
   if (!found)
-    throw Error("no device: vulkan: the device has no compute queue");
+    throw Error(ErrorKind::NoDevice, "no device: vulkan: the device has no compute queue");
   info.timestamp_period_ns = family[queue_family].timestampValidBits ? 1.0 : 0.0;
 }
 
@@ -454,6 +478,14 @@ void VulkanDevice::Impl::create_device() {
   features12.shaderSubgroupExtendedTypes = has12.shaderSubgroupExtendedTypes;
   features12.vulkanMemoryModel = has12.vulkanMemoryModel;
   features12.vulkanMemoryModelDeviceScope = has12.vulkanMemoryModelDeviceScope;
+  // Streams order their work and answer reached() and events with timeline semaphores
+  // (required by Vulkan 1.2 and later, which cubecc needs; lavapipe has them).
+  if (!has12.timelineSemaphore)
+    throw Error(ErrorKind::NoDevice,
+                fmt::format("no device: vulkan: {} has no timeline semaphores (timelineSemaphore), "
+                            "which cubecc's streams need",
+                            properties.deviceName));
+  features12.timelineSemaphore = VK_TRUE;
   features13.subgroupSizeControl = has13.subgroupSizeControl;
   features13.computeFullSubgroups = has13.computeFullSubgroups;
   atomic_float.shaderBufferFloat32Atomics = has_af.shaderBufferFloat32Atomics;
@@ -485,7 +517,8 @@ void VulkanDevice::Impl::create_device() {
   create.ppEnabledExtensionNames = enabled_extensions.data();
   VkResult r = vkCreateDevice(physical, &create, nullptr, &device);
   if (r != VK_SUCCESS)
-    throw Error(fmt::format("no device: vulkan: vkCreateDevice failed: {}", result_name(r)));
+    throw Error(ErrorKind::NoDevice,
+                fmt::format("no device: vulkan: vkCreateDevice failed: {}", result_name(r)));
   raise_messages("vkCreateDevice");
   volkLoadDeviceTable(&vk, device);
   vk.vkGetDeviceQueue(device, queue_family, 0, &queue);
@@ -562,7 +595,8 @@ void VulkanDevice::Impl::choose_memory_types() {
   probe_info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
                      VK_BUFFER_USAGE_TRANSFER_DST_BIT;
   VkBuffer probe = VK_NULL_HANDLE;
-  check(vk.vkCreateBuffer(device, &probe_info, nullptr, &probe), "vkCreateBuffer");
+  check(vk.vkCreateBuffer(device, &probe_info, nullptr, &probe), "vkCreateBuffer",
+        ErrorKind::NoDevice);
   VkMemoryRequirements requirements;
   vk.vkGetBufferMemoryRequirements(device, probe, &requirements);
   vk.vkDestroyBuffer(device, probe, nullptr);
@@ -582,7 +616,8 @@ void VulkanDevice::Impl::choose_memory_types() {
   if (staging < 0)
     staging = find(host);
   if (staging < 0)
-    throw Error("no device: vulkan: the device has no host-visible coherent memory");
+    throw Error(ErrorKind::NoDevice,
+                "no device: vulkan: the device has no host-visible coherent memory");
   mapped_memory = unified >= 0 && !env_flag("CUBECC_VULKAN_FORCE_STAGING");
   device_memory_type = static_cast<uint32_t>(mapped_memory ? unified
                                              : local >= 0  ? local
@@ -593,50 +628,18 @@ void VulkanDevice::Impl::choose_memory_types() {
 void VulkanDevice::Impl::create_queue_objects() {
   VkPipelineCacheCreateInfo cache_info{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
   check(vk.vkCreatePipelineCache(device, &cache_info, nullptr, &pipeline_cache),
-        "vkCreatePipelineCache");
-  VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
-  pool_info.flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
-  pool_info.queueFamilyIndex = queue_family;
-  check(vk.vkCreateCommandPool(device, &pool_info, nullptr, &command_pool), "vkCreateCommandPool");
-  VkCommandBufferAllocateInfo buffer_info{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-  buffer_info.commandPool = command_pool;
-  buffer_info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-  buffer_info.commandBufferCount = 1;
-  check(vk.vkAllocateCommandBuffers(device, &buffer_info, &command_buffer),
-        "vkAllocateCommandBuffers");
-  VkFenceCreateInfo fence_info{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-  check(vk.vkCreateFence(device, &fence_info, nullptr, &fence), "vkCreateFence");
-  VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kBatchDescriptors};
-  VkDescriptorPoolCreateInfo descriptor_info{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
-  descriptor_info.maxSets = kBatchLaunches;
-  descriptor_info.poolSizeCount = 1;
-  descriptor_info.pPoolSizes = &size;
-  check(vk.vkCreateDescriptorPool(device, &descriptor_info, nullptr, &descriptor_pool),
-        "vkCreateDescriptorPool");
-  if (info.timestamp_period_ns > 0) {
-    VkQueryPoolCreateInfo query_info{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
-    query_info.queryType = VK_QUERY_TYPE_TIMESTAMP;
-    query_info.queryCount = 2 * kBatchLaunches;
-    check(vk.vkCreateQueryPool(device, &query_info, nullptr, &query_pool), "vkCreateQueryPool");
-  }
+        "vkCreatePipelineCache", ErrorKind::NoDevice);
 }
 
 VulkanDevice::Impl::~Impl() {
   if (device) {
-    vk.vkDeviceWaitIdle(device);
+    vk.vkDeviceWaitIdle(device); // streams, kernels and graphs hold the Impl: none is left
     for (Allocation *a : allocations)
       destroy_allocation(a);
     allocations.clear();
-    if (param_arena)
-      destroy_allocation(param_arena);
-    if (query_pool)
-      vk.vkDestroyQueryPool(device, query_pool, nullptr);
-    if (descriptor_pool)
-      vk.vkDestroyDescriptorPool(device, descriptor_pool, nullptr);
-    if (fence)
-      vk.vkDestroyFence(device, fence, nullptr);
-    if (command_pool)
-      vk.vkDestroyCommandPool(device, command_pool, nullptr);
+    for (DeferredFree &f : deferred)
+      destroy_allocation(f.allocation);
+    deferred.clear();
     if (pipeline_cache)
       vk.vkDestroyPipelineCache(device, pipeline_cache, nullptr);
     vk.vkDestroyDevice(device, nullptr);
@@ -670,7 +673,7 @@ Allocation *VulkanDevice::Impl::create_allocation(uint64_t bytes, uint32_t memor
   VkResult r = vk.vkAllocateMemory(device, &allocate_info, nullptr, &a->memory);
   if (r != VK_SUCCESS) {
     vk.vkDestroyBuffer(device, a->buffer, nullptr);
-    check(r, fmt::format("vkAllocateMemory of {} bytes", bytes));
+    check(r, fmt::format("vkAllocateMemory of {} bytes", bytes), ErrorKind::OutOfMemory);
   }
   check(vk.vkBindBufferMemory(device, a->buffer, a->memory, 0), "vkBindBufferMemory");
   if (map)
@@ -686,121 +689,46 @@ void VulkanDevice::Impl::destroy_allocation(Allocation *a) {
   delete a;
 }
 
-void VulkanDevice::Impl::copy_through_staging(Allocation &device_side, uint64_t offset, void *host,
-                                              uint64_t bytes, bool to_device) {
-  Allocation *s = create_allocation(bytes, staging_memory_type, true);
-  auto destroy = [&] { destroy_allocation(s); };
-  try {
-    if (to_device)
-      std::memcpy(s->mapped, host, bytes);
-    VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-    begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-    check(vk.vkBeginCommandBuffer(command_buffer, &begin), "vkBeginCommandBuffer");
-    VkBufferCopy region{};
-    region.srcOffset = to_device ? 0 : device_side.base_offset + offset;
-    region.dstOffset = to_device ? device_side.base_offset + offset : 0;
-    region.size = bytes;
-    if (to_device)
-      vk.vkCmdCopyBuffer(command_buffer, s->buffer, device_side.buffer, 1, &region);
-    else
-      vk.vkCmdCopyBuffer(command_buffer, device_side.buffer, s->buffer, 1, &region);
-    VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-    barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
-    barrier.dstAccessMask =
-        VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_HOST_READ_BIT;
-    vk.vkCmdPipelineBarrier(command_buffer, VK_PIPELINE_STAGE_TRANSFER_BIT,
-                            VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_HOST_BIT, 0, 1,
-                            &barrier, 0, nullptr, 0, nullptr);
-    check(vk.vkEndCommandBuffer(command_buffer), "vkEndCommandBuffer");
-    VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-    submit.commandBufferCount = 1;
-    submit.pCommandBuffers = &command_buffer;
-    check(vk.vkQueueSubmit(queue, 1, &submit, fence), "vkQueueSubmit (copy)");
-    check(vk.vkWaitForFences(device, 1, &fence, VK_TRUE, UINT64_MAX), "vkWaitForFences (copy)");
-    check(vk.vkResetFences(device, 1, &fence), "vkResetFences");
-    check(vk.vkResetCommandPool(device, command_pool, 0), "vkResetCommandPool");
-    if (!to_device)
-      std::memcpy(host, s->mapped, bytes);
-  } catch (...) {
-    destroy();
-    throw;
-  }
-  destroy();
-}
-
-//===- Batches of launches
-//---------------------------------------------------------------------===//
-
-void VulkanDevice::Impl::begin_batch() {
-  VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-  begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-  check(vk.vkBeginCommandBuffer(command_buffer, &begin), "vkBeginCommandBuffer");
-  if (query_pool)
-    vk.vkCmdResetQueryPool(command_buffer, query_pool, 0, 2 * kBatchLaunches);
-  recording = true;
-  batch_launches = 0;
-  batch_descriptors = 0;
-  param_arena_used = 0;
-}
-
-void VulkanDevice::Impl::flush() {
-  if (!recording)
-    return;
-  recording = false;
-  check(vk.vkEndCommandBuffer(command_buffer), "vkEndCommandBuffer");
-  VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-  submit.commandBufferCount = 1;
-  submit.pCommandBuffers = &command_buffer;
-  check(vk.vkQueueSubmit(queue, 1, &submit, fence), "vkQueueSubmit");
-  check(vk.vkWaitForFences(device, 1, &fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
-  if (query_pool && batch_launches) {
-    std::vector<uint64_t> ticks(2 * batch_launches);
-    check(vk.vkGetQueryPoolResults(device, query_pool, 0, 2 * batch_launches,
-                                   ticks.size() * sizeof(uint64_t), ticks.data(), sizeof(uint64_t),
-                                   VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
-          "vkGetQueryPoolResults");
-    for (uint32_t i = 0; i < batch_launches; ++i)
-      completed_times.push_back(double(ticks[2 * i + 1] - ticks[2 * i]) * info.timestamp_period_ns);
-  }
-  check(vk.vkResetFences(device, 1, &fence), "vkResetFences");
-  check(vk.vkResetCommandPool(device, command_pool, 0), "vkResetCommandPool");
-  check(vk.vkResetDescriptorPool(device, descriptor_pool, 0), "vkResetDescriptorPool");
-}
-
 namespace {
 
-/// A pipeline and its layouts. Keeps the device's Impl alive: a kernel may outlive the Device.
-class VulkanKernel final : public CompiledKernel {
-public:
-  VulkanKernel(std::shared_ptr<VulkanDevice::Impl> impl, codegen::KernelAbi abi)
-      : impl_(std::move(impl)) {
-    abi_ = std::move(abi);
-  }
-  ~VulkanKernel() override {
-    auto &vk = impl_->vk;
-    try {
-      impl_->flush(); // recorded launches may use the pipeline
-    } catch (const Error &) {
-      // already reported to the caller of the launch or synchronize
-    }
+/// A kernel's Vulkan objects (module, layouts, pipeline), destroyed by the last of their holders:
+/// the VulkanKernel, the graphs that recorded it and every stream batch that holds a recorded
+/// launch of it until that batch has completed. So a kernel may be destroyed while a stream
+/// still has launches of it queued or running: nothing flushes or waits, the pipeline goes when
+/// the last batch using it is retired. Keeps the device's Impl alive.
+struct PipelineState {
+  explicit PipelineState(std::shared_ptr<VulkanDevice::Impl> impl) : impl(std::move(impl)) {}
+  PipelineState(const PipelineState &) = delete;
+  PipelineState &operator=(const PipelineState &) = delete;
+  ~PipelineState() {
+    auto &vk = impl->vk;
     if (pipeline)
-      vk.vkDestroyPipeline(impl_->device, pipeline, nullptr);
+      vk.vkDestroyPipeline(impl->device, pipeline, nullptr);
     if (pipeline_layout)
-      vk.vkDestroyPipelineLayout(impl_->device, pipeline_layout, nullptr);
+      vk.vkDestroyPipelineLayout(impl->device, pipeline_layout, nullptr);
     if (set_layout)
-      vk.vkDestroyDescriptorSetLayout(impl_->device, set_layout, nullptr);
+      vk.vkDestroyDescriptorSetLayout(impl->device, set_layout, nullptr);
     if (module)
-      vk.vkDestroyShaderModule(impl_->device, module, nullptr);
+      vk.vkDestroyShaderModule(impl->device, module, nullptr);
   }
-  const VulkanDevice::Impl *owner() const { return impl_.get(); }
 
+  std::shared_ptr<VulkanDevice::Impl> impl;
   VkShaderModule module = VK_NULL_HANDLE;
   VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
   VkPipelineLayout pipeline_layout = VK_NULL_HANDLE;
   VkPipeline pipeline = VK_NULL_HANDLE;
+};
 
-private:
-  std::shared_ptr<VulkanDevice::Impl> impl_;
+/// A compiled kernel: its ABI and a share of its pipeline state.
+class VulkanKernel final : public CompiledKernel {
+public:
+  VulkanKernel(std::shared_ptr<VulkanDevice::Impl> impl, codegen::KernelAbi abi)
+      : state(std::make_shared<PipelineState>(std::move(impl))) {
+    abi_ = std::move(abi);
+  }
+  const VulkanDevice::Impl *owner() const { return state->impl.get(); }
+
+  std::shared_ptr<PipelineState> state;
 };
 
 /// A SPIR-V capability, the device feature it needs, and whether that is enabled.
@@ -898,13 +826,8 @@ std::unique_ptr<VulkanDevice> VulkanDevice::open() {
   return std::unique_ptr<VulkanDevice>(new VulkanDevice(std::move(impl)));
 }
 
-VulkanDevice::~VulkanDevice() {
-  try {
-    impl_->flush();
-  } catch (const Error &) {
-    // destruction goes on; the failure was the last launch's
-  }
-}
+// Streams, kernels and graphs hold the Impl: the VkDevice goes with the last of them.
+VulkanDevice::~VulkanDevice() = default;
 
 const DeviceInfo &VulkanDevice::info() const {
   return impl_->info;
@@ -921,6 +844,8 @@ std::vector<std::string> VulkanDevice::teardown_messages() {
 
 DeviceMemory VulkanDevice::allocate(uint64_t bytes) {
   Allocation *a = impl_->create_allocation(bytes, impl_->device_memory_type, impl_->mapped_memory);
+  impl_->collect_deferred();
+  std::lock_guard lock(impl_->allocations_mutex);
   impl_->allocations.insert(a);
   return DeviceMemory{a, bytes};
 }
@@ -929,13 +854,9 @@ void VulkanDevice::free(DeviceMemory memory) {
   auto *a = static_cast<Allocation *>(memory.handle);
   if (!a)
     return;
-  try {
-    impl_->flush(); // queued launches may still use it
-  } catch (const Error &) {
-    // the launch's failure is reported by synchronize(); the memory is freed regardless
-  }
-  impl_->allocations.erase(a);
-  impl_->destroy_allocation(a);
+  // The memory pool frees only what every stream has reached; should a stream still have work
+  // queued, the memory waits for it in the deferred list: no flush, no wait either way.
+  impl_->free_when_unused(a);
 }
 
 DeviceMemory VulkanDevice::adopt_memory(const ExternalMemory &memory) {
@@ -944,6 +865,7 @@ DeviceMemory VulkanDevice::adopt_memory(const ExternalMemory &memory) {
   uint64_t alignment = impl_->properties.limits.minStorageBufferOffsetAlignment;
   if (memory.offset % alignment)
     throw Error(
+        ErrorKind::InvalidArgument,
         fmt::format("adopt_memory: the VkBuffer offset {} is not a multiple of the "
                     "device's storage buffer alignment {} (minStorageBufferOffsetAlignment)",
                     memory.offset, alignment));
@@ -959,12 +881,7 @@ void VulkanDevice::release_adopted(DeviceMemory memory) {
   auto *a = static_cast<Allocation *>(memory.handle);
   if (!a || !a->adopted)
     return;
-  try {
-    impl_->flush(); // queued launches may still use it
-  } catch (const Error &) {
-    // the launch's failure is reported by synchronize(); the memory is let go regardless
-  }
-  delete a; // the VkBuffer and its memory are the caller's
+  delete a; // no queued work uses it any more (as for free); the VkBuffer is the caller's
 }
 
 ExternalMemory VulkanDevice::native_memory(const DeviceMemory &memory) const {
@@ -986,39 +903,19 @@ VulkanDevice::Handles VulkanDevice::handles() const {
 namespace {
 void check_range(const DeviceMemory &memory, uint64_t offset, uint64_t bytes, const char *what) {
   if (!memory.handle || offset > memory.bytes || bytes > memory.bytes - offset)
-    throw Error(fmt::format("vulkan: {}: the range [{}, {}) lies outside the {} bytes of the "
+    throw Error(ErrorKind::InvalidArgument,
+                fmt::format("vulkan: {}: the range [{}, {}) lies outside the {} bytes of the "
                             "memory",
                             what, offset, offset + bytes, memory.bytes));
 }
 } // namespace
 
-void VulkanDevice::upload(const DeviceMemory &dst, uint64_t offset, const void *src,
-                          uint64_t bytes) {
-  check_range(dst, offset, bytes, "upload");
-  impl_->flush(); // launches queued before the upload see the old contents
-  auto *a = static_cast<Allocation *>(dst.handle);
-  if (a->mapped)
-    std::memcpy(static_cast<uint8_t *>(a->mapped) + offset, src, bytes);
-  else if (bytes)
-    impl_->copy_through_staging(*a, offset, const_cast<void *>(src), bytes, true);
-}
-
-void VulkanDevice::download(const DeviceMemory &src, uint64_t offset, void *dst, uint64_t bytes) {
-  check_range(src, offset, bytes, "download");
-  impl_->flush();
-  auto *a = static_cast<Allocation *>(src.handle);
-  if (a->mapped)
-    std::memcpy(dst, static_cast<const uint8_t *>(a->mapped) + offset, bytes);
-  else if (bytes)
-    impl_->copy_through_staging(*a, offset, dst, bytes, false);
-}
-
 std::unique_ptr<CompiledKernel> VulkanDevice::compile(const ir::Kernel &kernel) {
   std::vector<ir::Diagnostic> errors;
   std::optional<codegen::SpirvKernel> spirv = codegen::emit_spirv(kernel, info().features, errors);
   if (!spirv)
-    throw Error(fmt::format("vulkan: cannot compile kernel '{}':\n{}", kernel.name(),
-                            ir::to_string(errors)));
+    throw Error(ErrorKind::Unsupported, fmt::format("vulkan: cannot compile kernel '{}':\n{}",
+                                                    kernel.name(), ir::to_string(errors)));
   return compile_spirv(*spirv);
 }
 
@@ -1029,7 +926,8 @@ std::vector<BinaryTarget> VulkanDevice::binary_targets() const {
 std::unique_ptr<CompiledKernel> VulkanDevice::load_binary(const KernelBinary &binary) {
   std::string_view bytes = binary.bytes;
   if (binary.target.format != "spirv" || bytes.size() % 4 != 0 || bytes.empty())
-    throw Error(fmt::format("vulkan: kernel '{}': not a SPIR-V module ({} {}, {} bytes)",
+    throw Error(ErrorKind::Environment,
+                fmt::format("vulkan: kernel '{}': not a SPIR-V module ({} {}, {} bytes)",
                             binary.abi.name, binary.target.target, binary.target.format,
                             bytes.size()));
   codegen::SpirvKernel kernel;
@@ -1040,12 +938,14 @@ std::unique_ptr<CompiledKernel> VulkanDevice::load_binary(const KernelBinary &bi
   // not required to survive anything else) and declares exactly the interface the pipeline is
   // made from (spirv_interface.h). ~0.1 ms, once per kernel and process.
   if (std::string problems = codegen::validate_spirv(kernel.words); !problems.empty())
-    throw Error(fmt::format("vulkan: kernel '{}': its SPIR-V does not validate: {}",
+    throw Error(ErrorKind::Environment,
+                fmt::format("vulkan: kernel '{}': its SPIR-V does not validate: {}",
                             binary.abi.name, problems.substr(0, problems.find('\n'))));
   if (std::string why = check_spirv_interface(kernel.words, kernel.abi,
                                               impl_->properties.limits.maxComputeSharedMemorySize);
       !why.empty())
-    throw Error(fmt::format("vulkan: kernel '{}': its SPIR-V does not match its launch "
+    throw Error(ErrorKind::Environment,
+                fmt::format("vulkan: kernel '{}': its SPIR-V does not match its launch "
                             "metadata: {}",
                             binary.abi.name, why));
   return compile_spirv(kernel);
@@ -1058,14 +958,16 @@ std::unique_ptr<CompiledKernel> VulkanDevice::compile_spirv(const codegen::Spirv
   const std::string &target = d.info.features.target;
   const std::vector<uint32_t> &words = kernel.words;
   if (words.size() < 5 || words[0] != 0x07230203u)
-    throw Error(fmt::format("{}: kernel '{}': not a SPIR-V module", target, name));
+    throw Error(ErrorKind::InvalidArgument,
+                fmt::format("{}: kernel '{}': not a SPIR-V module", target, name));
 
   // Capabilities the module declares, against what the device has enabled.
   std::string refused;
   for (size_t i = 5; i < words.size();) {
     uint32_t count = words[i] >> 16, opcode = words[i] & 0xffff;
     if (count == 0 || i + count > words.size())
-      throw Error(fmt::format("{}: kernel '{}': malformed SPIR-V at word {}", target, name, i));
+      throw Error(ErrorKind::InvalidArgument,
+                  fmt::format("{}: kernel '{}': malformed SPIR-V at word {}", target, name, i));
     if (opcode == static_cast<uint32_t>(spv::Op::OpCapability)) {
       CapabilityCheck c = check_capability(d, words[i + 1]);
       if (!c.supported)
@@ -1077,16 +979,19 @@ std::unique_ptr<CompiledKernel> VulkanDevice::compile_spirv(const codegen::Spirv
     i += count;
   }
   if (!refused.empty())
-    throw Error(fmt::format("{}: kernel '{}' needs SPIR-V capabilities this device does not "
+    throw Error(ErrorKind::Unsupported,
+                fmt::format("{}: kernel '{}' needs SPIR-V capabilities this device does not "
                             "support: {}",
                             target, name, refused));
   const VkPhysicalDeviceLimits &limits = d.properties.limits;
   if (!abi.param_block_in_buffer && abi.param_block_bytes > limits.maxPushConstantsSize)
-    throw Error(fmt::format("{}: kernel '{}' has {} bytes of value parameters; the device takes "
+    throw Error(ErrorKind::Unsupported,
+                fmt::format("{}: kernel '{}' has {} bytes of value parameters; the device takes "
                             "at most {} bytes of push constants",
                             target, name, abi.param_block_bytes, limits.maxPushConstantsSize));
   if (abi.shared_bytes > limits.maxComputeSharedMemorySize)
-    throw Error(fmt::format("{}: kernel '{}' uses {} bytes of shared memory; the device has {}",
+    throw Error(ErrorKind::Unsupported,
+                fmt::format("{}: kernel '{}' uses {} bytes of shared memory; the device has {}",
                             target, name, abi.shared_bytes, limits.maxComputeSharedMemorySize));
   uint64_t invocations =
       uint64_t(abi.workgroup_size[0]) * abi.workgroup_size[1] * abi.workgroup_size[2];
@@ -1094,7 +999,8 @@ std::unique_ptr<CompiledKernel> VulkanDevice::compile_spirv(const codegen::Spirv
     if (abi.workgroup_size[i] > limits.maxComputeWorkGroupSize[i] || abi.workgroup_size[i] == 0)
       invocations = ~uint64_t(0);
   if (invocations > limits.maxComputeWorkGroupInvocations)
-    throw Error(fmt::format("{}: kernel '{}' has workgroup size ({}, {}, {}); the device allows "
+    throw Error(ErrorKind::Unsupported,
+                fmt::format("{}: kernel '{}' has workgroup size ({}, {}, {}); the device allows "
                             "at most ({}, {}, {}) and {} invocations",
                             target, name, abi.workgroup_size[0], abi.workgroup_size[1],
                             abi.workgroup_size[2], limits.maxComputeWorkGroupSize[0],
@@ -1106,7 +1012,8 @@ std::unique_ptr<CompiledKernel> VulkanDevice::compile_spirv(const codegen::Spirv
   VkShaderModuleCreateInfo module_info{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
   module_info.codeSize = words.size() * sizeof(uint32_t);
   module_info.pCode = words.data();
-  d.check(d.vk.vkCreateShaderModule(d.device, &module_info, nullptr, &compiled->module), what);
+  d.check(d.vk.vkCreateShaderModule(d.device, &module_info, nullptr, &compiled->state->module),
+          what, ErrorKind::Unsupported);
 
   // Bindings: the buffers, then the parameter block when it does not fit in push constants.
   uint32_t num_bindings = abi.num_buffers + (abi.param_block_in_buffer ? 1 : 0);
@@ -1120,42 +1027,52 @@ std::unique_ptr<CompiledKernel> VulkanDevice::compile_spirv(const codegen::Spirv
   VkDescriptorSetLayoutCreateInfo set_info{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
   set_info.bindingCount = num_bindings;
   set_info.pBindings = bindings.data();
-  d.check(d.vk.vkCreateDescriptorSetLayout(d.device, &set_info, nullptr, &compiled->set_layout),
-          what);
+  d.check(
+      d.vk.vkCreateDescriptorSetLayout(d.device, &set_info, nullptr, &compiled->state->set_layout),
+      what);
 
   VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, abi.param_block_bytes};
   VkPipelineLayoutCreateInfo layout_info{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
   layout_info.setLayoutCount = 1;
-  layout_info.pSetLayouts = &compiled->set_layout;
+  layout_info.pSetLayouts = &compiled->state->set_layout;
   layout_info.pushConstantRangeCount =
       abi.param_block_bytes > 0 && !abi.param_block_in_buffer ? 1 : 0;
   layout_info.pPushConstantRanges = &range;
-  d.check(d.vk.vkCreatePipelineLayout(d.device, &layout_info, nullptr, &compiled->pipeline_layout),
+  d.check(d.vk.vkCreatePipelineLayout(d.device, &layout_info, nullptr,
+                                      &compiled->state->pipeline_layout),
           what);
 
   VkComputePipelineCreateInfo pipeline_info{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
   pipeline_info.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
   pipeline_info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
-  pipeline_info.stage.module = compiled->module;
+  pipeline_info.stage.module = compiled->state->module;
   pipeline_info.stage.pName = "main";
   // Full subgroups make subgroup_id and subgroup_lane mean what the IR says for every subgroup
   // but a workgroup's last.
   if (d.full_subgroups && d.max_subgroup_size && abi.workgroup_size[0] % d.max_subgroup_size == 0)
     pipeline_info.stage.flags = VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT;
-  pipeline_info.layout = compiled->pipeline_layout;
+  pipeline_info.layout = compiled->state->pipeline_layout;
   d.check(d.vk.vkCreateComputePipelines(d.device, d.pipeline_cache, 1, &pipeline_info, nullptr,
-                                        &compiled->pipeline),
-          what);
+                                        &compiled->state->pipeline),
+          what, ErrorKind::Unsupported);
   return compiled;
 }
 
 namespace {
 
+// Launches per batch before it is submitted: bounds the descriptor and query pools.
+constexpr uint32_t kBatchLaunches = 256;
+constexpr uint32_t kBatchDescriptors = kBatchLaunches * 16;
+// Parameter blocks too large for push constants go into a host-visible buffer of the batch, one
+// slice per launch.
+constexpr uint64_t kParamArenaBytes = 64 * 1024;
+
 /// A launch checked against the device and laid out: the buffer ranges by binding (the
 /// parameter block's slot, if any, is filled in by whoever places the block) and the packed
-/// parameter block.
+/// parameter block. Holds a share of the kernel's pipeline state.
 struct PreparedLaunch {
-  const VulkanKernel *kernel = nullptr;
+  const VulkanKernel *kernel = nullptr; ///< for its ABI, while the caller holds the kernel
+  std::shared_ptr<PipelineState> state;
   std::array<uint32_t, 3> num_workgroups{};
   std::vector<VkDescriptorBufferInfo> buffers;
   std::vector<uint8_t> block;
@@ -1167,28 +1084,34 @@ PreparedLaunch prepare_launch(const VulkanDevice::Impl &d, const CompiledKernel 
                               std::span<const LaunchArg> args) {
   const auto *k = dynamic_cast<const VulkanKernel *>(&kernel);
   if (!k || k->owner() != &d)
-    throw Error(
-        fmt::format("vulkan: kernel '{}' was compiled for another device", kernel.abi().name));
+    throw Error(ErrorKind::InvalidArgument,
+                fmt::format("vulkan: kernel '{}' was compiled for another device; compile it "
+                            "on this one",
+                            kernel.abi().name));
   const codegen::KernelAbi &abi = k->abi();
   const VkPhysicalDeviceLimits &limits = d.properties.limits;
   for (int i = 0; i < 3; ++i)
     if (num_workgroups[i] > limits.maxComputeWorkGroupCount[i])
-      throw Error(fmt::format("vulkan: launch of kernel '{}': a grid of {}x{}x{} workgroups "
+      throw Error(ErrorKind::InvalidArgument,
+                  fmt::format("vulkan: launch of kernel '{}': a grid of {}x{}x{} workgroups "
                               "exceeds the device's maximum of {}x{}x{}",
                               abi.name, num_workgroups[0], num_workgroups[1], num_workgroups[2],
                               limits.maxComputeWorkGroupCount[0],
                               limits.maxComputeWorkGroupCount[1],
                               limits.maxComputeWorkGroupCount[2]));
   if (args.size() != abi.params.size())
-    throw Error(fmt::format("vulkan: launch of kernel '{}': {} arguments for {} parameters",
+    throw Error(ErrorKind::InvalidArgument,
+                fmt::format("vulkan: launch of kernel '{}': {} arguments for {} parameters",
                             abi.name, args.size(), abi.params.size()));
-  if (abi.param_block_in_buffer && abi.param_block_bytes > VulkanDevice::Impl::kParamArenaBytes)
-    throw Error(fmt::format("vulkan: launch of kernel '{}': {} bytes of value parameters are "
+  if (abi.param_block_in_buffer && abi.param_block_bytes > kParamArenaBytes)
+    throw Error(ErrorKind::Unsupported,
+                fmt::format("vulkan: launch of kernel '{}': {} bytes of value parameters are "
                             "more than the runtime passes ({})",
-                            abi.name, abi.param_block_bytes, VulkanDevice::Impl::kParamArenaBytes));
+                            abi.name, abi.param_block_bytes, kParamArenaBytes));
 
   PreparedLaunch p;
   p.kernel = k;
+  p.state = k->state;
   p.num_workgroups = num_workgroups;
   p.buffers.resize(abi.num_buffers + (abi.param_block_in_buffer ? 1 : 0));
   p.block.resize(abi.param_block_bytes);
@@ -1197,25 +1120,30 @@ PreparedLaunch prepare_launch(const VulkanDevice::Impl &d, const CompiledKernel 
     const LaunchArg &a = args[i];
     if (slot.kind == codegen::ParamSlot::Value) {
       if (a.memory || a.bits.size() != slot.type.lanes())
-        throw Error(fmt::format("vulkan: launch of kernel '{}': parameter {} needs {} lane(s)",
+        throw Error(ErrorKind::InvalidArgument,
+                    fmt::format("vulkan: launch of kernel '{}': parameter {} needs {} lane(s)",
                                 abi.name, i, slot.type.lanes()));
       codegen::pack_value(slot, a.bits.data(), p.block.data());
       continue;
     }
     if (!a.memory)
       throw Error(
+          ErrorKind::InvalidArgument,
           fmt::format("vulkan: launch of kernel '{}': parameter {} needs a buffer", abi.name, i));
     check_range(*a.memory, a.offset, a.bytes, "launch");
     if (a.bytes == 0)
-      throw Error(fmt::format("vulkan: launch of kernel '{}': parameter {} is an empty buffer "
+      throw Error(ErrorKind::InvalidArgument,
+                  fmt::format("vulkan: launch of kernel '{}': parameter {} is an empty buffer "
                               "range, which Vulkan cannot bind",
                               abi.name, i));
     if (a.offset % limits.minStorageBufferOffsetAlignment)
-      throw Error(fmt::format("vulkan: launch of kernel '{}': parameter {} starts at byte {}, "
+      throw Error(ErrorKind::InvalidArgument,
+                  fmt::format("vulkan: launch of kernel '{}': parameter {} starts at byte {}, "
                               "not a multiple of the device's storage buffer alignment {}",
                               abi.name, i, a.offset, limits.minStorageBufferOffsetAlignment));
     if (a.bytes > limits.maxStorageBufferRange)
-      throw Error(fmt::format("vulkan: launch of kernel '{}': parameter {} binds {} bytes; the "
+      throw Error(ErrorKind::InvalidArgument,
+                  fmt::format("vulkan: launch of kernel '{}': parameter {} binds {} bytes; the "
                               "device binds at most {}",
                               abi.name, i, a.bytes, limits.maxStorageBufferRange));
     const auto *memory = static_cast<const Allocation *>(a.memory->handle);
@@ -1228,15 +1156,18 @@ PreparedLaunch prepare_launch(const VulkanDevice::Impl &d, const CompiledKernel 
 /// around the dispatch (queries `query` and `query + 1` when `query_pool` is set), barrier.
 void record_launch(VulkanDevice::Impl &d, VkCommandBuffer cmd, const PreparedLaunch &p,
                    VkDescriptorSet set, VkQueryPool query_pool, uint32_t query) {
-  const VulkanKernel &k = *p.kernel;
-  const codegen::KernelAbi &abi = k.abi();
+  const PipelineState &k = *p.state;
+  if (k.pipeline == VK_NULL_HANDLE)
+    throw Error(ErrorKind::Internal, "vulkan: a launch of a kernel without a pipeline");
+  uint32_t block_bytes = static_cast<uint32_t>(p.block.size());
+  bool pushed = !p.kernel->abi().param_block_in_buffer;
   d.vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k.pipeline);
   if (set)
     d.vk.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k.pipeline_layout, 0, 1, &set,
                                  0, nullptr);
-  if (abi.param_block_bytes && !abi.param_block_in_buffer)
-    d.vk.vkCmdPushConstants(cmd, k.pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
-                            abi.param_block_bytes, p.block.data());
+  if (block_bytes && pushed)
+    d.vk.vkCmdPushConstants(cmd, k.pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, block_bytes,
+                            p.block.data());
   if (query_pool)
     d.vk.vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, query_pool, query);
   d.vk.vkCmdDispatch(cmd, p.num_workgroups[0], p.num_workgroups[1], p.num_workgroups[2]);
@@ -1268,59 +1199,490 @@ void write_descriptor_set(VulkanDevice::Impl &d, VkDescriptorSet set,
                               nullptr);
 }
 
-} // namespace
+//===- Streams --------------------------------------------------------------------------------===//
 
-void VulkanDevice::launch(const CompiledKernel &kernel, std::array<uint32_t, 3> num_workgroups,
-                          std::span<const LaunchArg> args) {
-  Impl &d = *impl_;
-  PreparedLaunch p = prepare_launch(d, kernel, num_workgroups, args);
-  const codegen::KernelAbi &abi = p.kernel->abi();
-  uint32_t num_bindings = p.num_bindings();
-  uint64_t alignment = d.properties.limits.minStorageBufferOffsetAlignment;
-  uint64_t param_offset = (d.param_arena_used + alignment - 1) / alignment * alignment;
-  if (abi.param_block_in_buffer && !d.param_arena)
-    d.param_arena = d.create_allocation(Impl::kParamArenaBytes, d.staging_memory_type, true);
-  if (d.recording && (d.batch_launches == Impl::kBatchLaunches ||
-                      d.batch_descriptors + num_bindings > Impl::kBatchDescriptors ||
-                      (abi.param_block_in_buffer &&
-                       param_offset + abi.param_block_bytes > Impl::kParamArenaBytes)))
-    d.flush();
-  if (!d.recording)
-    d.begin_batch();
-  if (abi.param_block_in_buffer) {
-    param_offset = (d.param_arena_used + alignment - 1) / alignment * alignment;
-    std::memcpy(static_cast<uint8_t *>(d.param_arena->mapped) + param_offset, p.block.data(),
-                abi.param_block_bytes);
-    p.buffers[abi.num_buffers] = {d.param_arena->buffer, param_offset,
-                                  std::max<uint64_t>(abi.param_block_bytes, 4)};
-    d.param_arena_used = param_offset + abi.param_block_bytes;
+/// A stream's timeline semaphore: value n means the stream's first n units of work (launches,
+/// copies through staging, graph replays; DeviceStream::mark counts them) have completed. Shared
+/// by the stream, its events and the batches of other streams that wait on it, so it outlives
+/// whichever of them goes first.
+struct Timeline {
+  explicit Timeline(std::shared_ptr<VulkanDevice::Impl> owner) : impl(std::move(owner)) {
+    VkSemaphoreTypeCreateInfo type{VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO};
+    type.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
+    type.initialValue = 0;
+    VkSemaphoreCreateInfo info{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
+    info.pNext = &type;
+    impl->check(impl->vk.vkCreateSemaphore(impl->device, &info, nullptr, &semaphore),
+                "vkCreateSemaphore (a stream's timeline)");
   }
-  std::string what = fmt::format("the launch of kernel '{}'", abi.name);
-  VkDescriptorSet set = VK_NULL_HANDLE;
-  if (num_bindings) {
-    VkDescriptorSetAllocateInfo set_info{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
-    set_info.descriptorPool = d.descriptor_pool;
-    set_info.descriptorSetCount = 1;
-    set_info.pSetLayouts = &p.kernel->set_layout;
-    d.check(d.vk.vkAllocateDescriptorSets(d.device, &set_info, &set), what);
-    write_descriptor_set(d, set, p.buffers);
-    d.batch_descriptors += num_bindings;
+  Timeline(const Timeline &) = delete;
+  Timeline &operator=(const Timeline &) = delete;
+  ~Timeline() {
+    if (semaphore)
+      impl->vk.vkDestroySemaphore(impl->device, semaphore, nullptr);
   }
-  record_launch(d, d.command_buffer, p, set, d.query_pool, 2 * d.batch_launches);
-  ++d.batch_launches;
-  d.raise_messages(what);
-}
+
+  /// The value reached so far; 0 when the device failed (so nothing counts as reached).
+  uint64_t value() const {
+    uint64_t v = 0;
+    if (impl->vk.vkGetSemaphoreCounterValue(impl->device, semaphore, &v) != VK_SUCCESS)
+      return 0;
+    return v;
+  }
+
+  /// Blocks until the value is at least `target`; throws Error (DeviceFailure) when the device
+  /// failed.
+  void wait(uint64_t target, std::string_view what) const {
+    VkSemaphoreWaitInfo info{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO};
+    info.semaphoreCount = 1;
+    info.pSemaphores = &semaphore;
+    info.pValues = &target;
+    impl->check(impl->vk.vkWaitSemaphores(impl->device, &info, UINT64_MAX), what);
+  }
+
+  std::shared_ptr<VulkanDevice::Impl> impl;
+  VkSemaphore semaphore = VK_NULL_HANDLE;
+  /// Units of work queued on the stream (launches, copies on the device, graph replays, lone
+  /// waits): the tickets. Written by the stream's thread, read by any.
+  std::atomic<uint64_t> queued{0};
+};
+
+/// A point on a stream's timeline (VulkanStream::record).
+class VulkanEvent final : public DeviceEvent {
+public:
+  VulkanEvent(std::shared_ptr<Timeline> timeline, uint64_t value)
+      : timeline_(std::move(timeline)), value_(value) {}
+  bool done() override { return value_ == 0 || timeline_->value() >= value_; }
+  void wait() override {
+    if (value_)
+      timeline_->wait(value_, "waiting for a stream's event");
+  }
+  const std::shared_ptr<Timeline> &timeline() const { return timeline_; }
+  uint64_t value() const { return value_; }
+
+private:
+  std::shared_ptr<Timeline> timeline_;
+  uint64_t value_;
+};
+
+/// An in-order queue on the device's one VkQueue. Work is recorded into batches; a batch is a
+/// command buffer with its own descriptor pool, query pool (a timestamp pair per launch) and
+/// parameter arena, submitted when it is full, when a copy or synchronize() needs its results,
+/// or when record() or a graph replay needs it on the queue. Each submission waits for the
+/// stream's previous one and for the events wait() added (timeline semaphores: the host never
+/// blocks for them), and signals the stream's timeline with the count of work queued so far.
+/// kFrames batches rotate, so recording goes on while earlier batches run; a batch is retired
+/// (its times read, the pipelines and staging buffers it held let go, its pools reset) once the
+/// timeline shows it completed.
+///
+/// Lifetimes: a batch holds a share of the pipeline state of every kernel it launches, the
+/// staging buffers of its uploads and the timelines it waits on, until it is retired. Buffers
+/// are the memory pool's to keep alive (mark/reached).
+class VulkanStream final : public DeviceStream {
+public:
+  explicit VulkanStream(std::shared_ptr<VulkanDevice::Impl> impl)
+      : impl_(std::move(impl)), d_(*impl_), timeline_(std::make_shared<Timeline>(impl_)),
+        queued_(timeline_->queued) {
+    try {
+      for (Frame &f : frames_)
+        create_frame(f);
+    } catch (...) {
+      destroy_frames();
+      throw;
+    }
+  }
+
+  ~VulkanStream() override {
+    try {
+      drain();
+    } catch (const Error &) {
+      // the caller's to see at synchronize(); make sure nothing of ours still runs
+      std::lock_guard lock(d_.queue_mutex);
+      d_.vk.vkQueueWaitIdle(d_.queue);
+    }
+    destroy_frames();
+  }
+
+  const VulkanDevice::Impl *owner() const { return impl_.get(); }
+  const std::shared_ptr<Timeline> &timeline() const { return timeline_; }
+
+  void upload(const DeviceMemory &dst, uint64_t offset, const void *src, uint64_t bytes) override {
+    check_range(dst, offset, bytes, "upload");
+    auto *a = static_cast<Allocation *>(dst.handle);
+    if (!bytes)
+      return;
+    if (a->mapped) {
+      drain(); // the work queued before sees the old contents
+      std::memcpy(static_cast<uint8_t *>(a->mapped) + offset, src, bytes);
+      return;
+    }
+    // Through a staging buffer, copied on the device in order with the launches: no wait.
+    Allocation *s = d_.create_allocation(bytes, d_.staging_memory_type, true);
+    std::memcpy(s->mapped, src, bytes);
+    Frame *f = nullptr;
+    try {
+      f = &recording_frame(0, 0);
+    } catch (...) {
+      d_.destroy_allocation(s);
+      throw;
+    }
+    f->staging.push_back(s);
+    record_copy(f->command_buffer, s->buffer, 0, a->buffer, a->base_offset + offset, bytes);
+    queued_.fetch_add(1);
+  }
+
+  void download(const DeviceMemory &src, uint64_t offset, void *dst, uint64_t bytes) override {
+    check_range(src, offset, bytes, "download");
+    auto *a = static_cast<Allocation *>(src.handle);
+    if (a->mapped || !bytes) {
+      drain();
+      if (bytes)
+        std::memcpy(dst, static_cast<const uint8_t *>(a->mapped) + offset, bytes);
+      return;
+    }
+    Allocation *s = d_.create_allocation(bytes, d_.staging_memory_type, true);
+    try {
+      Frame &f = recording_frame(0, 0);
+      record_copy(f.command_buffer, a->buffer, a->base_offset + offset, s->buffer, 0, bytes);
+      queued_.fetch_add(1);
+      drain();
+      std::memcpy(dst, s->mapped, bytes);
+    } catch (...) {
+      // After a failed wait the device is lost or idle (drain waits for everything it submitted)
+      std::lock_guard lock(d_.queue_mutex);
+      d_.vk.vkQueueWaitIdle(d_.queue);
+      d_.destroy_allocation(s);
+      throw;
+    }
+    d_.destroy_allocation(s);
+  }
+
+  void launch(const CompiledKernel &kernel, std::array<uint32_t, 3> num_workgroups,
+              std::span<const LaunchArg> args) override {
+    PreparedLaunch p = prepare_launch(d_, kernel, num_workgroups, args);
+    const codegen::KernelAbi &abi = p.kernel->abi();
+    uint32_t num_bindings = p.num_bindings();
+    uint64_t param_bytes = abi.param_block_in_buffer ? abi.param_block_bytes : 0;
+    Frame &f = recording_frame(num_bindings, param_bytes);
+    if (abi.param_block_in_buffer) {
+      if (!f.params)
+        f.params = d_.create_allocation(kParamArenaBytes, d_.staging_memory_type, true);
+      uint64_t param_offset = align(f.params_used);
+      std::memcpy(static_cast<uint8_t *>(f.params->mapped) + param_offset, p.block.data(),
+                  abi.param_block_bytes);
+      p.buffers[abi.num_buffers] = {f.params->buffer, param_offset,
+                                    std::max<uint64_t>(abi.param_block_bytes, 4)};
+      f.params_used = param_offset + abi.param_block_bytes;
+    }
+    std::string what = fmt::format("the launch of kernel '{}'", abi.name);
+    VkDescriptorSet set = VK_NULL_HANDLE;
+    if (num_bindings) {
+      VkDescriptorSetAllocateInfo set_info{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+      set_info.descriptorPool = f.descriptor_pool;
+      set_info.descriptorSetCount = 1;
+      set_info.pSetLayouts = &p.state->set_layout;
+      d_.check(d_.vk.vkAllocateDescriptorSets(d_.device, &set_info, &set), what);
+      write_descriptor_set(d_, set, p.buffers);
+      f.descriptors += num_bindings;
+    }
+    record_launch(d_, f.command_buffer, p, set, f.query_pool, 2 * f.launches);
+    ++f.launches;
+    f.kernels.push_back(std::move(p.state));
+    queued_.fetch_add(1);
+    d_.raise_messages(what);
+  }
+
+  void synchronize() override {
+    drain();
+    last_times_ = std::move(completed_times_);
+    completed_times_.clear();
+  }
+
+  std::vector<double> last_launch_times_ns() const override { return last_times_; }
+
+  std::shared_ptr<DeviceEvent> record() override {
+    if (recording_ || !waits_.empty())
+      submit(VK_NULL_HANDLE); // the event must complete without this thread's help
+    return std::make_shared<VulkanEvent>(timeline_, submitted_);
+  }
+
+  void wait(DeviceEvent &event) override {
+    auto *e = dynamic_cast<VulkanEvent *>(&event);
+    if (!e || e->timeline()->impl.get() != impl_.get())
+      throw Error(ErrorKind::InvalidArgument,
+                  "vulkan: stream wait: the event was recorded on another device's stream; "
+                  "wait for it on the host (DeviceEvent::wait) instead");
+    if (e->timeline() == timeline_ || e->done())
+      return; // in order already, or nothing left to wait for
+    waits_.push_back({e->timeline(), e->value()});
+  }
+
+  std::unique_ptr<DeviceGraph> create_graph() override;
+
+  uint64_t mark() override { return queued_.load(); }
+  bool reached(uint64_t ticket) override { return ticket == 0 || timeline_->value() >= ticket; }
+
+  /// Queues `command_buffer` (a graph's) after the work queued so far, waits for it, and appends
+  /// the time of its query pair (queries 0 and 1 of `query_pool`, when set) to the launch times.
+  void replay(VkCommandBuffer command_buffer, VkQueryPool query_pool, std::string_view what) {
+    recording_frame(0, 0); // the batch carries the signal, the waits and what is held
+    queued_.fetch_add(1);
+    submit(command_buffer);
+    drain();
+    if (query_pool) {
+      uint64_t ticks[2] = {0, 0};
+      d_.check(d_.vk.vkGetQueryPoolResults(d_.device, query_pool, 0, 2, sizeof(ticks), ticks,
+                                           sizeof(uint64_t),
+                                           VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+               what);
+      completed_times_.push_back(double(ticks[1] - ticks[0]) * d_.info.timestamp_period_ns);
+    }
+  }
+
+private:
+  static constexpr size_t kFrames = 3;
+
+  /// One batch's objects and what it holds until it is retired.
+  struct Frame {
+    VkCommandPool command_pool = VK_NULL_HANDLE;
+    VkCommandBuffer command_buffer = VK_NULL_HANDLE;
+    VkDescriptorPool descriptor_pool = VK_NULL_HANDLE;
+    VkQueryPool query_pool = VK_NULL_HANDLE; ///< null when the queue has no timestamps
+    Allocation *params = nullptr;            ///< the parameter arena, made on first need
+    uint64_t params_used = 0;
+    uint32_t launches = 0;
+    uint32_t descriptors = 0;
+    uint64_t signal = 0; ///< the timeline value its submission signals (0: not submitted)
+    std::vector<std::shared_ptr<PipelineState>> kernels;
+    std::vector<Allocation *> staging;
+    std::vector<std::shared_ptr<Timeline>> waited;
+  };
+
+  uint64_t align(uint64_t offset) const {
+    uint64_t alignment = d_.properties.limits.minStorageBufferOffsetAlignment;
+    return (offset + alignment - 1) / alignment * alignment;
+  }
+
+  void create_frame(Frame &f) {
+    std::string_view what = "creating a stream";
+    VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+    pool_info.flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
+    pool_info.queueFamilyIndex = d_.queue_family;
+    d_.check(d_.vk.vkCreateCommandPool(d_.device, &pool_info, nullptr, &f.command_pool), what);
+    VkCommandBufferAllocateInfo buffer_info{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    buffer_info.commandPool = f.command_pool;
+    buffer_info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    buffer_info.commandBufferCount = 1;
+    d_.check(d_.vk.vkAllocateCommandBuffers(d_.device, &buffer_info, &f.command_buffer), what);
+    VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kBatchDescriptors};
+    VkDescriptorPoolCreateInfo descriptor_info{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+    descriptor_info.maxSets = kBatchLaunches;
+    descriptor_info.poolSizeCount = 1;
+    descriptor_info.pPoolSizes = &size;
+    d_.check(d_.vk.vkCreateDescriptorPool(d_.device, &descriptor_info, nullptr, &f.descriptor_pool),
+             what);
+    if (d_.info.timestamp_period_ns > 0) {
+      VkQueryPoolCreateInfo query_info{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+      query_info.queryType = VK_QUERY_TYPE_TIMESTAMP;
+      query_info.queryCount = 2 * kBatchLaunches;
+      d_.check(d_.vk.vkCreateQueryPool(d_.device, &query_info, nullptr, &f.query_pool), what);
+    }
+  }
+
+  void destroy_frames() {
+    for (Frame &f : frames_) {
+      for (Allocation *s : f.staging)
+        d_.destroy_allocation(s);
+      f.staging.clear();
+      if (f.params)
+        d_.destroy_allocation(f.params);
+      if (f.query_pool)
+        d_.vk.vkDestroyQueryPool(d_.device, f.query_pool, nullptr);
+      if (f.descriptor_pool)
+        d_.vk.vkDestroyDescriptorPool(d_.device, f.descriptor_pool, nullptr);
+      if (f.command_pool)
+        d_.vk.vkDestroyCommandPool(d_.device, f.command_pool, nullptr);
+      f = Frame{};
+    }
+  }
+
+  /// The batch being recorded, with room for a launch of `bindings` descriptors and a
+  /// `param_bytes` parameter block: the current one, or a new one (the current one submitted
+  /// when full; the oldest in flight waited for when every batch is in flight).
+  Frame &recording_frame(uint32_t bindings, uint64_t param_bytes) {
+    if (recording_) {
+      Frame &f = frames_[*recording_];
+      bool full = f.launches == kBatchLaunches || f.descriptors + bindings > kBatchDescriptors ||
+                  (param_bytes && align(f.params_used) + param_bytes > kParamArenaBytes);
+      if (!full)
+        return f;
+      submit(VK_NULL_HANDLE);
+    }
+    // Retire what has completed; when every batch is in flight, wait for the oldest.
+    while (!in_flight_.empty() && timeline_->value() >= frames_[in_flight_.front()].signal)
+      retire_oldest();
+    if (in_flight_.size() == kFrames) {
+      timeline_->wait(frames_[in_flight_.front()].signal, "waiting for a stream's batch");
+      retire_oldest();
+    }
+    size_t index = next_frame_;
+    next_frame_ = (next_frame_ + 1) % kFrames;
+    Frame &f = frames_[index];
+    VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    d_.check(d_.vk.vkBeginCommandBuffer(f.command_buffer, &begin), "vkBeginCommandBuffer");
+    if (f.query_pool)
+      d_.vk.vkCmdResetQueryPool(f.command_buffer, f.query_pool, 0, 2 * kBatchLaunches);
+    recording_ = index;
+    return f;
+  }
+
+  /// Records a copy of `bytes` between two buffers and a barrier making it visible to the
+  /// launches and copies after it and to the host.
+  void record_copy(VkCommandBuffer cmd, VkBuffer from, uint64_t from_offset, VkBuffer to,
+                   uint64_t to_offset, uint64_t bytes) {
+    VkBufferCopy region{from_offset, to_offset, bytes};
+    d_.vk.vkCmdCopyBuffer(cmd, from, to, 1, &region);
+    VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+    barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                            VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT |
+                            VK_ACCESS_HOST_READ_BIT;
+    d_.vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                               VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT |
+                                   VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT,
+                               0, 1, &barrier, 0, nullptr, 0, nullptr);
+  }
+
+  /// Ends the batch being recorded (one is begun when only waits are pending) and submits it,
+  /// followed by `extra` when set: it waits for the stream's previous submission and the
+  /// pending events, and signals the timeline with the count of work queued.
+  void submit(VkCommandBuffer extra) {
+    if (!recording_)
+      recording_frame(0, 0);
+    size_t index = *recording_;
+    Frame &f = frames_[index];
+    recording_.reset();
+    uint64_t value = queued_.load();
+    if (value <= submitted_)
+      value = queued_.fetch_add(1) + 1; // only waits: a value of its own
+    std::vector<VkSemaphore> wait_semaphores;
+    std::vector<uint64_t> wait_values;
+    if (submitted_) {
+      wait_semaphores.push_back(timeline_->semaphore);
+      wait_values.push_back(submitted_);
+    }
+    for (auto &[timeline, v] : waits_) {
+      wait_semaphores.push_back(timeline->semaphore);
+      wait_values.push_back(v);
+      f.waited.push_back(timeline);
+    }
+    waits_.clear();
+    std::vector<VkPipelineStageFlags> stages(wait_semaphores.size(),
+                                             VK_PIPELINE_STAGE_ALL_COMMANDS_BIT);
+    VkCommandBuffer buffers[2] = {f.command_buffer, extra};
+    VkTimelineSemaphoreSubmitInfo timeline_info{VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO};
+    timeline_info.waitSemaphoreValueCount = static_cast<uint32_t>(wait_values.size());
+    timeline_info.pWaitSemaphoreValues = wait_values.data();
+    timeline_info.signalSemaphoreValueCount = 1;
+    timeline_info.pSignalSemaphoreValues = &value;
+    VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+    submit.pNext = &timeline_info;
+    submit.waitSemaphoreCount = static_cast<uint32_t>(wait_semaphores.size());
+    submit.pWaitSemaphores = wait_semaphores.data();
+    submit.pWaitDstStageMask = stages.data();
+    submit.commandBufferCount = extra ? 2 : 1;
+    submit.pCommandBuffers = buffers;
+    submit.signalSemaphoreCount = 1;
+    submit.pSignalSemaphores = &timeline_->semaphore;
+    VkResult r = d_.vk.vkEndCommandBuffer(f.command_buffer);
+    if (r == VK_SUCCESS) {
+      std::lock_guard lock(d_.queue_mutex);
+      r = d_.vk.vkQueueSubmit(d_.queue, 1, &submit, VK_NULL_HANDLE);
+    }
+    if (r != VK_SUCCESS) {
+      // Nothing of the batch runs: drop it. Its tickets are never reached (the device failed;
+      // the memory pool keeps what they cover).
+      f.signal = 0;
+      reset_frame(f);
+      next_frame_ = index;
+      d_.check(r, "vkQueueSubmit", ErrorKind::DeviceFailure);
+    }
+    f.signal = value;
+    submitted_ = value;
+    in_flight_.push_back(index);
+    d_.raise_messages("vkQueueSubmit");
+  }
+
+  /// Submits what is recorded or pending and waits until the stream's work has completed, then
+  /// retires every batch.
+  void drain() {
+    if (recording_ || !waits_.empty())
+      submit(VK_NULL_HANDLE);
+    if (in_flight_.empty())
+      return;
+    timeline_->wait(submitted_, "waiting for a stream");
+    while (!in_flight_.empty())
+      retire_oldest();
+    d_.collect_deferred();
+  }
+
+  /// Retires the oldest batch in flight (completed): its launch times, what it held, its pools.
+  void retire_oldest() {
+    Frame &f = frames_[in_flight_.front()];
+    in_flight_.pop_front();
+    if (f.query_pool && f.launches) {
+      std::vector<uint64_t> ticks(2 * f.launches);
+      VkResult r = d_.vk.vkGetQueryPoolResults(
+          d_.device, f.query_pool, 0, 2 * f.launches, ticks.size() * sizeof(uint64_t), ticks.data(),
+          sizeof(uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+      if (r == VK_SUCCESS)
+        for (uint32_t i = 0; i < f.launches; ++i)
+          completed_times_.push_back(double(ticks[2 * i + 1] - ticks[2 * i]) *
+                                     d_.info.timestamp_period_ns);
+    }
+    reset_frame(f);
+  }
+
+  void reset_frame(Frame &f) {
+    f.kernels.clear();
+    for (Allocation *s : f.staging)
+      d_.destroy_allocation(s);
+    f.staging.clear();
+    f.waited.clear();
+    f.launches = 0;
+    f.descriptors = 0;
+    f.params_used = 0;
+    f.signal = 0;
+    d_.check(d_.vk.vkResetCommandPool(d_.device, f.command_pool, 0), "vkResetCommandPool");
+    d_.check(d_.vk.vkResetDescriptorPool(d_.device, f.descriptor_pool, 0), "vkResetDescriptorPool");
+  }
+
+  std::shared_ptr<VulkanDevice::Impl> impl_;
+  VulkanDevice::Impl &d_;
+  std::shared_ptr<Timeline> timeline_;
+  std::array<Frame, kFrames> frames_;
+  std::deque<size_t> in_flight_; ///< submitted batches, oldest first
+  std::optional<size_t> recording_;
+  size_t next_frame_ = 0;
+  std::atomic<uint64_t> &queued_; ///< timeline_->queued
+  uint64_t submitted_ = 0;        ///< the value the last submission signals
+  std::vector<std::pair<std::shared_ptr<Timeline>, uint64_t>> waits_;
+  std::vector<double> completed_times_; ///< since the last synchronize()
+  std::vector<double> last_times_;
+};
 
 //===- Graphs ---------------------------------------------------------------------------------===//
-
-namespace {
 
 /// A graph recorded once into a reusable command buffer of its own, with its own descriptor
 /// sets (bound at record time), query pool (one time per replay, for the whole graph: on
 /// lavapipe a timestamp pair per dispatch costs more than the dispatch) and, for kernels whose
-/// parameter block is a buffer, a host-visible parameter buffer. Replay submits that command buffer
-/// and waits for it. set_value() writes a buffer-held parameter block in place; a changed push
-/// constant makes the next replay re-record the command buffer (the sets stay).
+/// parameter block is a buffer, a host-visible parameter buffer. replay(stream) submits that
+/// command buffer on the stream, after the stream's queued work and the events it waits for,
+/// and waits for it (so the command buffer is never pending twice: any stream of the device may
+/// replay it, one replay at a time). set_value() writes a buffer-held parameter block in place; a
+/// changed push constant makes the next replay re-record the command buffer (the sets stay). The
+/// graph holds a share of each recorded kernel's pipeline state.
 class VulkanGraph final : public DeviceGraph {
 public:
   explicit VulkanGraph(std::shared_ptr<VulkanDevice::Impl> impl) : impl_(std::move(impl)) {}
@@ -1339,7 +1701,8 @@ public:
   void add_launch(const CompiledKernel &kernel, std::array<uint32_t, 3> num_workgroups,
                   std::span<const LaunchArg> args) override {
     if (finished_)
-      throw Error(fmt::format("vulkan: cannot add a launch of kernel '{}' to a finished graph",
+      throw Error(ErrorKind::InvalidArgument,
+                  fmt::format("vulkan: cannot add a launch of kernel '{}' to a finished graph",
                               kernel.abi().name));
     launches_.push_back(prepare_launch(*impl_, kernel, num_workgroups, args));
   }
@@ -1393,7 +1756,7 @@ public:
       VkDescriptorSetAllocateInfo set_info{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
       set_info.descriptorPool = descriptor_pool;
       set_info.descriptorSetCount = 1;
-      set_info.pSetLayouts = &p.kernel->set_layout;
+      set_info.pSetLayouts = &p.state->set_layout;
       d.check(d.vk.vkAllocateDescriptorSets(d.device, &set_info, &sets_[i]), what);
       write_descriptor_set(d, sets_[i], p.buffers);
     }
@@ -1417,12 +1780,14 @@ public:
   void set_value(size_t launch, size_t param, std::span<const uint64_t> bits) override {
     if (launch >= launches_.size())
       throw Error(
+          ErrorKind::InvalidArgument,
           fmt::format("vulkan: graph: no launch {} (the graph has {})", launch, launches_.size()));
     PreparedLaunch &p = launches_[launch];
     const codegen::KernelAbi &abi = p.kernel->abi();
     if (param >= abi.params.size() || abi.params[param].kind != codegen::ParamSlot::Value ||
         abi.params[param].type.lanes() != bits.size())
-      throw Error(fmt::format("vulkan: graph launch {} (kernel '{}'): parameter {} is not a "
+      throw Error(ErrorKind::InvalidArgument,
+                  fmt::format("vulkan: graph launch {} (kernel '{}'): parameter {} is not a "
                               "value of {} lane(s)",
                               launch, abi.name, param, bits.size()));
     codegen::pack_value(abi.params[param], bits.data(), p.block.data());
@@ -1435,33 +1800,23 @@ public:
       dirty_ = true;
   }
 
-  void replay(DeviceStream &) override {
+  void replay(DeviceStream &stream) override {
     if (!finished_)
-      throw Error("vulkan: replay of a graph whose capture has not ended");
+      throw Error(ErrorKind::InvalidArgument,
+                  "vulkan: replay of a graph whose capture has not ended (end the capture first)");
+    auto *s = dynamic_cast<VulkanStream *>(&stream);
+    if (!s || s->owner() != impl_.get())
+      throw Error(ErrorKind::InvalidArgument,
+                  "vulkan: a graph replays on a stream of the device that recorded it");
     if (launches_.empty())
       return;
     VulkanDevice::Impl &d = *impl_;
-    d.flush(); // the launches queued before the graph
     std::string what = fmt::format("the replay of a graph of {} launches", launches_.size());
     if (dirty_) {
       d.check(d.vk.vkResetCommandPool(d.device, command_pool, 0), what);
       record();
     }
-    VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-    submit.commandBufferCount = 1;
-    submit.pCommandBuffers = &command_buffer;
-    d.check(d.vk.vkQueueSubmit(d.queue, 1, &submit, d.fence), what);
-    VkResult waited = d.vk.vkWaitForFences(d.device, 1, &d.fence, VK_TRUE, UINT64_MAX);
-    d.check(d.vk.vkResetFences(d.device, 1, &d.fence), what);
-    d.check(waited, what);
-    if (query_pool) {
-      uint64_t ticks[2] = {0, 0};
-      d.check(d.vk.vkGetQueryPoolResults(d.device, query_pool, 0, 2, sizeof(ticks), ticks,
-                                         sizeof(uint64_t),
-                                         VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
-              what);
-      d.completed_times.push_back(double(ticks[1] - ticks[0]) * d.info.timestamp_period_ns);
-    }
+    s->replay(command_buffer, query_pool, what);
   }
 
   size_t num_launches() const override { return launches_.size(); }
@@ -1498,20 +1853,59 @@ private:
   bool dirty_ = false;
 };
 
-} // namespace
-
-std::unique_ptr<DeviceGraph> VulkanDevice::create_graph() {
+std::unique_ptr<DeviceGraph> VulkanStream::create_graph() {
   return std::make_unique<VulkanGraph>(impl_);
 }
 
-void VulkanDevice::synchronize() {
-  impl_->flush();
-  impl_->last_times = std::move(impl_->completed_times);
-  impl_->completed_times.clear();
+} // namespace
+
+std::unique_ptr<DeviceStream> VulkanDevice::create_stream() {
+  auto stream = std::make_unique<VulkanStream>(impl_);
+  std::lock_guard lock(impl_->allocations_mutex);
+  std::erase_if(impl_->streams, [](const std::weak_ptr<Timeline> &t) { return t.expired(); });
+  impl_->streams.push_back(stream->timeline());
+  return stream;
 }
 
-std::vector<double> VulkanDevice::last_launch_times_ns() const {
-  return impl_->last_times;
+void VulkanDevice::Impl::free_when_unused(Allocation *a) {
+  Impl::DeferredFree pending{a, {}};
+  {
+    std::lock_guard lock(allocations_mutex);
+    allocations.erase(a);
+    for (const std::weak_ptr<Timeline> &weak : streams)
+      if (std::shared_ptr<Timeline> t = weak.lock()) {
+        uint64_t ticket = t->queued.load();
+        if (ticket && t->value() < ticket)
+          pending.tickets.emplace_back(weak, ticket);
+      }
+    if (!pending.tickets.empty()) {
+      deferred.push_back(std::move(pending));
+      return;
+    }
+  }
+  destroy_allocation(a);
+  collect_deferred();
+}
+
+void VulkanDevice::Impl::collect_deferred() {
+  std::vector<Allocation *> unused;
+  {
+    std::lock_guard lock(allocations_mutex);
+    if (deferred.empty())
+      return;
+    std::erase_if(deferred, [&](DeferredFree &f) {
+      std::erase_if(f.tickets, [](const std::pair<std::weak_ptr<Timeline>, uint64_t> &t) {
+        std::shared_ptr<Timeline> timeline = t.first.lock();
+        return !timeline || timeline->value() >= t.second; // a stream is gone once it drained
+      });
+      if (!f.tickets.empty())
+        return false;
+      unused.push_back(f.allocation);
+      return true;
+    });
+  }
+  for (Allocation *a : unused)
+    destroy_allocation(a);
 }
 
 } // namespace cubecc::runtime

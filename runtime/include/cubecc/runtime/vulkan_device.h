@@ -29,6 +29,7 @@ public:
 
   const DeviceInfo &info() const override;
   DeviceMemory allocate(uint64_t bytes) override;
+  /// Thread-safe; never flushes or waits (the memory pool frees only what no stream still uses).
   void free(DeviceMemory memory) override;
   std::optional<ExternalMemory::Kind> memory_kind() const override {
     return ExternalMemory::Kind::Vulkan;
@@ -52,8 +53,6 @@ public:
     void *get_instance_proc_addr = nullptr; ///< the loader's vkGetInstanceProcAddr
   };
   Handles handles() const;
-  void upload(const DeviceMemory &dst, uint64_t offset, const void *src, uint64_t bytes) override;
-  void download(const DeviceMemory &src, uint64_t offset, void *dst, uint64_t bytes) override;
   /// emit_spirv for this device's features, then compile_spirv.
   std::unique_ptr<CompiledKernel> compile(const ir::Kernel &kernel) override;
   /// Makes a pipeline from a SPIR-V module that follows the kernel ABI (set 0 storage buffers in
@@ -64,13 +63,18 @@ public:
   /// SPIR-V generated for this device's feature fingerprint.
   std::vector<BinaryTarget> binary_targets() const override;
   std::unique_ptr<CompiledKernel> load_binary(const KernelBinary &binary) override;
-  void launch(const CompiledKernel &kernel, std::array<uint32_t, 3> num_workgroups,
-              std::span<const LaunchArg> args) override;
-  void synchronize() override;
-  std::vector<double> last_launch_times_ns() const override;
-  /// A graph recorded once into a reusable command buffer (descriptor sets and push constants
-  /// bound at record time) and resubmitted by each replay, which waits for it; one time per replay.
-  std::unique_ptr<DeviceGraph> create_graph() override;
+  /// A stream with its own command buffers (three batches in rotation), descriptor, query and
+  /// parameter pools and a timeline semaphore, submitting to the device's one VkQueue (under a
+  /// queue mutex held only for vkQueueSubmit). Events and wait() are timeline semaphores: a
+  /// stream waiting for another's event never blocks the host. mark() counts the work queued
+  /// (launches, copies through staging, graph replays); reached() reads the timeline. Copies to
+  /// or from host-mapped memory wait for the stream's queued work, then memcpy; other copies go
+  /// through a staging buffer in order with the launches (an upload does not wait). A batch
+  /// holds a share of the pipeline of each kernel it launches until it has completed, so a
+  /// kernel may be destroyed while launches of it are queued. Graphs (create_graph) are one
+  /// reusable command buffer, replayed on any stream of this device; a replay waits for it, and
+  /// adds one time (the whole graph) to the launch times.
+  std::unique_ptr<DeviceStream> create_stream() override;
 
   /// Whether validation layers are on (CUBECC_VULKAN_VALIDATION=1).
   bool validation_enabled() const;
