@@ -26,7 +26,7 @@ using namespace cubecc::runtime;
 namespace {
 
 /// Hands out distinct handles and no memory: the trace's bytes never exist.
-class CountingDevice final : public Device {
+class CountingDevice final : public ImmediateDevice {
 public:
   CountingDevice() { info_.backend = "counting"; }
   const DeviceInfo &info() const override { return info_; }
@@ -34,8 +34,8 @@ public:
     return {reinterpret_cast<void *>(++next_ * 4096), bytes};
   }
   void free(DeviceMemory) override {}
-  void upload(const DeviceMemory &, uint64_t, const void *, uint64_t) override {}
-  void download(const DeviceMemory &, uint64_t, void *, uint64_t) override {}
+  void copy_in(const DeviceMemory &, uint64_t, const void *, uint64_t) override {}
+  void copy_out(const DeviceMemory &, uint64_t, void *, uint64_t) override {}
   std::unique_ptr<CompiledKernel> compile(const cubecc::ir::Kernel &) override {
     throw Error("counting device: no kernels");
   }
@@ -43,12 +43,10 @@ public:
   std::unique_ptr<CompiledKernel> load_binary(const KernelBinary &) override {
     throw Error("counting device: no kernels");
   }
-  void launch(const CompiledKernel &, std::array<uint32_t, 3>,
-              std::span<const LaunchArg>) override {
+  void run_launch(const CompiledKernel &, std::array<uint32_t, 3>,
+                  std::span<const LaunchArg>) override {
     throw Error("counting device: no kernels");
   }
-  void synchronize() override {}
-  std::vector<double> last_launch_times_ns() const override { return {}; }
 
 private:
   DeviceInfo info_;

@@ -1,8 +1,8 @@
 //===- device_graph.cpp - Device's out-of-line defaults; the portable graph -------------------===//
 //
 // Device's default members (its vtable is emitted here: a device defined anywhere, such as the
-// memory pool tests' fake, links with this file alone), the legacy stream adapter (transitional),
-// then RecordedGraph: recorded launches launched again.
+// memory pool tests' fake, links with this file alone), the streams of devices whose work is
+// done at once (ImmediateDevice), then RecordedGraph: recorded launches launched again.
 //
 //===-----------------------------------------------------------------------------------------===//
 #include "cubecc/runtime/device.h"
@@ -140,124 +140,11 @@ std::unique_ptr<DeviceStream> ImmediateDevice::create_stream() {
   return std::make_unique<ImmediateStream>(*this);
 }
 
-//===- The legacy single queue (transitional) ------------------------------------------------===//
-
-namespace {
-
-[[noreturn]] void no_legacy_queue(const Device &device, const char *what) {
-  throw Error(ErrorKind::Internal,
-              fmt::format("{}: Device::{} is not implemented: the device queues work on its "
-                          "streams (Device::create_stream)",
-                          device.info().backend, what));
-}
-
-/// An event of the legacy adapter: the device's queue is one, so an event is done once a
-/// synchronize of any adapter stream has passed its ticket.
-class LegacyEvent final : public DeviceEvent {
-public:
-  LegacyEvent(Device &device, std::shared_ptr<std::atomic<uint64_t>> synchronized, uint64_t ticket)
-      : device_(device), synchronized_(std::move(synchronized)), ticket_(ticket) {}
-  bool done() override { return synchronized_->load() >= ticket_; }
-  void wait() override {
-    if (done())
-      return;
-    std::lock_guard lock(device_.mutex());
-    device_.synchronize();
-    synchronized_->store(ticket_);
-  }
-
-private:
-  Device &device_;
-  std::shared_ptr<std::atomic<uint64_t>> synchronized_;
-  uint64_t ticket_;
-};
-
-/// Every stream of a device without streams of its own is this adapter over its one queue:
-/// correct (the queue is in order, so streams are over-ordered, never under-ordered), never
-/// concurrent.
-class LegacyStream final : public DeviceStream {
-public:
-  explicit LegacyStream(Device &device) : device_(device) {}
-  ~LegacyStream() override {
-    try {
-      std::lock_guard lock(device_.mutex());
-      device_.synchronize();
-    } catch (const Error &) {
-      // the caller's to see at synchronize()
-    }
-  }
-  void upload(const DeviceMemory &dst, uint64_t offset, const void *src, uint64_t bytes) override {
-    std::lock_guard lock(device_.mutex());
-    ++queued_;
-    device_.upload(dst, offset, src, bytes);
-  }
-  void download(const DeviceMemory &src, uint64_t offset, void *dst, uint64_t bytes) override {
-    std::lock_guard lock(device_.mutex());
-    ++queued_;
-    device_.download(src, offset, dst, bytes);
-  }
-  void launch(const CompiledKernel &kernel, std::array<uint32_t, 3> num_workgroups,
-              std::span<const LaunchArg> args) override {
-    std::lock_guard lock(device_.mutex());
-    ++queued_;
-    device_.launch(kernel, num_workgroups, args);
-  }
-  void synchronize() override {
-    std::lock_guard lock(device_.mutex());
-    uint64_t ticket = queued_.load();
-    device_.synchronize();
-    synchronized_->store(std::max(synchronized_->load(), ticket));
-  }
-  std::vector<double> last_launch_times_ns() const override {
-    std::lock_guard lock(device_.mutex());
-    return device_.last_launch_times_ns();
-  }
-  std::shared_ptr<DeviceEvent> record() override {
-    return std::make_shared<LegacyEvent>(device_, synchronized_, queued_.load());
-  }
-  void wait(DeviceEvent &) override {} // one in-order queue: already ordered
-  std::unique_ptr<DeviceGraph> create_graph() override {
-    std::lock_guard lock(device_.mutex());
-    return device_.create_graph();
-  }
-  uint64_t mark() override { return queued_.load(); }
-  bool reached(uint64_t ticket) override { return synchronized_->load() >= ticket; }
-
-private:
-  Device &device_;
-  std::atomic<uint64_t> queued_{0};
-  std::shared_ptr<std::atomic<uint64_t>> synchronized_ = std::make_shared<std::atomic<uint64_t>>(0);
-};
-
-} // namespace
-
-std::unique_ptr<DeviceStream> Device::create_stream() {
-  return std::make_unique<LegacyStream>(*this);
-}
-
-void Device::upload(const DeviceMemory &, uint64_t, const void *, uint64_t) {
-  no_legacy_queue(*this, "upload");
-}
-void Device::download(const DeviceMemory &, uint64_t, void *, uint64_t) {
-  no_legacy_queue(*this, "download");
-}
-void Device::launch(const CompiledKernel &, std::array<uint32_t, 3>, std::span<const LaunchArg>) {
-  no_legacy_queue(*this, "launch");
-}
-void Device::synchronize() {
-  no_legacy_queue(*this, "synchronize");
-}
-std::vector<double> Device::last_launch_times_ns() const {
-  return {};
-}
-std::unique_ptr<DeviceGraph> Device::create_graph() {
-  return std::make_unique<RecordedGraph>();
-}
-
 void RecordedGraph::add_launch(const CompiledKernel &kernel, std::array<uint32_t, 3> num_workgroups,
                                std::span<const LaunchArg> args) {
   if (finished_)
-    throw Error(fmt::format("graph: cannot add a launch of kernel '{}' to a finished graph",
+    throw Error(ErrorKind::InvalidArgument,
+                fmt::format("graph: cannot add a launch of kernel '{}' to a finished graph",
                             kernel.abi().name));
   Launch launch;
   launch.kernel = &kernel;
@@ -276,18 +163,22 @@ void RecordedGraph::add_launch(const CompiledKernel &kernel, std::array<uint32_t
 
 LaunchArg &RecordedGraph::value_argument(size_t launch, size_t param, size_t lanes) {
   if (launch >= launches_.size())
-    throw Error(fmt::format("graph: no launch {} (the graph has {})", launch, launches_.size()));
+    throw Error(ErrorKind::InvalidArgument,
+                fmt::format("graph: no launch {} (the graph has {})", launch, launches_.size()));
   Launch &l = launches_[launch];
   const std::string &name = l.kernel->abi().name;
   if (param >= l.args.size())
     throw Error(
+        ErrorKind::InvalidArgument,
         fmt::format("graph: launch {} (kernel '{}') has no parameter {}", launch, name, param));
   LaunchArg &a = l.args[param];
   if (a.memory)
-    throw Error(fmt::format("graph: launch {} (kernel '{}'): parameter {} is a buffer, not a value",
+    throw Error(ErrorKind::InvalidArgument,
+                fmt::format("graph: launch {} (kernel '{}'): parameter {} is a buffer, not a value",
                             launch, name, param));
   if (a.bits.size() != lanes)
-    throw Error(fmt::format("graph: launch {} (kernel '{}'): parameter {} has {} lane(s), not {}",
+    throw Error(ErrorKind::InvalidArgument,
+                fmt::format("graph: launch {} (kernel '{}'): parameter {} has {} lane(s), not {}",
                             launch, name, param, a.bits.size(), lanes));
   return a;
 }

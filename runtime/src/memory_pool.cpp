@@ -36,7 +36,6 @@ MemoryPool::MemoryPool(std::shared_ptr<Device> device, PoolOptions options)
 MemoryPool::~MemoryPool() {
   Released released;
   {
-    std::lock_guard device_lock(device_->mutex());
     std::lock_guard lock(mutex_);
     streams_.clear(); // every stream is gone, and with it its work: the whole queue is done
     collect_locked(released);
@@ -55,7 +54,6 @@ uint64_t MemoryPool::add_stream(DeviceStream &stream) {
 void MemoryPool::remove_stream(uint64_t id) {
   Released released;
   {
-    std::lock_guard device_lock(device_->mutex());
     std::lock_guard lock(mutex_);
     std::erase_if(streams_, [&](const auto &entry) { return entry.first == id; });
     collect_locked(released);
@@ -102,10 +100,7 @@ void MemoryPool::collect_locked(Released &released) {
 
 void MemoryPool::let_go(Released &released) noexcept {
   for (PendingBlock &block : released) {
-    {
-      std::lock_guard device_lock(device_->mutex());
-      device_->release_adopted(block.memory);
-    }
+    { device_->release_adopted(block.memory); }
     if (block.callback)
       block.callback();
   }
@@ -134,7 +129,6 @@ bool MemoryPool::take_pending_locked(uint64_t bytes, uint64_t class_bytes, uint6
 void MemoryPool::collect() {
   Released released;
   {
-    std::lock_guard device_lock(device_->mutex());
     std::lock_guard lock(mutex_);
     collect_locked(released);
   }
@@ -225,7 +219,6 @@ DeviceMemory MemoryPool::acquire(uint64_t bytes, uint64_t stream_id) {
     Released &released;
     ~LetGo() { pool.let_go(released); }
   } let_go_at_exit{*this, released};
-  std::lock_guard device_lock(device_->mutex()); // always before mutex_ (device.h)
   std::lock_guard lock(mutex_);
   if (!pending_.empty())
     collect_locked(released);
@@ -260,7 +253,6 @@ DeviceMemory MemoryPool::acquire(uint64_t bytes, uint64_t stream_id) {
 }
 
 void MemoryPool::release(DeviceMemory memory) {
-  std::lock_guard device_lock(device_->mutex()); // always before mutex_ (device.h)
   std::lock_guard lock(mutex_);
   auto live = live_.find(memory.handle);
   if (live == live_.end()) {
@@ -287,7 +279,6 @@ void MemoryPool::release(DeviceMemory memory) {
 void MemoryPool::release_adopted(DeviceMemory memory, std::function<void()> callback) noexcept {
   Released released;
   {
-    std::lock_guard device_lock(device_->mutex()); // always before mutex_ (device.h)
     std::lock_guard lock(mutex_);
     PendingBlock block{memory, 0, waits_locked(), true, std::move(callback)};
     if (block.waits.empty())
@@ -319,7 +310,6 @@ void MemoryPool::settle_locked(DeviceMemory memory, uint64_t requested) {
 }
 
 void MemoryPool::trim() {
-  std::lock_guard device_lock(device_->mutex()); // always before mutex_ (device.h)
   std::lock_guard lock(mutex_);
   trim_locked();
 }

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -22,7 +23,7 @@ namespace cubecc::runtime {
 namespace {
 
 /// Host memory behind the Device interface; counts allocations and checks every free.
-class HostDevice final : public Device {
+class HostDevice final : public ImmediateDevice {
 public:
   explicit HostDevice(uint64_t capacity = 0) : capacity_(capacity) { info_.backend = "host"; }
   ~HostDevice() override {
@@ -52,10 +53,10 @@ public:
     std::free(memory.handle);
     ++frees_;
   }
-  void upload(const DeviceMemory &dst, uint64_t offset, const void *src, uint64_t bytes) override {
+  void copy_in(const DeviceMemory &dst, uint64_t offset, const void *src, uint64_t bytes) override {
     std::memcpy(static_cast<char *>(dst.handle) + offset, src, bytes);
   }
-  void download(const DeviceMemory &src, uint64_t offset, void *dst, uint64_t bytes) override {
+  void copy_out(const DeviceMemory &src, uint64_t offset, void *dst, uint64_t bytes) override {
     std::memcpy(dst, static_cast<const char *>(src.handle) + offset, bytes);
   }
   std::unique_ptr<CompiledKernel> compile(const ir::Kernel &) override {
@@ -65,12 +66,10 @@ public:
   std::unique_ptr<CompiledKernel> load_binary(const KernelBinary &) override {
     throw Error("host: no kernels");
   }
-  void launch(const CompiledKernel &, std::array<uint32_t, 3>,
-              std::span<const LaunchArg>) override {
+  void run_launch(const CompiledKernel &, std::array<uint32_t, 3>,
+                  std::span<const LaunchArg>) override {
     throw Error("host: no kernels");
   }
-  void synchronize() override {}
-  std::vector<double> last_launch_times_ns() const override { return {}; }
 
   uint64_t used() const {
     std::lock_guard lock(mutex_);
@@ -333,6 +332,94 @@ void run_threads(const PoolOptions &options) {
   EXPECT_EQ(f.device->allocations(), s.device_allocations);
   EXPECT_EQ(f.device->frees(), s.device_frees);
   EXPECT_EQ(f.device->bad_frees(), 0u);
+}
+
+//===- The deletion queue --------------------------------------------------------------------===//
+
+/// A stream whose queued work finishes only when the test says so.
+class ManualStream final : public DeviceStream {
+public:
+  void upload(const DeviceMemory &, uint64_t, const void *, uint64_t) override { ++queued; }
+  void download(const DeviceMemory &, uint64_t, void *, uint64_t) override { finish(); }
+  void launch(const CompiledKernel &, std::array<uint32_t, 3>,
+              std::span<const LaunchArg>) override {
+    ++queued;
+  }
+  void synchronize() override { finish(); }
+  std::vector<double> last_launch_times_ns() const override { return {}; }
+  std::shared_ptr<DeviceEvent> record() override { return nullptr; }
+  void wait(DeviceEvent &) override {}
+  uint64_t mark() override { return queued.load(); }
+  bool reached(uint64_t ticket) override { return ticket <= finished.load(); }
+
+  void finish() { finished.store(queued.load()); }
+  std::atomic<uint64_t> queued{0}, finished{0};
+};
+
+TEST(MemoryPoolDeletionQueue, a_block_waits_until_every_stream_reached_its_work) {
+  Fixture f;
+  ManualStream a, b;
+  uint64_t id_a = f.pool->add_stream(a), id_b = f.pool->add_stream(b);
+  DeviceMemory m = f.pool->acquire(4096, id_a);
+  a.queued = 3; // a launch on `a` that uses `m` is still queued
+  f.pool->release(m);
+  EXPECT_EQ(f.pool->statistics().bytes_cached, m.bytes) << "waiting blocks count as cached";
+  // Another stream must not get the block while `a`'s work may still use it...
+  DeviceMemory other = f.pool->acquire(4096, id_b);
+  EXPECT_NE(other.handle, m.handle);
+  EXPECT_EQ(f.device->allocations(), 2u);
+  // ...but `a` itself may: its work runs in order.
+  DeviceMemory again = f.pool->acquire(4096, id_a);
+  EXPECT_EQ(again.handle, m.handle);
+  EXPECT_EQ(f.pool->statistics().reuses, 1u);
+  f.pool->release(again);
+  f.pool->release(other);
+  f.pool->collect();
+  EXPECT_EQ(f.pool->statistics().bytes_cached, 2 * m.bytes);
+  // Once `a` finished, the block is an ordinary cached block, for any stream.
+  a.finish();
+  f.pool->collect();
+  DeviceMemory for_b = f.pool->acquire(4096, id_b);
+  DeviceMemory for_b2 = f.pool->acquire(4096, id_b);
+  EXPECT_EQ(f.device->allocations(), 2u);
+  f.pool->release(for_b);
+  f.pool->release(for_b2);
+  f.pool->remove_stream(id_a);
+  f.pool->remove_stream(id_b);
+}
+
+TEST(MemoryPoolDeletionQueue, adopted_memory_is_let_go_once_the_work_is_done) {
+  Fixture f;
+  ManualStream a;
+  uint64_t id = f.pool->add_stream(a);
+  int released = 0;
+  DeviceMemory adopted = f.device->allocate(256); // stands in for the caller's memory
+  a.queued = 1;
+  f.pool->release_adopted(adopted, [&] { ++released; });
+  f.pool->collect();
+  EXPECT_EQ(released, 0) << "queued work may still use the memory";
+  EXPECT_EQ(f.pool->statistics().bytes_cached, 0u) << "adopted memory is never counted";
+  a.finish();
+  f.pool->collect();
+  EXPECT_EQ(released, 1);
+  f.pool->collect();
+  EXPECT_EQ(released, 1) << "exactly once";
+  f.pool->remove_stream(id);
+  f.device->free(adopted);
+}
+
+TEST(MemoryPoolDeletionQueue, a_stream_that_goes_away_releases_what_waited_for_it) {
+  Fixture f({.max_cached_bytes = 0}); // nothing cached: a settled block goes back at once
+  ManualStream a;
+  uint64_t id = f.pool->add_stream(a);
+  DeviceMemory m = f.pool->acquire(1024, id);
+  a.queued = 1;
+  f.pool->release(m);
+  EXPECT_EQ(f.device->frees(), 0u);
+  a.finish(); // what a stream does before it is removed (its destructor synchronizes)
+  f.pool->remove_stream(id);
+  EXPECT_EQ(f.device->frees(), 1u);
+  EXPECT_EQ(f.pool->statistics().bytes_reserved, 0u);
 }
 
 TEST(MemoryPoolThreads, eight_threads_allocating_and_freeing_lose_nothing_adaptive) {

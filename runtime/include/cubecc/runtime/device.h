@@ -250,14 +250,10 @@ public:
   virtual ~Device() = default;
   virtual const DeviceInfo &info() const = 0;
 
-  /// Transitional (held by the legacy stream adapter around the legacy members below; being
-  /// removed with them once every device implements create_stream).
-  std::recursive_mutex &mutex() const { return mutex_; }
-
   /// A new stream (DeviceStream). Devices are thread-safe: allocate, free, adopt_memory,
   /// release_adopted, compile, load_binary and create_stream may be called from any thread at
-  /// any time. The default adapts the legacy single-queue members below (transitional).
-  virtual std::unique_ptr<DeviceStream> create_stream();
+  /// any time.
+  virtual std::unique_ptr<DeviceStream> create_stream() = 0;
 
   /// Throws Error (OutOfMemory) when the device has no memory left.
   virtual DeviceMemory allocate(uint64_t bytes) = 0;
@@ -290,21 +286,6 @@ public:
   /// IR parsed, verified and of `abi`'s shape). Throws Error naming the kernel and why when the
   /// binary does not load.
   virtual std::unique_ptr<CompiledKernel> load_binary(const KernelBinary &binary) = 0;
-
-  //===- Legacy single queue (transitional) --------------------------------------------------===//
-  // The queue of a device that does not implement create_stream yet; the default create_stream
-  // adapts it (one queue shared by every stream, serialized by mutex()). Being removed once every
-  // device implements streams: new code uses streams. The defaults throw Error (Internal).
-  virtual void upload(const DeviceMemory &dst, uint64_t offset, const void *src, uint64_t bytes);
-  virtual void download(const DeviceMemory &src, uint64_t offset, void *dst, uint64_t bytes);
-  virtual void launch(const CompiledKernel &kernel, std::array<uint32_t, 3> num_workgroups,
-                      std::span<const LaunchArg> args);
-  virtual void synchronize();
-  virtual std::vector<double> last_launch_times_ns() const;
-  virtual std::unique_ptr<DeviceGraph> create_graph();
-
-private:
-  mutable std::recursive_mutex mutex_;
 };
 
 /// A device whose work is done when the call that queues it returns (the interpreter, the cpu
