@@ -18,6 +18,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdlib>
 #include <exception>
@@ -48,12 +50,17 @@ struct cubecc_buffer_t {
 struct cubecc_library_t {
   std::unique_ptr<dsl::KernelLibrary> library;
   std::string path; ///< absolute: part of the kernels' cache keys
+  /// The IR parameter names of each kernel (by index) once traced; empty until then.
+  std::vector<std::vector<std::string>> parameter_names;
 };
 
 struct cubecc_kernel_t {
   rt::KernelHandle handle;
   uint64_t runtime_id = 0;
   std::string name;
+  /// As traced: "x", "x.shape0", "x.stride0" for a DSL Tensor x. What tells a tensor argument
+  /// which IR parameters it stands for.
+  std::vector<std::string> parameter_names;
 };
 
 namespace {
@@ -724,19 +731,31 @@ cubecc_status cubecc_library_kernel(cubecc_runtime runtime, cubecc_library libra
                        listed));
     const dsl::KernelLibrary::Entry &entry = kernels[*found];
     std::string key = fmt::format("{}:{}:{}", library->path, entry.name, entry.configuration);
-    rt::KernelHandle handle = r.kernel(key, [&]() -> std::unique_ptr<ir::Module> {
+    library->parameter_names.resize(kernels.size());
+    std::vector<std::string> &names = library->parameter_names[*found];
+    auto trace = [&]() -> std::unique_ptr<ir::Module> {
       auto module = std::make_unique<ir::Module>();
       std::vector<ir::Diagnostic> errors;
       if (!library->library->trace(*found, *module, errors))
         fail(CUBECC_ERROR_COMPILE,
              fmt::format("{}: kernel '{}' ({}) of {} does not trace:\n{}", function, entry.name,
                          entry.configuration, library->path, ir::to_string(errors)));
+      if (names.empty() && module->kernels().size() == 1) {
+        const ir::Kernel &k = *module->kernels()[0];
+        for (unsigned i = 0; i < k.num_parameters(); ++i)
+          names.push_back(std::string(k.parameter(i)->name()));
+      }
       return module;
-    });
+    };
+    rt::KernelHandle handle = r.kernel(key, trace);
+    // Cached by another library handle of the same file: trace once more, for the names only.
+    if (names.empty() && !handle.abi().params.empty())
+      trace();
     auto *kernel = new cubecc_kernel_t;
     kernel->handle = std::move(handle);
     kernel->runtime_id = runtime->id;
     kernel->name = entry.name;
+    kernel->parameter_names = names;
     *out = kernel;
   });
   // An environment that refuses to let the kernel be compiled (strict) says so in its message.
@@ -761,8 +780,124 @@ cubecc_status cubecc_kernel_parameter_count(cubecc_kernel kernel, size_t *count)
   });
 }
 
+cubecc_status cubecc_kernel_parameter_name(cubecc_kernel kernel, size_t index, const char **name) {
+  return guarded(CUBECC_ERROR_INTERNAL, [&] {
+    need(kernel, "cubecc_kernel_parameter_name", "the kernel");
+    need(name, "cubecc_kernel_parameter_name", "the output name pointer");
+    if (index >= kernel->parameter_names.size())
+      fail(CUBECC_ERROR_INVALID_ARGUMENT,
+           fmt::format("cubecc_kernel_parameter_name: kernel '{}' has no parameter {} (it has {})",
+                       kernel->name, index, kernel->parameter_names.size()));
+    *name = kernel->parameter_names[index].c_str();
+  });
+}
+
+} // extern "C"
+
 //===- Launches
 //--------------------------------------------------------------------------------===//
+
+namespace {
+
+/// Appends the IR arguments of tensor argument `position` (the IR parameters from `first`) to
+/// `values`: the buffer from the tensor's offset, its shapes, its strides. Checks the descriptor
+/// against the kernel's parameters, by their names (dsl/memory.h: x, x.shape<d>, x.stride<d>).
+void bind_tensor(cubecc_runtime runtime, cubecc_kernel kernel, size_t position, size_t first,
+                 const cubecc_tensor *t, std::vector<rt::ArgumentValue> &values) {
+  const std::vector<std::string> &names = kernel->parameter_names;
+  const auto &params = kernel->handle.abi().params;
+  std::string where =
+      fmt::format("cubecc_launch: kernel '{}': argument {}", kernel->name, position);
+  if (first >= params.size())
+    fail(CUBECC_ERROR_INVALID_ARGUMENT,
+         fmt::format("{}: the kernel has {} IR parameters, all taken by the arguments before",
+                     where, params.size()));
+  if (params[first].kind != cubecc::codegen::ParamSlot::Buffer)
+    fail(CUBECC_ERROR_INVALID_ARGUMENT,
+         fmt::format("{}: IR parameter {} ('{}') is a value, not a tensor", where, first,
+                     first < names.size() ? names[first] : std::string("?")));
+  if (names.size() != params.size())
+    fail(CUBECC_ERROR_INVALID_ARGUMENT,
+         fmt::format("{}: the kernel's parameter names are unknown, so a tensor argument cannot "
+                     "be matched to its parameters (pass the buffer, shapes and strides as "
+                     "CUBECC_ARG_BUFFER and CUBECC_ARG_SCALAR arguments)",
+                     where));
+  const std::string &name = names[first];
+  // The kernel's rank: how many `name.shape<d>` parameters follow the buffer.
+  size_t rank = 0;
+  while (first + 1 + rank < names.size() &&
+         names[first + 1 + rank] == name + ".shape" + std::to_string(rank))
+    ++rank;
+  where += fmt::format(" (tensor '{}')", name);
+  if (rank == 0)
+    fail(CUBECC_ERROR_INVALID_ARGUMENT,
+         fmt::format("{}: the parameter is a buffer (a DSL Array), not a tensor: pass a "
+                     "CUBECC_ARG_BUFFER",
+                     where));
+  for (size_t d = 0; d < rank; ++d)
+    if (first + 1 + rank + d >= names.size() ||
+        names[first + 1 + rank + d] != name + ".stride" + std::to_string(d))
+      fail(CUBECC_ERROR_INVALID_ARGUMENT,
+           fmt::format("{}: the kernel has no parameter '{}.stride{}' after its shapes: not a "
+                       "DSL tensor's layout",
+                       where, name, d));
+  if (!t)
+    fail(CUBECC_ERROR_INVALID_ARGUMENT, where + ": the tensor descriptor is NULL");
+  if (!t->buffer)
+    fail(CUBECC_ERROR_INVALID_ARGUMENT, where + ": the tensor's buffer is NULL");
+  const rt::Buffer &buffer = buffer_of(runtime, t->buffer, where.c_str());
+  if (t->dtype != t->buffer->dtype)
+    fail(CUBECC_ERROR_INVALID_ARGUMENT,
+         fmt::format("{}: the descriptor says {}, its buffer holds {}", where,
+                     cubecc_dtype_name(t->dtype), cubecc_dtype_name(t->buffer->dtype)));
+  ir::Scalar element = params[first].type.element();
+  if (*scalar_of(t->dtype) != element)
+    fail(CUBECC_ERROR_INVALID_ARGUMENT,
+         fmt::format("{}: the kernel's tensor holds {}, the descriptor's buffer {}", where,
+                     ir::scalar_name(element), cubecc_dtype_name(t->dtype)));
+  if (t->rank < 1 || t->rank > CUBECC_MAX_RANK)
+    fail(CUBECC_ERROR_INVALID_ARGUMENT,
+         fmt::format("{}: rank {} is not 1 to {}", where, t->rank, CUBECC_MAX_RANK));
+  if (static_cast<size_t>(t->rank) != rank)
+    fail(CUBECC_ERROR_INVALID_ARGUMENT,
+         fmt::format("{}: the kernel's tensor has {} dimension(s), the descriptor {}", where, rank,
+                     t->rank));
+  need(t->shape, where.c_str(), "the tensor's shape");
+  std::array<int64_t, CUBECC_MAX_RANK> strides{};
+  for (size_t d = rank, stride = 1; d-- > 0;) {
+    strides[d] = t->strides ? t->strides[d] : static_cast<int64_t>(stride);
+    stride *= static_cast<size_t>(std::max<int64_t>(t->shape[d], 0));
+  }
+  uint64_t count = buffer.size(), last = 0;
+  bool empty = false;
+  for (size_t d = 0; d < rank; ++d) {
+    for (auto [what, value] : {std::pair{"size", t->shape[d]}, std::pair{"stride", strides[d]}})
+      if (value < 0 || value > int64_t{UINT32_MAX})
+        fail(CUBECC_ERROR_INVALID_ARGUMENT,
+             fmt::format("{}: the {} of dimension {} is {}: the kernel takes 0 to 2^32 - 1", where,
+                         what, d, value));
+    empty |= t->shape[d] == 0;
+    last += static_cast<uint64_t>(t->shape[d] ? t->shape[d] - 1 : 0) *
+            static_cast<uint64_t>(strides[d]);
+  }
+  if (t->offset < 0 || static_cast<uint64_t>(t->offset) > count ||
+      (!empty && static_cast<uint64_t>(t->offset) + last >= count))
+    fail(CUBECC_ERROR_INVALID_ARGUMENT,
+         fmt::format("{}: the tensor (offset {}, last element {} past it) reaches past the end "
+                     "of its buffer of {} elements",
+                     where, t->offset, last, count));
+  values.push_back(t->offset == 0 ? rt::ArgumentValue(buffer)
+                                  : rt::ArgumentValue::range(buffer, uint64_t(t->offset),
+                                                             rt::ArgumentValue::kWholeBuffer));
+  for (size_t d = 0; d < rank; ++d)
+    values.emplace_back(static_cast<uint32_t>(t->shape[d]));
+  for (size_t d = 0; d < rank; ++d)
+    values.emplace_back(static_cast<uint32_t>(strides[d]));
+}
+
+} // namespace
+
+extern "C" {
 
 cubecc_status cubecc_launch(cubecc_runtime runtime, cubecc_kernel kernel, const uint32_t grid[3],
                             const cubecc_arg *args, size_t num_args) {
@@ -786,6 +921,10 @@ cubecc_status cubecc_launch(cubecc_runtime runtime, cubecc_kernel kernel, const 
       auto where = [&] {
         return fmt::format("{}: kernel '{}': argument {}", function, kernel->name, i);
       };
+      if (a.kind == CUBECC_ARG_TENSOR) {
+        bind_tensor(runtime, kernel, i, values.size(), a.value.tensor, values);
+        continue;
+      }
       if (a.kind == CUBECC_ARG_BUFFER) {
         if (!a.buffer)
           fail(CUBECC_ERROR_INVALID_ARGUMENT, where() + ": the buffer is NULL");
@@ -796,8 +935,9 @@ cubecc_status cubecc_launch(cubecc_runtime runtime, cubecc_kernel kernel, const 
       }
       if (a.kind != CUBECC_ARG_SCALAR)
         fail(CUBECC_ERROR_INVALID_ARGUMENT,
-             fmt::format("{}: kind {} is neither CUBECC_ARG_BUFFER nor CUBECC_ARG_SCALAR", where(),
-                         static_cast<int>(a.kind)));
+             fmt::format("{}: kind {} is not CUBECC_ARG_BUFFER, CUBECC_ARG_SCALAR or "
+                         "CUBECC_ARG_TENSOR",
+                         where(), static_cast<int>(a.kind)));
       std::optional<ir::Scalar> scalar = scalar_of(a.dtype);
       if (!scalar)
         fail(CUBECC_ERROR_INVALID_ARGUMENT,
