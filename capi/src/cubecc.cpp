@@ -8,10 +8,12 @@
 //===-----------------------------------------------------------------------------------------===//
 #include "cubecc.h"
 
+#include "cubecc/dlpack.hpp"
 #include "cubecc/dsl/kernel_library_loader.h"
 #include "cubecc/ir/ir.h"
 #include "cubecc/ir/version.h"
 #include "cubecc/runtime/runtime.h"
+#include "cubecc/runtime/tensor.h"
 #ifdef CUBECC_HAVE_VULKAN
 #include "cubecc/runtime/vulkan_device.h"
 #endif
@@ -220,11 +222,11 @@ cubecc_status adopt(const char *function, cubecc_runtime runtime, rt::ExternalMe
 //===- DLPack
 //----------------------------------------------------------------------------------===//
 
-/// What an exported tensor owns: a share of the buffer, and the shape it points to.
+/// What an exported tensor owns: a share of the buffer, and the shape and strides it points to.
 struct ExportedTensor {
   DLManagedTensor tensor{};
   std::shared_ptr<rt::Buffer> buffer;
-  int64_t shape[1] = {0};
+  std::vector<int64_t> shape, strides;
 };
 
 void delete_exported(DLManagedTensor *self) {
@@ -321,6 +323,109 @@ int32_t dlpack_device_id(rt::ExternalMemory::Kind kind) {
                                                                     : nullptr;
   const char *value = variable ? std::getenv(variable) : nullptr;
   return value && *value ? static_cast<int32_t>(std::atoi(value)) : 0;
+}
+
+/// A DLPack tensor adopted as a Buffer: its elements from `data + byte_offset` to the last one
+/// the shape and strides reach, with that shape and those strides (in elements).
+struct ImportedTensor {
+  rt::Buffer buffer;
+  cubecc_dtype dtype = CUBECC_DTYPE_U8;
+  std::vector<uint64_t> shape, strides;
+};
+
+/// Adopts `tensor`'s memory on `r` without copying; on success the Buffer owns the tensor (its
+/// deleter runs when the Buffer is let go). Strides must be compact row-major unless `strided`
+/// (then any non-negative strides). Fails (ApiError) naming `function`; the tensor then stays the
+/// caller's.
+ImportedTensor import_dlpack(rt::Runtime &r, DLManagedTensor *tensor, const char *function,
+                             bool strided) {
+  const DLTensor &t = tensor->dl_tensor;
+  const std::string &backend = r.info().backend;
+  rt::ExternalMemory::Kind kind = r.device().memory_kind().value_or(rt::ExternalMemory::Kind::Host);
+  DLDeviceType wanted = dlpack_device_of(kind);
+  if (t.device.device_type != wanted)
+    fail(CUBECC_ERROR_UNSUPPORTED,
+         fmt::format("{}: the tensor is on {} (device type {}); this runtime's device is {} "
+                     "({}), which adopts only {} tensors (copy the tensor to that device "
+                     "first)",
+                     function, dlpack_device_name(t.device.device_type),
+                     static_cast<int>(t.device.device_type), backend, r.info().name,
+                     dlpack_device_name(wanted)));
+  std::optional<cubecc_dtype> dtype = dtype_of(t.dtype);
+  if (!dtype)
+    fail(CUBECC_ERROR_UNSUPPORTED,
+         fmt::format("{}: the tensor's dtype (code {}, {} bits, {} lanes) has no cubecc "
+                     "element type (cubecc adopts int, uint, float and bfloat of 8 to 64 bits "
+                     "with 1 lane)",
+                     function, t.dtype.code, t.dtype.bits, t.dtype.lanes));
+  if (t.ndim < 0 || (t.ndim > 0 && !t.shape))
+    fail(CUBECC_ERROR_INVALID_ARGUMENT, fmt::format("{}: the tensor has {} dimensions and {} shape",
+                                                    function, t.ndim, t.shape ? "a" : "no"));
+  uint64_t count = 1;
+  for (int d = 0; d < t.ndim; ++d) {
+    if (t.shape[d] < 0)
+      fail(CUBECC_ERROR_INVALID_ARGUMENT,
+           fmt::format("{}: dimension {} of the tensor is negative ({})", function, d, t.shape[d]));
+    count *= static_cast<uint64_t>(t.shape[d]);
+  }
+  std::vector<uint64_t> shape(static_cast<size_t>(t.ndim)), strides(shape.size());
+  for (int d = 0; d < t.ndim; ++d)
+    shape[d] = static_cast<uint64_t>(t.shape[d]);
+  if (t.strides && strided) {
+    // The elements the tensor reaches: 1 + sum((shape - 1) * stride).
+    uint64_t last = 0;
+    for (int d = 0; d < t.ndim; ++d) {
+      if (t.strides[d] < 0)
+        fail(CUBECC_ERROR_UNSUPPORTED,
+             fmt::format("{}: dimension {} of the tensor has a negative stride ({})", function, d,
+                         t.strides[d]));
+      strides[d] = static_cast<uint64_t>(t.strides[d]);
+      last += t.shape[d] ? (shape[d] - 1) * strides[d] : 0;
+    }
+    if (count != 0)
+      count = last + 1;
+  } else if (t.strides) {
+    int64_t expected = 1;
+    for (int d = t.ndim - 1; d >= 0; --d) {
+      if (t.shape[d] != 1 && t.strides[d] != expected)
+        fail(CUBECC_ERROR_UNSUPPORTED,
+             fmt::format("{}: the tensor is not compact: dimension {} has stride {}, a "
+                         "row-major tensor of this shape has {} (make it contiguous first)",
+                         function, d, t.strides[d], expected));
+      expected *= t.shape[d];
+    }
+  }
+  if (count == 0)
+    fail(CUBECC_ERROR_INVALID_ARGUMENT,
+         fmt::format("{}: the tensor has no elements: adopted memory must hold at least one",
+                     function));
+  if (!t.data)
+    fail(CUBECC_ERROR_INVALID_ARGUMENT, fmt::format("{}: the tensor's data is NULL", function));
+  uint64_t bytes = count * (t.dtype.bits / 8);
+  rt::ExternalMemory memory;
+  if (kind == rt::ExternalMemory::Kind::Vulkan) {
+    memory = rt::ExternalMemory::vulkan(reinterpret_cast<uintptr_t>(t.data), t.byte_offset, bytes);
+  } else {
+    memory.kind = kind;
+    memory.handle = reinterpret_cast<uintptr_t>(t.data) + t.byte_offset;
+    memory.bytes = bytes;
+  }
+  if (!t.strides || !strided)
+    strides = rt::Tensor::contiguous_strides(shape);
+  std::function<void()> release = [tensor] {
+    if (tensor->deleter)
+      tensor->deleter(tensor);
+  };
+  ImportedTensor imported;
+  try {
+    imported.buffer = r.adopt_memory(memory, *scalar_of(*dtype), std::move(release));
+  } catch (const rt::Error &e) {
+    fail(CUBECC_ERROR_INVALID_ARGUMENT, fmt::format("{}: {}", function, e.what()));
+  }
+  imported.dtype = *dtype;
+  imported.shape = std::move(shape);
+  imported.strides = std::move(strides);
+  return imported;
 }
 
 } // namespace
@@ -561,14 +666,14 @@ cubecc_status cubecc_buffer_to_dlpack(cubecc_buffer buffer, DLManagedTensor **ou
                        cubecc_dtype_name(buffer->dtype)));
     auto exported = std::make_unique<ExportedTensor>();
     exported->buffer = buffer->buffer;
-    exported->shape[0] = static_cast<int64_t>(buffer->buffer->size());
+    exported->shape = {static_cast<int64_t>(buffer->buffer->size())};
     const rt::ExternalMemory &native = buffer->native;
     DLTensor &t = exported->tensor.dl_tensor;
     t.data = reinterpret_cast<void *>(static_cast<uintptr_t>(native.handle));
     t.device = DLDevice{dlpack_device_of(native.kind), dlpack_device_id(native.kind)};
     t.ndim = 1;
     t.dtype = *dtype;
-    t.shape = exported->shape;
+    t.shape = exported->shape.data();
     t.strides = nullptr;
     t.byte_offset = native.offset;
     exported->tensor.manager_ctx = exported.get();
@@ -584,75 +689,8 @@ cubecc_status cubecc_buffer_from_dlpack(cubecc_runtime runtime, DLManagedTensor 
     rt::Runtime &r = runtime_of(runtime, function);
     need(tensor, function, "the tensor");
     need(out, function, "the output buffer pointer");
-    const DLTensor &t = tensor->dl_tensor;
-    const std::string &backend = r.info().backend;
-    rt::ExternalMemory::Kind kind =
-        r.device().memory_kind().value_or(rt::ExternalMemory::Kind::Host);
-    DLDeviceType wanted = dlpack_device_of(kind);
-    if (t.device.device_type != wanted)
-      fail(CUBECC_ERROR_UNSUPPORTED,
-           fmt::format("{}: the tensor is on {} (device type {}); this runtime's device is {} "
-                       "({}), which adopts only {} tensors (copy the tensor to that device "
-                       "first)",
-                       function, dlpack_device_name(t.device.device_type),
-                       static_cast<int>(t.device.device_type), backend, r.info().name,
-                       dlpack_device_name(wanted)));
-    std::optional<cubecc_dtype> dtype = dtype_of(t.dtype);
-    if (!dtype)
-      fail(CUBECC_ERROR_UNSUPPORTED,
-           fmt::format("{}: the tensor's dtype (code {}, {} bits, {} lanes) has no cubecc "
-                       "element type (cubecc adopts int, uint, float and bfloat of 8 to 64 bits "
-                       "with 1 lane)",
-                       function, t.dtype.code, t.dtype.bits, t.dtype.lanes));
-    if (t.ndim < 0 || (t.ndim > 0 && !t.shape))
-      fail(CUBECC_ERROR_INVALID_ARGUMENT,
-           fmt::format("{}: the tensor has {} dimensions and {} shape", function, t.ndim,
-                       t.shape ? "a" : "no"));
-    uint64_t count = 1;
-    for (int d = 0; d < t.ndim; ++d) {
-      if (t.shape[d] < 0)
-        fail(CUBECC_ERROR_INVALID_ARGUMENT,
-             fmt::format("{}: dimension {} of the tensor is negative ({})", function, d,
-                         t.shape[d]));
-      count *= static_cast<uint64_t>(t.shape[d]);
-    }
-    if (t.strides) {
-      int64_t expected = 1;
-      for (int d = t.ndim - 1; d >= 0; --d) {
-        if (t.shape[d] != 1 && t.strides[d] != expected)
-          fail(CUBECC_ERROR_UNSUPPORTED,
-               fmt::format("{}: the tensor is not compact: dimension {} has stride {}, a "
-                           "row-major tensor of this shape has {} (make it contiguous first)",
-                           function, d, t.strides[d], expected));
-        expected *= t.shape[d];
-      }
-    }
-    if (count == 0)
-      fail(CUBECC_ERROR_INVALID_ARGUMENT,
-           fmt::format("{}: the tensor has no elements: adopted memory must hold at least one",
-                       function));
-    if (!t.data)
-      fail(CUBECC_ERROR_INVALID_ARGUMENT, fmt::format("{}: the tensor's data is NULL", function));
-    uint64_t bytes = count * (t.dtype.bits / 8);
-    rt::ExternalMemory memory;
-    if (kind == rt::ExternalMemory::Kind::Vulkan) {
-      memory =
-          rt::ExternalMemory::vulkan(reinterpret_cast<uintptr_t>(t.data), t.byte_offset, bytes);
-    } else {
-      memory.kind = kind;
-      memory.handle = reinterpret_cast<uintptr_t>(t.data) + t.byte_offset;
-      memory.bytes = bytes;
-    }
-    std::function<void()> release = [tensor] {
-      if (tensor->deleter)
-        tensor->deleter(tensor);
-    };
-    try {
-      *out = make_buffer(runtime, r.adopt_memory(memory, *scalar_of(*dtype), std::move(release)),
-                         *dtype);
-    } catch (const rt::Error &e) {
-      fail(CUBECC_ERROR_INVALID_ARGUMENT, fmt::format("{}: {}", function, e.what()));
-    }
+    ImportedTensor imported = import_dlpack(r, tensor, function, false);
+    *out = make_buffer(runtime, std::move(imported.buffer), imported.dtype);
   });
 }
 
@@ -982,3 +1020,78 @@ cubecc_status cubecc_last_launch_times(cubecc_runtime runtime, double *times_ns,
 }
 
 } // extern "C"
+
+//===- DLPack for C++ tensors (cubecc/dlpack.hpp)
+//----------------------------------------------===//
+
+namespace {
+
+/// The runtime::ErrorKind of a C API status, for the C++ functions that share its code.
+rt::ErrorKind error_kind_of(cubecc_status status) {
+  switch (status) {
+  case CUBECC_ERROR_UNSUPPORTED:
+    return rt::ErrorKind::Unsupported;
+  case CUBECC_ERROR_OUT_OF_MEMORY:
+    return rt::ErrorKind::OutOfMemory;
+  case CUBECC_ERROR_INTERNAL:
+    return rt::ErrorKind::Internal;
+  default:
+    return rt::ErrorKind::InvalidArgument;
+  }
+}
+
+std::optional<cubecc_dtype> dtype_of_scalar(ir::Scalar scalar) {
+  for (int d = CUBECC_DTYPE_I8; d <= CUBECC_DTYPE_F64; ++d)
+    if (scalar_of(static_cast<cubecc_dtype>(d)) == scalar)
+      return static_cast<cubecc_dtype>(d);
+  return std::nullopt;
+}
+
+} // namespace
+
+namespace cubecc {
+
+runtime::Tensor tensor_from_dlpack(runtime::Runtime &rt, DLManagedTensor *tensor) {
+  const char *function = "cubecc::tensor_from_dlpack";
+  try {
+    need(tensor, function, "the tensor");
+    ImportedTensor imported = import_dlpack(rt, tensor, function, true);
+    return runtime::Tensor(std::make_shared<runtime::Buffer>(std::move(imported.buffer)),
+                           std::move(imported.shape), std::move(imported.strides), 0);
+  } catch (const ApiError &e) {
+    throw runtime::Error(error_kind_of(e.status), e.message);
+  }
+}
+
+DLManagedTensor *tensor_to_dlpack(runtime::Runtime &rt, const runtime::Tensor &tensor) {
+  const char *function = "cubecc::tensor_to_dlpack";
+  if (!tensor.valid())
+    throw runtime::Error(runtime::ErrorKind::InvalidArgument,
+                         std::string(function) + ": the tensor is empty");
+  std::optional<cubecc_dtype> dtype = dtype_of_scalar(tensor.element());
+  std::optional<DLDataType> dl = dtype ? dlpack_dtype(*dtype) : std::nullopt;
+  if (!dl)
+    throw runtime::Error(runtime::ErrorKind::Unsupported,
+                         fmt::format("{}: DLPack 0.6 has no code for {}", function,
+                                     ir::scalar_name(tensor.element())));
+  rt::ExternalMemory native = rt.native_memory(tensor.buffer());
+  auto exported = std::make_unique<ExportedTensor>();
+  exported->buffer = tensor.storage();
+  for (size_t d = 0; d < tensor.rank(); ++d) {
+    exported->shape.push_back(static_cast<int64_t>(tensor.shape(d)));
+    exported->strides.push_back(static_cast<int64_t>(tensor.stride(d)));
+  }
+  DLTensor &t = exported->tensor.dl_tensor;
+  t.data = reinterpret_cast<void *>(static_cast<uintptr_t>(native.handle));
+  t.device = DLDevice{dlpack_device_of(native.kind), dlpack_device_id(native.kind)};
+  t.ndim = static_cast<int32_t>(tensor.rank());
+  t.dtype = *dl;
+  t.shape = exported->shape.data();
+  t.strides = exported->strides.data();
+  t.byte_offset = native.offset + tensor.offset() * (ir::scalar_bits(tensor.element()) / 8);
+  exported->tensor.manager_ctx = exported.get();
+  exported->tensor.deleter = delete_exported;
+  return &exported.release()->tensor;
+}
+
+} // namespace cubecc

@@ -4,11 +4,12 @@
 // functions under one name are two kernels); host Tensors (contiguous, transposed, sliced,
 // adopted) bound by cubecc::launch from the kernel function's signature, with results checked
 // against host loops; the launch-time checks of run-time-typed tensors; the kernel registered for
-// F; grid_for; graphs of typed launches. The compile-time checks are the must-fail programs of
-// test/error/launch/.
+// F; grid_for; graphs of typed launches; tensors to and from DLPack (cubecc/dlpack.hpp). The
+// compile-time checks are the must-fail programs of test/error/launch/.
 //
 //===-----------------------------------------------------------------------------------------===//
 #include <cubecc/cubecc.hpp>
+#include <cubecc/dlpack.hpp>
 
 #include <gmock/gmock.h>
 
@@ -282,6 +283,98 @@ TEST(TypedLaunch, a_graph_captures_typed_launches) {
   rt.replay(graph);
   rt.replay(graph);
   EXPECT_EQ(rt.download<float>(y.buffer()), (std::vector<float>{4, 6, 8, 0}));
+}
+
+//===- DLPack ----------------------------------------------------------------------------===//
+
+struct HostDlpack {
+  DLManagedTensor managed{};
+  int64_t shape[2];
+  int64_t strides[2];
+  bool *deleted;
+};
+
+TEST(TensorDlpack, a_strided_dlpack_tensor_becomes_a_strided_tensor_without_a_copy) {
+  cubecc::Runtime rt = cubecc::Runtime::open("interp");
+  // A 3 x 4 view with a row stride of 8 over the framework's 24 floats.
+  std::vector<float> mine(24);
+  for (size_t i = 0; i < mine.size(); ++i)
+    mine[i] = float(i);
+  bool deleted = false;
+  auto *h = new HostDlpack{{}, {3, 4}, {8, 1}, &deleted};
+  DLTensor &t = h->managed.dl_tensor;
+  t.data = mine.data();
+  t.device = {kDLCPU, 0};
+  t.ndim = 2;
+  t.dtype = {kDLFloat, 32, 1};
+  t.shape = h->shape;
+  t.strides = h->strides;
+  h->managed.manager_ctx = h;
+  h->managed.deleter = [](DLManagedTensor *self) {
+    auto *owner = static_cast<HostDlpack *>(self->manager_ctx);
+    *owner->deleted = true;
+    delete owner;
+  };
+  {
+    cubecc::Tensor x = cubecc::tensor_from_dlpack(rt, &h->managed);
+    EXPECT_EQ(std::vector<uint64_t>(x.shape().begin(), x.shape().end()),
+              (std::vector<uint64_t>{3, 4}));
+    EXPECT_EQ(std::vector<uint64_t>(x.strides().begin(), x.strides().end()),
+              (std::vector<uint64_t>{8, 1}));
+    EXPECT_EQ(x.buffer().size(), 2 * 8 + 4u); // the elements the view reaches
+    auto k = cubecc::kernel<scale_2d>(rt, "scale_2d", {.workgroup = {8, 8, 1}});
+    cubecc::Tensor y(rt.allocate<float>(12), {3, 4});
+    cubecc::launch(rt, k, cubecc::grid_for({4, 3}, k), x, y, 3.0);
+    std::vector<float> got = rt.download<float>(y.buffer());
+    for (size_t i = 0; i < 3; ++i)
+      for (size_t j = 0; j < 4; ++j)
+        ASSERT_EQ(got[i * 4 + j], 3.0f * mine[i * 8 + j]) << i << "," << j;
+    EXPECT_FALSE(deleted);
+  }
+  rt.synchronize();
+  EXPECT_TRUE(deleted);
+}
+
+TEST(TensorDlpack, a_view_is_exported_with_its_shape_strides_and_offset) {
+  cubecc::Runtime rt = cubecc::Runtime::open("interp");
+  std::vector<float> host(12);
+  for (size_t i = 0; i < host.size(); ++i)
+    host[i] = float(i) * 0.5f;
+  cubecc::Tensor m(rt.upload(host), {3, 4});
+  DLManagedTensor *out = cubecc::tensor_to_dlpack(rt, m.slice(1, 1, 3).transpose(0, 1));
+  const DLTensor &t = out->dl_tensor;
+  ASSERT_EQ(t.ndim, 2);
+  EXPECT_EQ(t.shape[0], 2);
+  EXPECT_EQ(t.shape[1], 3);
+  EXPECT_EQ(t.strides[0], 1);
+  EXPECT_EQ(t.strides[1], 4);
+  EXPECT_EQ(t.byte_offset, sizeof(float));
+  EXPECT_EQ(t.device.device_type, kDLCPU);
+  // The framework reads element (j, i) of the transposed view: host element (i, 1 + j).
+  const auto *base = static_cast<const char *>(t.data) + t.byte_offset;
+  for (int64_t j = 0; j < 2; ++j)
+    for (int64_t i = 0; i < 3; ++i)
+      EXPECT_EQ(reinterpret_cast<const float *>(base)[j * t.strides[0] + i * t.strides[1]],
+                host[i * 4 + 1 + j]);
+  m = cubecc::Tensor(); // the exported tensor keeps the memory alive
+  EXPECT_EQ(reinterpret_cast<const float *>(base)[0], host[1]);
+  out->deleter(out);
+}
+
+TEST(TensorDlpack, a_tensor_of_another_device_is_unsupported) {
+  cubecc::Runtime rt = cubecc::Runtime::open("interp");
+  int64_t shape[1] = {4};
+  float data[4] = {};
+  DLManagedTensor managed{};
+  managed.dl_tensor.data = data;
+  managed.dl_tensor.device = {kDLCUDA, 0};
+  managed.dl_tensor.ndim = 1;
+  managed.dl_tensor.dtype = {kDLFloat, 32, 1};
+  managed.dl_tensor.shape = shape;
+  cubecc::ErrorKind kind{};
+  EXPECT_THAT(error_of([&] { (void)cubecc::tensor_from_dlpack(rt, &managed); }, &kind),
+              HasSubstr("cubecc::tensor_from_dlpack: the tensor is on kDLCUDA"));
+  EXPECT_EQ(kind, cubecc::ErrorKind::Unsupported);
 }
 
 TEST(GridFor, covers_the_invocations_with_the_kernels_workgroup) {
