@@ -1,5 +1,4 @@
-//===- kernels.h - The example kernels' functions, for typed launches
-//--------------------------===//
+//===- kernels.h - The example kernels' functions, for typed launches -------------------------===//
 //
 // Declarations of the kernel functions of examples/kernels/*.cpp, instantiated there for every
 // configuration they register (each .cpp ends with explicit instantiations), so that an

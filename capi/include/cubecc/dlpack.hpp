@@ -1,5 +1,4 @@
-//===- dlpack.hpp - Host tensors to and from DLPack, without copying
-//---------------------------===//
+//===- dlpack.hpp - Host tensors to and from DLPack, without copying --------------------------===//
 //
 //   cubecc::Tensor t = cubecc::tensor_from_dlpack(rt, framework_tensor);  // adopts its memory
 //   DLManagedTensor *shared = cubecc::tensor_to_dlpack(rt, t);             // shares t's memory

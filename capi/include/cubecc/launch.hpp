@@ -1,15 +1,14 @@
-//===- launch.hpp - Typed launches: arguments bound from the kernel function's own signature
-//---===//
+//===- launch.hpp - Typed launches: arguments bound from the kernel function's signature ---===//
 //
 //   void layer_norm(dsl::Tensor<const float, 2> x, dsl::Tensor<const float> g,
 //                   dsl::Tensor<const float> b, dsl::Tensor<float, 2> y, dsl::Scalar<float> eps);
 //
-//   cubecc::Tensor x(rt.upload(host_x), {rows, cols}), y(rt.allocate<float>(rows * cols), {rows,
-//   cols}); cubecc::Tensor g = rt.upload(host_g), b = rt.upload(host_b); auto ln =
-//   cubecc::kernel<layer_norm>(rt, "layer_norm", {.workgroup = {256, 1, 1}}); cubecc::launch(rt,
-//   ln, {rows, 1, 1}, x, g, b, y, 1e-5f); cubecc::launch<layer_norm>(rt, {rows, 1, 1}, x, g, b, y,
-//   1e-5f);  // the kernel registered
-//                                                                      // for layer_norm
+//   cubecc::Tensor x(rt.upload(host_x), {rows, cols});
+//   cubecc::Tensor y(rt.allocate<float>(rows * cols), {rows, cols});
+//   cubecc::Tensor g = rt.upload(host_g), b = rt.upload(host_b);
+//   auto ln = cubecc::kernel<layer_norm>(rt, "layer_norm", {.workgroup = {256, 1, 1}});
+//   cubecc::launch(rt, ln, {rows, 1, 1}, x, g, b, y, 1e-5f);
+//   cubecc::launch<layer_norm>(rt, {rows, 1, 1}, x, g, b, y, 1e-5f); // the registered kernel
 //
 // One argument per parameter of the C++ function, in its order; the launch lays them out as the
 // kernel's IR parameters (dsl/memory.h: a Tensor<T, R> is its buffer, R u32 shapes, R u32

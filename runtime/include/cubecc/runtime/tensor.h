@@ -1,5 +1,4 @@
-//===- tensor.h - Host-side tensors: a buffer, an element type, a shape and strides
-//------------===//
+//===- tensor.h - Host-side tensors: a buffer, an element type, a shape and strides -----------===//
 //
 //   runtime::Tensor x = rt.upload(host_x);                       // 1-D, contiguous
 //   runtime::Tensor m(rt.allocate<float>(rows * cols), {rows, cols});  // row-major
