@@ -384,6 +384,9 @@ TEST(GridFor, covers_the_invocations_with_the_kernels_workgroup) {
   cubecc::Runtime rt = cubecc::Runtime::open("interp");
   auto k = cubecc::kernel<scale_2d>(rt, "scale_2d", {.workgroup = {8, 4, 1}});
   EXPECT_EQ(cubecc::grid_for({20, 20}, k), (std::array<uint32_t, 3>{3, 5, 1}));
+  cubecc::Tensor t(rt.allocate<float>(1000), {10, 100});
+  EXPECT_EQ(cubecc::grid_for(t, 256), (std::array<uint32_t, 3>{4, 1, 1}));
+  EXPECT_EQ(cubecc::grid_for(t, k), (std::array<uint32_t, 3>{125, 1, 1}));
   EXPECT_THAT(error_of([] {
                 (void)cubecc::grid_for({uint64_t{1} << 40}, {1, 1, 1});
               }),

@@ -235,5 +235,9 @@ inline std::array<uint32_t, 3> grid_for(std::initializer_list<uint64_t> invocati
 inline std::array<uint32_t, 3> grid_for(const Tensor &tensor, const KernelHandle &kernel) {
   return grid_for({tensor.size()}, kernel);
 }
+/// One invocation per element of `tensor` along x, in workgroups of `workgroup_x`.
+inline std::array<uint32_t, 3> grid_for(const Tensor &tensor, uint32_t workgroup_x) {
+  return grid_for({tensor.size()}, {workgroup_x, 1, 1});
+}
 
 } // namespace cubecc::runtime
