@@ -26,6 +26,7 @@
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
+#include <mutex>
 #include <new>
 #include <optional>
 #include <string>
@@ -52,8 +53,10 @@ struct cubecc_buffer_t {
 struct cubecc_library_t {
   std::unique_ptr<dsl::KernelLibrary> library;
   std::string path; ///< absolute: part of the kernels' cache keys
-  /// The IR parameter names of each kernel (by index) once traced; empty until then.
+  /// The IR parameter names of each kernel (by index) once traced; empty until then. Guarded by
+  /// `names_mutex`: runtimes on several threads may ask for kernels of one library.
   std::vector<std::vector<std::string>> parameter_names;
+  std::mutex names_mutex;
 };
 
 struct cubecc_kernel_t {
@@ -769,8 +772,12 @@ cubecc_status cubecc_library_kernel(cubecc_runtime runtime, cubecc_library libra
                        listed));
     const dsl::KernelLibrary::Entry &entry = kernels[*found];
     std::string key = fmt::format("{}:{}:{}", library->path, entry.name, entry.configuration);
-    library->parameter_names.resize(kernels.size());
-    std::vector<std::string> &names = library->parameter_names[*found];
+    std::vector<std::string> names;
+    {
+      std::lock_guard<std::mutex> lock(library->names_mutex);
+      if (*found < library->parameter_names.size())
+        names = library->parameter_names[*found];
+    }
     auto trace = [&]() -> std::unique_ptr<ir::Module> {
       auto module = std::make_unique<ir::Module>();
       std::vector<ir::Diagnostic> errors;
@@ -789,6 +796,12 @@ cubecc_status cubecc_library_kernel(cubecc_runtime runtime, cubecc_library libra
     // Cached by another library handle of the same file: trace once more, for the names only.
     if (names.empty() && !handle.abi().params.empty())
       trace();
+    {
+      std::lock_guard<std::mutex> lock(library->names_mutex);
+      library->parameter_names.resize(kernels.size());
+      if (library->parameter_names[*found].empty())
+        library->parameter_names[*found] = names;
+    }
     auto *kernel = new cubecc_kernel_t;
     kernel->handle = std::move(handle);
     kernel->runtime_id = runtime->id;

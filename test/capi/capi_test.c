@@ -250,6 +250,19 @@ int main(int argc, char **argv) {
   MUST(cubecc_library_kernel(rt, library, "reduce_sum", "op=sum,workgroup=256", &reduce));
   MUST(cubecc_library_kernel(rt, library, "histogram_256", NULL, &histogram));
   MUST(cubecc_library_kernel(rt, library, "transpose_32x8", NULL, &transpose));
+  {
+    /* Through a second handle of the same library: the runtime's cache answers (no trace), and
+     * the kernel still knows its parameter names (for tensor arguments). */
+    cubecc_library again = NULL;
+    cubecc_kernel cached = NULL;
+    const char *name = NULL;
+    MUST(cubecc_library_open(library_path, &again));
+    MUST(cubecc_library_kernel(rt, again, "transpose_32x8", NULL, &cached));
+    MUST(cubecc_kernel_parameter_name(cached, 5, &name));
+    CHECK(strcmp(name, "out") == 0);
+    cubecc_kernel_destroy(cached);
+    cubecc_library_destroy(again);
+  }
   CHECK(strcmp(cubecc_kernel_name(axpy), "axpy") == 0);
   size_t parameters = 0;
   MUST(cubecc_kernel_parameter_count(axpy, &parameters));
