@@ -15,11 +15,11 @@
 //   cubecc::launch(rt, k, cubecc::grid_for(y, k), x, y, 2.0f);  // checked against axpy's signature
 //   rt.download(y.buffer(), std::span<float>(host_y));
 //
-// The DSL (cubecc/dsl.h), the runtime (cubecc/runtime/runtime.h) and environment bundles
+// The DSL (cubecc/dsl.h), the runtime (cubecc/runtime/runtime.h), environment bundles
 // (cubecc/environments/bundle.h), host tensors and typed launches (cubecc/launch.hpp), with the
-// runtime's names brought into namespace cubecc. Link
-// cubecc::cubecc (CMake: find_package(cubecc CONFIG)) or `pkg-config --libs cubecc`. The C API
-// is cubecc.h. See docs/embedding.md.
+// runtime's names brought into namespace cubecc. Link cubecc::cubecc (CMake:
+// find_package(cubecc CONFIG)) or `pkg-config --libs cubecc`. The C API is cubecc.h; tensors to
+// and from DLPack are cubecc/dlpack.hpp. See docs/embedding.md.
 //
 //===-----------------------------------------------------------------------------------------===//
 #pragma once
