@@ -377,6 +377,32 @@ TEST(TensorDlpack, a_tensor_of_another_device_is_unsupported) {
   EXPECT_EQ(kind, cubecc::ErrorKind::Unsupported);
 }
 
+/// A queue that is not a Runtime but has its launch surface (as a Stream will): counts launches.
+struct CountingQueue {
+  cubecc::Runtime &rt;
+  int launches = 0;
+  void launch_values(const cubecc::KernelHandle &kernel, std::array<uint32_t, 3> grid,
+                     std::span<const cubecc::runtime::ArgumentValue> args) {
+    ++launches;
+    rt.launch_values(kernel, grid, args);
+  }
+  template <class Trace> cubecc::KernelHandle kernel(std::string_view key, Trace &&trace) {
+    return rt.kernel(key,
+                     cubecc::runtime::FunctionRef<std::unique_ptr<cubecc::ir::Module>()>(trace));
+  }
+};
+
+TEST(TypedLaunch, any_queue_with_the_runtimes_launch_surface_takes_typed_launches) {
+  cubecc::Runtime rt = cubecc::Runtime::open("interp");
+  CountingQueue queue{rt};
+  cubecc::Tensor y = rt.upload(std::vector<float>{1, 2});
+  cubecc::launch<registered_negate>(queue, {1, 1, 1}, y);
+  auto k = cubecc::kernel<times_ten>(queue, "times_ten", {.workgroup = {64, 1, 1}});
+  cubecc::launch(queue, k, {1, 1, 1}, y);
+  EXPECT_EQ(queue.launches, 2);
+  EXPECT_EQ(rt.download<float>(y.buffer()), (std::vector<float>{-10, -20}));
+}
+
 TEST(GridFor, covers_the_invocations_with_the_kernels_workgroup) {
   EXPECT_EQ(cubecc::grid_for({1000}, {256, 1, 1}), (std::array<uint32_t, 3>{4, 1, 1}));
   EXPECT_EQ(cubecc::grid_for({1024, 5}, {256, 2, 1}), (std::array<uint32_t, 3>{4, 3, 1}));
