@@ -36,8 +36,9 @@
 extern "C" {
 #endif
 
-/** The version of this C API (the functions and structs of this header). */
-#define CUBECC_C_API_VERSION 1
+/** The version of this C API (the functions and structs of this header). 2: tensor arguments
+ *  (cubecc_tensor, CUBECC_ARG_TENSOR) and cubecc_kernel_parameter_name. */
+#define CUBECC_C_API_VERSION 2
 
 /*===- Status codes and errors
  * -----------------------------------------------------------------===*/
@@ -301,6 +302,9 @@ void cubecc_kernel_destroy(cubecc_kernel kernel);
  *  Tensor parameter is three IR parameters (buffer, element count u32, stride u32). */
 const char *cubecc_kernel_name(cubecc_kernel kernel);
 cubecc_status cubecc_kernel_parameter_count(cubecc_kernel kernel, size_t *count);
+/** The name of IR parameter `index` (< the count), as the DSL traced it: "x", "x.shape0",
+ *  "x.stride0" for a Tensor parameter x. Valid while the kernel handle lives. */
+cubecc_status cubecc_kernel_parameter_name(cubecc_kernel kernel, size_t index, const char **name);
 
 /*===- Launches
  * --------------------------------------------------------------------------------===*/
@@ -308,9 +312,27 @@ cubecc_status cubecc_kernel_parameter_count(cubecc_kernel kernel, size_t *count)
 typedef enum cubecc_arg_kind {
   CUBECC_ARG_BUFFER = 0,
   CUBECC_ARG_SCALAR = 1,
+  /** A tensor (value.tensor) for all the IR parameters of one DSL Tensor parameter. */
+  CUBECC_ARG_TENSOR = 2,
 } cubecc_arg_kind;
 
-/** One launch argument, for one IR parameter of the kernel. A buffer argument needs a buffer
+/** The most dimensions a tensor has (as a DSL Tensor<T, Rank>). */
+#define CUBECC_MAX_RANK 8
+
+/** A strided view of a buffer's elements: what a DSL `Tensor<T, Rank>` parameter takes. Element
+ *  (i0, i1, ...) is element offset + sum(i_d * strides[d]) of the buffer; dimension 0 is the
+ *  outermost. The arrays are read during the call only. */
+typedef struct cubecc_tensor {
+  cubecc_buffer buffer;
+  cubecc_dtype dtype;     /**< the buffer's dtype (stated, so that a mix-up is caught) */
+  int32_t rank;           /**< 1 to CUBECC_MAX_RANK */
+  const int64_t *shape;   /**< `rank` sizes, each 0 to 2^32 - 1 */
+  const int64_t *strides; /**< `rank` strides in elements (0 to 2^32 - 1); NULL: row-major */
+  int64_t offset;         /**< where element (0, 0, ...) is in the buffer, in elements */
+} cubecc_tensor;
+
+/** One launch argument: for one IR parameter of the kernel, or (CUBECC_ARG_TENSOR) for the IR
+ *  parameters of one DSL Tensor parameter. A buffer argument needs a buffer
  *  whose dtype is the parameter's element type. A scalar is read from the member of `value` its
  *  dtype names: i for I8..I64, u for U8..U64 (and BOOL: 0 or 1), f for F16..F64; then checked as
  *  the C++ runtime checks it: a float goes only to a float parameter (rounded to its width), an
@@ -323,11 +345,18 @@ typedef struct cubecc_arg {
     int64_t i;
     uint64_t u;
     double f;
+    const cubecc_tensor *tensor; /**< CUBECC_ARG_TENSOR */
   } value;
 } cubecc_arg;
 
 /** Queues a launch of grid[0] x grid[1] x grid[2] workgroups of `kernel` with `num_args`
- *  arguments (one per IR parameter, in order). Launches run in order; the buffers must stay
+ *  arguments, in order: one per IR parameter, except that a CUBECC_ARG_TENSOR stands for all the
+ *  IR parameters of one DSL Tensor<T, R> parameter (its buffer `x`, then `x.shape0` ...
+ *  `x.shape<R-1>`, then `x.stride0` ... `x.stride<R-1>`, as the kernel's parameter names say).
+ *  A tensor is checked against that parameter: its dtype (the buffer's) against T, its rank
+ *  against R, its elements inside the buffer, its sizes and strides against 32 bits; errors name
+ *  the parameter ("cubecc_launch: kernel 'axpy': argument 1 (tensor 'y'): the kernel's tensor
+ *  has 1 dimension(s), the descriptor 2"). Launches run in order; the buffers must stay
  *  alive until they finished (cubecc_synchronize, or a read of a buffer written). Errors:
  *  CUBECC_ERROR_INVALID_ARGUMENT, with a message naming the kernel and the parameter
  *  ("launch of kernel 'axpy': parameter 6 (%a: f32): needs a floating-point value, got an

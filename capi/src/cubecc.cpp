@@ -8,20 +8,25 @@
 //===-----------------------------------------------------------------------------------------===//
 #include "cubecc.h"
 
+#include "cubecc/dlpack.hpp"
 #include "cubecc/dsl/kernel_library_loader.h"
 #include "cubecc/ir/ir.h"
 #include "cubecc/ir/version.h"
 #include "cubecc/runtime/runtime.h"
+#include "cubecc/runtime/tensor.h"
 #ifdef CUBECC_HAVE_VULKAN
 #include "cubecc/runtime/vulkan_device.h"
 #endif
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
+#include <mutex>
 #include <new>
 #include <optional>
 #include <string>
@@ -48,12 +53,19 @@ struct cubecc_buffer_t {
 struct cubecc_library_t {
   std::unique_ptr<dsl::KernelLibrary> library;
   std::string path; ///< absolute: part of the kernels' cache keys
+  /// The IR parameter names of each kernel (by index) once traced; empty until then. Guarded by
+  /// `names_mutex`: runtimes on several threads may ask for kernels of one library.
+  std::vector<std::vector<std::string>> parameter_names;
+  std::mutex names_mutex;
 };
 
 struct cubecc_kernel_t {
   rt::KernelHandle handle;
   uint64_t runtime_id = 0;
   std::string name;
+  /// As traced: "x", "x.shape0", "x.stride0" for a DSL Tensor x. What tells a tensor argument
+  /// which IR parameters it stands for.
+  std::vector<std::string> parameter_names;
 };
 
 namespace {
@@ -213,11 +225,11 @@ cubecc_status adopt(const char *function, cubecc_runtime runtime, rt::ExternalMe
 //===- DLPack
 //----------------------------------------------------------------------------------===//
 
-/// What an exported tensor owns: a share of the buffer, and the shape it points to.
+/// What an exported tensor owns: a share of the buffer, and the shape and strides it points to.
 struct ExportedTensor {
   DLManagedTensor tensor{};
   std::shared_ptr<rt::Buffer> buffer;
-  int64_t shape[1] = {0};
+  std::vector<int64_t> shape, strides;
 };
 
 void delete_exported(DLManagedTensor *self) {
@@ -314,6 +326,109 @@ int32_t dlpack_device_id(rt::ExternalMemory::Kind kind) {
                                                                     : nullptr;
   const char *value = variable ? std::getenv(variable) : nullptr;
   return value && *value ? static_cast<int32_t>(std::atoi(value)) : 0;
+}
+
+/// A DLPack tensor adopted as a Buffer: its elements from `data + byte_offset` to the last one
+/// the shape and strides reach, with that shape and those strides (in elements).
+struct ImportedTensor {
+  rt::Buffer buffer;
+  cubecc_dtype dtype = CUBECC_DTYPE_U8;
+  std::vector<uint64_t> shape, strides;
+};
+
+/// Adopts `tensor`'s memory on `r` without copying; on success the Buffer owns the tensor (its
+/// deleter runs when the Buffer is let go). Strides must be compact row-major unless `strided`
+/// (then any non-negative strides). Fails (ApiError) naming `function`; the tensor then stays the
+/// caller's.
+ImportedTensor import_dlpack(rt::Runtime &r, DLManagedTensor *tensor, const char *function,
+                             bool strided) {
+  const DLTensor &t = tensor->dl_tensor;
+  const std::string &backend = r.info().backend;
+  rt::ExternalMemory::Kind kind = r.device().memory_kind().value_or(rt::ExternalMemory::Kind::Host);
+  DLDeviceType wanted = dlpack_device_of(kind);
+  if (t.device.device_type != wanted)
+    fail(CUBECC_ERROR_UNSUPPORTED,
+         fmt::format("{}: the tensor is on {} (device type {}); this runtime's device is {} "
+                     "({}), which adopts only {} tensors (copy the tensor to that device "
+                     "first)",
+                     function, dlpack_device_name(t.device.device_type),
+                     static_cast<int>(t.device.device_type), backend, r.info().name,
+                     dlpack_device_name(wanted)));
+  std::optional<cubecc_dtype> dtype = dtype_of(t.dtype);
+  if (!dtype)
+    fail(CUBECC_ERROR_UNSUPPORTED,
+         fmt::format("{}: the tensor's dtype (code {}, {} bits, {} lanes) has no cubecc "
+                     "element type (cubecc adopts int, uint, float and bfloat of 8 to 64 bits "
+                     "with 1 lane)",
+                     function, t.dtype.code, t.dtype.bits, t.dtype.lanes));
+  if (t.ndim < 0 || (t.ndim > 0 && !t.shape))
+    fail(CUBECC_ERROR_INVALID_ARGUMENT, fmt::format("{}: the tensor has {} dimensions and {} shape",
+                                                    function, t.ndim, t.shape ? "a" : "no"));
+  uint64_t count = 1;
+  for (int d = 0; d < t.ndim; ++d) {
+    if (t.shape[d] < 0)
+      fail(CUBECC_ERROR_INVALID_ARGUMENT,
+           fmt::format("{}: dimension {} of the tensor is negative ({})", function, d, t.shape[d]));
+    count *= static_cast<uint64_t>(t.shape[d]);
+  }
+  std::vector<uint64_t> shape(static_cast<size_t>(t.ndim)), strides(shape.size());
+  for (int d = 0; d < t.ndim; ++d)
+    shape[d] = static_cast<uint64_t>(t.shape[d]);
+  if (t.strides && strided) {
+    // The elements the tensor reaches: 1 + sum((shape - 1) * stride).
+    uint64_t last = 0;
+    for (int d = 0; d < t.ndim; ++d) {
+      if (t.strides[d] < 0)
+        fail(CUBECC_ERROR_UNSUPPORTED,
+             fmt::format("{}: dimension {} of the tensor has a negative stride ({})", function, d,
+                         t.strides[d]));
+      strides[d] = static_cast<uint64_t>(t.strides[d]);
+      last += t.shape[d] ? (shape[d] - 1) * strides[d] : 0;
+    }
+    if (count != 0)
+      count = last + 1;
+  } else if (t.strides) {
+    int64_t expected = 1;
+    for (int d = t.ndim - 1; d >= 0; --d) {
+      if (t.shape[d] != 1 && t.strides[d] != expected)
+        fail(CUBECC_ERROR_UNSUPPORTED,
+             fmt::format("{}: the tensor is not compact: dimension {} has stride {}, a "
+                         "row-major tensor of this shape has {} (make it contiguous first)",
+                         function, d, t.strides[d], expected));
+      expected *= t.shape[d];
+    }
+  }
+  if (count == 0)
+    fail(CUBECC_ERROR_INVALID_ARGUMENT,
+         fmt::format("{}: the tensor has no elements: adopted memory must hold at least one",
+                     function));
+  if (!t.data)
+    fail(CUBECC_ERROR_INVALID_ARGUMENT, fmt::format("{}: the tensor's data is NULL", function));
+  uint64_t bytes = count * (t.dtype.bits / 8);
+  rt::ExternalMemory memory;
+  if (kind == rt::ExternalMemory::Kind::Vulkan) {
+    memory = rt::ExternalMemory::vulkan(reinterpret_cast<uintptr_t>(t.data), t.byte_offset, bytes);
+  } else {
+    memory.kind = kind;
+    memory.handle = reinterpret_cast<uintptr_t>(t.data) + t.byte_offset;
+    memory.bytes = bytes;
+  }
+  if (!t.strides || !strided)
+    strides = rt::Tensor::contiguous_strides(shape);
+  std::function<void()> release = [tensor] {
+    if (tensor->deleter)
+      tensor->deleter(tensor);
+  };
+  ImportedTensor imported;
+  try {
+    imported.buffer = r.adopt_memory(memory, *scalar_of(*dtype), std::move(release));
+  } catch (const rt::Error &e) {
+    fail(CUBECC_ERROR_INVALID_ARGUMENT, fmt::format("{}: {}", function, e.what()));
+  }
+  imported.dtype = *dtype;
+  imported.shape = std::move(shape);
+  imported.strides = std::move(strides);
+  return imported;
 }
 
 } // namespace
@@ -554,14 +669,14 @@ cubecc_status cubecc_buffer_to_dlpack(cubecc_buffer buffer, DLManagedTensor **ou
                        cubecc_dtype_name(buffer->dtype)));
     auto exported = std::make_unique<ExportedTensor>();
     exported->buffer = buffer->buffer;
-    exported->shape[0] = static_cast<int64_t>(buffer->buffer->size());
+    exported->shape = {static_cast<int64_t>(buffer->buffer->size())};
     const rt::ExternalMemory &native = buffer->native;
     DLTensor &t = exported->tensor.dl_tensor;
     t.data = reinterpret_cast<void *>(static_cast<uintptr_t>(native.handle));
     t.device = DLDevice{dlpack_device_of(native.kind), dlpack_device_id(native.kind)};
     t.ndim = 1;
     t.dtype = *dtype;
-    t.shape = exported->shape;
+    t.shape = exported->shape.data();
     t.strides = nullptr;
     t.byte_offset = native.offset;
     exported->tensor.manager_ctx = exported.get();
@@ -577,75 +692,8 @@ cubecc_status cubecc_buffer_from_dlpack(cubecc_runtime runtime, DLManagedTensor 
     rt::Runtime &r = runtime_of(runtime, function);
     need(tensor, function, "the tensor");
     need(out, function, "the output buffer pointer");
-    const DLTensor &t = tensor->dl_tensor;
-    const std::string &backend = r.info().backend;
-    rt::ExternalMemory::Kind kind =
-        r.device().memory_kind().value_or(rt::ExternalMemory::Kind::Host);
-    DLDeviceType wanted = dlpack_device_of(kind);
-    if (t.device.device_type != wanted)
-      fail(CUBECC_ERROR_UNSUPPORTED,
-           fmt::format("{}: the tensor is on {} (device type {}); this runtime's device is {} "
-                       "({}), which adopts only {} tensors (copy the tensor to that device "
-                       "first)",
-                       function, dlpack_device_name(t.device.device_type),
-                       static_cast<int>(t.device.device_type), backend, r.info().name,
-                       dlpack_device_name(wanted)));
-    std::optional<cubecc_dtype> dtype = dtype_of(t.dtype);
-    if (!dtype)
-      fail(CUBECC_ERROR_UNSUPPORTED,
-           fmt::format("{}: the tensor's dtype (code {}, {} bits, {} lanes) has no cubecc "
-                       "element type (cubecc adopts int, uint, float and bfloat of 8 to 64 bits "
-                       "with 1 lane)",
-                       function, t.dtype.code, t.dtype.bits, t.dtype.lanes));
-    if (t.ndim < 0 || (t.ndim > 0 && !t.shape))
-      fail(CUBECC_ERROR_INVALID_ARGUMENT,
-           fmt::format("{}: the tensor has {} dimensions and {} shape", function, t.ndim,
-                       t.shape ? "a" : "no"));
-    uint64_t count = 1;
-    for (int d = 0; d < t.ndim; ++d) {
-      if (t.shape[d] < 0)
-        fail(CUBECC_ERROR_INVALID_ARGUMENT,
-             fmt::format("{}: dimension {} of the tensor is negative ({})", function, d,
-                         t.shape[d]));
-      count *= static_cast<uint64_t>(t.shape[d]);
-    }
-    if (t.strides) {
-      int64_t expected = 1;
-      for (int d = t.ndim - 1; d >= 0; --d) {
-        if (t.shape[d] != 1 && t.strides[d] != expected)
-          fail(CUBECC_ERROR_UNSUPPORTED,
-               fmt::format("{}: the tensor is not compact: dimension {} has stride {}, a "
-                           "row-major tensor of this shape has {} (make it contiguous first)",
-                           function, d, t.strides[d], expected));
-        expected *= t.shape[d];
-      }
-    }
-    if (count == 0)
-      fail(CUBECC_ERROR_INVALID_ARGUMENT,
-           fmt::format("{}: the tensor has no elements: adopted memory must hold at least one",
-                       function));
-    if (!t.data)
-      fail(CUBECC_ERROR_INVALID_ARGUMENT, fmt::format("{}: the tensor's data is NULL", function));
-    uint64_t bytes = count * (t.dtype.bits / 8);
-    rt::ExternalMemory memory;
-    if (kind == rt::ExternalMemory::Kind::Vulkan) {
-      memory =
-          rt::ExternalMemory::vulkan(reinterpret_cast<uintptr_t>(t.data), t.byte_offset, bytes);
-    } else {
-      memory.kind = kind;
-      memory.handle = reinterpret_cast<uintptr_t>(t.data) + t.byte_offset;
-      memory.bytes = bytes;
-    }
-    std::function<void()> release = [tensor] {
-      if (tensor->deleter)
-        tensor->deleter(tensor);
-    };
-    try {
-      *out = make_buffer(runtime, r.adopt_memory(memory, *scalar_of(*dtype), std::move(release)),
-                         *dtype);
-    } catch (const rt::Error &e) {
-      fail(CUBECC_ERROR_INVALID_ARGUMENT, fmt::format("{}: {}", function, e.what()));
-    }
+    ImportedTensor imported = import_dlpack(r, tensor, function, false);
+    *out = make_buffer(runtime, std::move(imported.buffer), imported.dtype);
   });
 }
 
@@ -724,19 +772,41 @@ cubecc_status cubecc_library_kernel(cubecc_runtime runtime, cubecc_library libra
                        listed));
     const dsl::KernelLibrary::Entry &entry = kernels[*found];
     std::string key = fmt::format("{}:{}:{}", library->path, entry.name, entry.configuration);
-    rt::KernelHandle handle = r.kernel(key, [&]() -> std::unique_ptr<ir::Module> {
+    std::vector<std::string> names;
+    {
+      std::lock_guard<std::mutex> lock(library->names_mutex);
+      if (*found < library->parameter_names.size())
+        names = library->parameter_names[*found];
+    }
+    auto trace = [&]() -> std::unique_ptr<ir::Module> {
       auto module = std::make_unique<ir::Module>();
       std::vector<ir::Diagnostic> errors;
       if (!library->library->trace(*found, *module, errors))
         fail(CUBECC_ERROR_COMPILE,
              fmt::format("{}: kernel '{}' ({}) of {} does not trace:\n{}", function, entry.name,
                          entry.configuration, library->path, ir::to_string(errors)));
+      if (names.empty() && module->kernels().size() == 1) {
+        const ir::Kernel &k = *module->kernels()[0];
+        for (unsigned i = 0; i < k.num_parameters(); ++i)
+          names.push_back(std::string(k.parameter(i)->name()));
+      }
       return module;
-    });
+    };
+    rt::KernelHandle handle = r.kernel(key, trace);
+    // Cached by another library handle of the same file: trace once more, for the names only.
+    if (names.empty() && !handle.abi().params.empty())
+      trace();
+    {
+      std::lock_guard<std::mutex> lock(library->names_mutex);
+      library->parameter_names.resize(kernels.size());
+      if (library->parameter_names[*found].empty())
+        library->parameter_names[*found] = names;
+    }
     auto *kernel = new cubecc_kernel_t;
     kernel->handle = std::move(handle);
     kernel->runtime_id = runtime->id;
     kernel->name = entry.name;
+    kernel->parameter_names = names;
     *out = kernel;
   });
   // An environment that refuses to let the kernel be compiled (strict) says so in its message.
@@ -761,8 +831,124 @@ cubecc_status cubecc_kernel_parameter_count(cubecc_kernel kernel, size_t *count)
   });
 }
 
+cubecc_status cubecc_kernel_parameter_name(cubecc_kernel kernel, size_t index, const char **name) {
+  return guarded(CUBECC_ERROR_INTERNAL, [&] {
+    need(kernel, "cubecc_kernel_parameter_name", "the kernel");
+    need(name, "cubecc_kernel_parameter_name", "the output name pointer");
+    if (index >= kernel->parameter_names.size())
+      fail(CUBECC_ERROR_INVALID_ARGUMENT,
+           fmt::format("cubecc_kernel_parameter_name: kernel '{}' has no parameter {} (it has {})",
+                       kernel->name, index, kernel->parameter_names.size()));
+    *name = kernel->parameter_names[index].c_str();
+  });
+}
+
+} // extern "C"
+
 //===- Launches
 //--------------------------------------------------------------------------------===//
+
+namespace {
+
+/// Appends the IR arguments of tensor argument `position` (the IR parameters from `first`) to
+/// `values`: the buffer from the tensor's offset, its shapes, its strides. Checks the descriptor
+/// against the kernel's parameters, by their names (dsl/memory.h: x, x.shape<d>, x.stride<d>).
+void bind_tensor(cubecc_runtime runtime, cubecc_kernel kernel, size_t position, size_t first,
+                 const cubecc_tensor *t, std::vector<rt::ArgumentValue> &values) {
+  const std::vector<std::string> &names = kernel->parameter_names;
+  const auto &params = kernel->handle.abi().params;
+  std::string where =
+      fmt::format("cubecc_launch: kernel '{}': argument {}", kernel->name, position);
+  if (first >= params.size())
+    fail(CUBECC_ERROR_INVALID_ARGUMENT,
+         fmt::format("{}: the kernel has {} IR parameters, all taken by the arguments before",
+                     where, params.size()));
+  if (params[first].kind != cubecc::codegen::ParamSlot::Buffer)
+    fail(CUBECC_ERROR_INVALID_ARGUMENT,
+         fmt::format("{}: IR parameter {} ('{}') is a value, not a tensor", where, first,
+                     first < names.size() ? names[first] : std::string("?")));
+  if (names.size() != params.size())
+    fail(CUBECC_ERROR_INVALID_ARGUMENT,
+         fmt::format("{}: the kernel's parameter names are unknown, so a tensor argument cannot "
+                     "be matched to its parameters (pass the buffer, shapes and strides as "
+                     "CUBECC_ARG_BUFFER and CUBECC_ARG_SCALAR arguments)",
+                     where));
+  const std::string &name = names[first];
+  // The kernel's rank: how many `name.shape<d>` parameters follow the buffer.
+  size_t rank = 0;
+  while (first + 1 + rank < names.size() &&
+         names[first + 1 + rank] == name + ".shape" + std::to_string(rank))
+    ++rank;
+  where += fmt::format(" (tensor '{}')", name);
+  if (rank == 0)
+    fail(CUBECC_ERROR_INVALID_ARGUMENT,
+         fmt::format("{}: the parameter is a buffer (a DSL Array), not a tensor: pass a "
+                     "CUBECC_ARG_BUFFER",
+                     where));
+  for (size_t d = 0; d < rank; ++d)
+    if (first + 1 + rank + d >= names.size() ||
+        names[first + 1 + rank + d] != name + ".stride" + std::to_string(d))
+      fail(CUBECC_ERROR_INVALID_ARGUMENT,
+           fmt::format("{}: the kernel has no parameter '{}.stride{}' after its shapes: not a "
+                       "DSL tensor's layout",
+                       where, name, d));
+  if (!t)
+    fail(CUBECC_ERROR_INVALID_ARGUMENT, where + ": the tensor descriptor is NULL");
+  if (!t->buffer)
+    fail(CUBECC_ERROR_INVALID_ARGUMENT, where + ": the tensor's buffer is NULL");
+  const rt::Buffer &buffer = buffer_of(runtime, t->buffer, where.c_str());
+  if (t->dtype != t->buffer->dtype)
+    fail(CUBECC_ERROR_INVALID_ARGUMENT,
+         fmt::format("{}: the descriptor says {}, its buffer holds {}", where,
+                     cubecc_dtype_name(t->dtype), cubecc_dtype_name(t->buffer->dtype)));
+  ir::Scalar element = params[first].type.element();
+  if (*scalar_of(t->dtype) != element)
+    fail(CUBECC_ERROR_INVALID_ARGUMENT,
+         fmt::format("{}: the kernel's tensor holds {}, the descriptor's buffer {}", where,
+                     ir::scalar_name(element), cubecc_dtype_name(t->dtype)));
+  if (t->rank < 1 || t->rank > CUBECC_MAX_RANK)
+    fail(CUBECC_ERROR_INVALID_ARGUMENT,
+         fmt::format("{}: rank {} is not 1 to {}", where, t->rank, CUBECC_MAX_RANK));
+  if (static_cast<size_t>(t->rank) != rank)
+    fail(CUBECC_ERROR_INVALID_ARGUMENT,
+         fmt::format("{}: the kernel's tensor has {} dimension(s), the descriptor {}", where, rank,
+                     t->rank));
+  need(t->shape, where.c_str(), "the tensor's shape");
+  std::array<int64_t, CUBECC_MAX_RANK> strides{};
+  for (size_t d = rank, stride = 1; d-- > 0;) {
+    strides[d] = t->strides ? t->strides[d] : static_cast<int64_t>(stride);
+    stride *= static_cast<size_t>(std::max<int64_t>(t->shape[d], 0));
+  }
+  uint64_t count = buffer.size(), last = 0;
+  bool empty = false;
+  for (size_t d = 0; d < rank; ++d) {
+    for (auto [what, value] : {std::pair{"size", t->shape[d]}, std::pair{"stride", strides[d]}})
+      if (value < 0 || value > int64_t{UINT32_MAX})
+        fail(CUBECC_ERROR_INVALID_ARGUMENT,
+             fmt::format("{}: the {} of dimension {} is {}: the kernel takes 0 to 2^32 - 1", where,
+                         what, d, value));
+    empty |= t->shape[d] == 0;
+    last += static_cast<uint64_t>(t->shape[d] ? t->shape[d] - 1 : 0) *
+            static_cast<uint64_t>(strides[d]);
+  }
+  if (t->offset < 0 || static_cast<uint64_t>(t->offset) > count ||
+      (!empty && static_cast<uint64_t>(t->offset) + last >= count))
+    fail(CUBECC_ERROR_INVALID_ARGUMENT,
+         fmt::format("{}: the tensor (offset {}, last element {} past it) reaches past the end "
+                     "of its buffer of {} elements",
+                     where, t->offset, last, count));
+  values.push_back(t->offset == 0 ? rt::ArgumentValue(buffer)
+                                  : rt::ArgumentValue::range(buffer, uint64_t(t->offset),
+                                                             rt::ArgumentValue::kWholeBuffer));
+  for (size_t d = 0; d < rank; ++d)
+    values.emplace_back(static_cast<uint32_t>(t->shape[d]));
+  for (size_t d = 0; d < rank; ++d)
+    values.emplace_back(static_cast<uint32_t>(strides[d]));
+}
+
+} // namespace
+
+extern "C" {
 
 cubecc_status cubecc_launch(cubecc_runtime runtime, cubecc_kernel kernel, const uint32_t grid[3],
                             const cubecc_arg *args, size_t num_args) {
@@ -786,6 +972,10 @@ cubecc_status cubecc_launch(cubecc_runtime runtime, cubecc_kernel kernel, const 
       auto where = [&] {
         return fmt::format("{}: kernel '{}': argument {}", function, kernel->name, i);
       };
+      if (a.kind == CUBECC_ARG_TENSOR) {
+        bind_tensor(runtime, kernel, i, values.size(), a.value.tensor, values);
+        continue;
+      }
       if (a.kind == CUBECC_ARG_BUFFER) {
         if (!a.buffer)
           fail(CUBECC_ERROR_INVALID_ARGUMENT, where() + ": the buffer is NULL");
@@ -796,8 +986,9 @@ cubecc_status cubecc_launch(cubecc_runtime runtime, cubecc_kernel kernel, const 
       }
       if (a.kind != CUBECC_ARG_SCALAR)
         fail(CUBECC_ERROR_INVALID_ARGUMENT,
-             fmt::format("{}: kind {} is neither CUBECC_ARG_BUFFER nor CUBECC_ARG_SCALAR", where(),
-                         static_cast<int>(a.kind)));
+             fmt::format("{}: kind {} is not CUBECC_ARG_BUFFER, CUBECC_ARG_SCALAR or "
+                         "CUBECC_ARG_TENSOR",
+                         where(), static_cast<int>(a.kind)));
       std::optional<ir::Scalar> scalar = scalar_of(a.dtype);
       if (!scalar)
         fail(CUBECC_ERROR_INVALID_ARGUMENT,
@@ -842,3 +1033,78 @@ cubecc_status cubecc_last_launch_times(cubecc_runtime runtime, double *times_ns,
 }
 
 } // extern "C"
+
+//===- DLPack for C++ tensors (cubecc/dlpack.hpp)
+//----------------------------------------------===//
+
+namespace {
+
+/// The runtime::ErrorKind of a C API status, for the C++ functions that share its code.
+rt::ErrorKind error_kind_of(cubecc_status status) {
+  switch (status) {
+  case CUBECC_ERROR_UNSUPPORTED:
+    return rt::ErrorKind::Unsupported;
+  case CUBECC_ERROR_OUT_OF_MEMORY:
+    return rt::ErrorKind::OutOfMemory;
+  case CUBECC_ERROR_INTERNAL:
+    return rt::ErrorKind::Internal;
+  default:
+    return rt::ErrorKind::InvalidArgument;
+  }
+}
+
+std::optional<cubecc_dtype> dtype_of_scalar(ir::Scalar scalar) {
+  for (int d = CUBECC_DTYPE_I8; d <= CUBECC_DTYPE_F64; ++d)
+    if (scalar_of(static_cast<cubecc_dtype>(d)) == scalar)
+      return static_cast<cubecc_dtype>(d);
+  return std::nullopt;
+}
+
+} // namespace
+
+namespace cubecc {
+
+runtime::Tensor tensor_from_dlpack(runtime::Runtime &rt, DLManagedTensor *tensor) {
+  const char *function = "cubecc::tensor_from_dlpack";
+  try {
+    need(tensor, function, "the tensor");
+    ImportedTensor imported = import_dlpack(rt, tensor, function, true);
+    return runtime::Tensor(std::make_shared<runtime::Buffer>(std::move(imported.buffer)),
+                           std::move(imported.shape), std::move(imported.strides), 0);
+  } catch (const ApiError &e) {
+    throw runtime::Error(error_kind_of(e.status), e.message);
+  }
+}
+
+DLManagedTensor *tensor_to_dlpack(runtime::Runtime &rt, const runtime::Tensor &tensor) {
+  const char *function = "cubecc::tensor_to_dlpack";
+  if (!tensor.valid())
+    throw runtime::Error(runtime::ErrorKind::InvalidArgument,
+                         std::string(function) + ": the tensor is empty");
+  std::optional<cubecc_dtype> dtype = dtype_of_scalar(tensor.element());
+  std::optional<DLDataType> dl = dtype ? dlpack_dtype(*dtype) : std::nullopt;
+  if (!dl)
+    throw runtime::Error(runtime::ErrorKind::Unsupported,
+                         fmt::format("{}: DLPack 0.6 has no code for {}", function,
+                                     ir::scalar_name(tensor.element())));
+  rt::ExternalMemory native = rt.native_memory(tensor.buffer());
+  auto exported = std::make_unique<ExportedTensor>();
+  exported->buffer = tensor.storage();
+  for (size_t d = 0; d < tensor.rank(); ++d) {
+    exported->shape.push_back(static_cast<int64_t>(tensor.shape(d)));
+    exported->strides.push_back(static_cast<int64_t>(tensor.stride(d)));
+  }
+  DLTensor &t = exported->tensor.dl_tensor;
+  t.data = reinterpret_cast<void *>(static_cast<uintptr_t>(native.handle));
+  t.device = DLDevice{dlpack_device_of(native.kind), dlpack_device_id(native.kind)};
+  t.ndim = static_cast<int32_t>(tensor.rank());
+  t.dtype = *dl;
+  t.shape = exported->shape.data();
+  t.strides = exported->strides.data();
+  t.byte_offset = native.offset + tensor.offset() * (ir::scalar_bits(tensor.element()) / 8);
+  exported->tensor.manager_ctx = exported.get();
+  exported->tensor.deleter = delete_exported;
+  return &exported.release()->tensor;
+}
+
+} // namespace cubecc

@@ -1,13 +1,14 @@
 //===- run_examples.cpp - Example kernels on the default device, as an application runs them --===//
 //
 // What an application embedding cubecc does: open the runtime (CUBECC_DEVICE, or the best device:
-// vulkan, then interp), upload data, launch registered DSL kernels by a stable key (the first
-// launch traces, optimizes and compiles; the second finds the compiled kernel in the in-process
-// cache without tracing), download and check the results against the host. With CUBECC_ENV naming
-// an environment bundle (cubecc env build), the first launch loads the kernel from it instead of
-// compiling. Last, a graph of launches is captured once and replayed. Prints the device, each
-// kernel's device time and the cache, pool and environment statistics. Exit code 1 on a wrong
-// result.
+// vulkan, then interp), upload data as tensors, launch registered DSL kernels typed
+// (cubecc::launch<F>: the arguments are checked against the kernel function's signature, and the
+// kernel registered for F is traced, optimized and compiled at the first launch; the second finds
+// the compiled kernel in the in-process cache without tracing), download and check the results
+// against the host. With CUBECC_ENV naming an environment bundle (cubecc env build), the first
+// launch loads the kernel from it instead of compiling. Last, a graph of launches is captured once
+// and replayed. Prints the device, each kernel's device time and the cache, pool and environment
+// statistics. Exit code 1 on a wrong result.
 //
 // Each kernel's first result is timed on the host, from asking for the kernel (trace and compile,
 // or load from the bundle) to its output downloaded: with `--summary FILE`, one line per kernel
@@ -15,8 +16,9 @@
 // a bundle run).
 //
 //===-----------------------------------------------------------------------------------------===//
-#include "cubecc/dsl/registry.h"
-#include "cubecc/runtime/runtime.h"
+#include "../kernels/kernels.h"
+
+#include <cubecc/launch.hpp>
 
 #include <chrono>
 #include <cmath>
@@ -29,22 +31,6 @@
 using namespace cubecc;
 
 namespace {
-
-/// The handle of the registered example kernel `name`: traced only on the first request.
-runtime::KernelHandle kernel(runtime::Runtime &rt, const std::string &name) {
-  return rt.kernel("examples/" + name, [&]() -> std::unique_ptr<ir::Module> {
-    for (const auto &k : dsl::registered_kernels())
-      if (k.name == name) {
-        auto module = std::make_unique<ir::Module>();
-        std::vector<ir::Diagnostic> errors;
-        k.trace(*module, k, errors);
-        if (!errors.empty())
-          throw runtime::Error(ir::to_string(errors));
-        return module;
-      }
-    throw runtime::Error("no registered kernel " + name);
-  });
-}
 
 int failures = 0;
 FILE *summary = nullptr;
@@ -99,13 +85,13 @@ int main(int argc, char **argv) try {
   { // axpy, twice: the second launch is warm (no trace, no compile)
     const uint32_t n = 1 << 20;
     std::vector<float> x = random_floats(n, 1), y = random_floats(n, 2);
-    runtime::Buffer dx = rt.upload(x), dy = rt.upload(y);
+    Tensor dx = rt.upload(x), dy = rt.upload(y);
     for (int round = 0; round < 2; ++round) {
       Clock::time_point start = Clock::now();
-      rt.launch(kernel(rt, "axpy"), runtime::grid_1d(n, 256), dx, n, 1u, dy, n, 1u, 2.0f);
+      launch<examples::axpy<1>>(rt, runtime::grid_1d(n, 256), dx, dy, 2.0f);
       rt.synchronize();
       double ns = rt.last_launch_times_ns().at(0);
-      std::vector<float> got = rt.download<float>(dy);
+      std::vector<float> got = rt.download<float>(dy.buffer());
       bool ok = true;
       for (uint32_t i = 0; i < n; ++i) {
         volatile float product = 2.0f * x[i];
@@ -121,12 +107,11 @@ int main(int argc, char **argv) try {
   { // reduce_sum: 64 partial sums, then one
     const uint32_t n = 1 << 20, groups = 64;
     std::vector<float> in = random_floats(n, 3);
-    runtime::Buffer din = rt.upload(in), partial = rt.allocate<float>(groups),
-                    sum = rt.allocate<float>(1);
+    Tensor din = rt.upload(in), partial = rt.allocate<float>(groups), sum = rt.allocate<float>(1);
     Clock::time_point start = Clock::now();
-    auto reduce = kernel(rt, "reduce_sum");
-    rt.launch(reduce, {groups, 1, 1}, din, n, 1u, partial, groups, 1u);
-    rt.launch(reduce, {1, 1, 1}, partial, groups, 1u, sum, 1u, 1u);
+    auto reduce = registered_kernel<examples::reduce<examples::ReduceOp::Sum, 256>>(rt);
+    launch(rt, reduce, {groups, 1, 1}, din, partial);
+    launch(rt, reduce, {1, 1, 1}, partial, sum);
     rt.synchronize();
     std::vector<double> ns = rt.last_launch_times_ns();
     double exact = 0, magnitude = 0;
@@ -134,19 +119,19 @@ int main(int argc, char **argv) try {
       exact += v;
       magnitude += std::abs(v);
     }
-    float got = rt.download<float>(sum)[0];
+    float got = rt.download<float>(sum.buffer())[0];
     report("reduce_sum", std::abs(got - exact) <= n * 0x1p-24 * magnitude, total(ns),
            "n = 2^20, " + std::to_string(got) + " (exact " + std::to_string(exact) + ")", &start);
   }
   { // matmul 256 x 256 x 256
     const uint32_t m = 256, k = 256, n = 256;
     std::vector<float> a = random_floats(m * k, 4), b = random_floats(k * n, 5);
-    runtime::Buffer da = rt.upload(a), db = rt.upload(b), dc = rt.allocate<float>(m * n);
+    Tensor da(rt.upload(a), {m, k}), db(rt.upload(b), {k, n}),
+        dc(rt.allocate<float>(m * n), {m, n});
     Clock::time_point start = Clock::now();
-    rt.launch(kernel(rt, "matmul_16x16x16"), {n / 16, m / 16, 1}, da, m, k, k, 1u, db, k, n, n, 1u,
-              dc, m, n, n, 1u);
+    launch<examples::matmul<16, 16, 16>>(rt, {n / 16, m / 16, 1}, da, db, dc);
     rt.synchronize();
-    std::vector<float> c = rt.download<float>(dc);
+    std::vector<float> c = rt.download<float>(dc.buffer());
     bool ok = true;
     for (uint32_t i = 0; i < m; ++i)
       for (uint32_t j = 0; j < n; ++j) {
@@ -164,12 +149,12 @@ int main(int argc, char **argv) try {
     std::vector<uint32_t> in(n);
     for (uint32_t &v : in)
       v = rng() % 300;
-    runtime::Buffer din = rt.upload(in), dhist = rt.upload(std::vector<uint32_t>(bins, 0));
+    Tensor din = rt.upload(in), dhist = rt.upload(std::vector<uint32_t>(bins, 0));
     Clock::time_point start = Clock::now();
-    rt.launch(kernel(rt, "histogram_256"), {64, 1, 1}, din, n, 1u, dhist, bins, 1u);
+    launch<examples::histogram<256, 256>>(rt, {64, 1, 1}, din, dhist);
     rt.synchronize();
     double ns = total(rt.last_launch_times_ns());
-    std::vector<uint32_t> got = rt.download<uint32_t>(dhist), want(bins, 0);
+    std::vector<uint32_t> got = rt.download<uint32_t>(dhist.buffer()), want(bins, 0);
     for (uint32_t v : in)
       if (v < bins)
         ++want[v];
@@ -181,14 +166,14 @@ int main(int argc, char **argv) try {
     std::vector<uint32_t> in(n);
     for (uint32_t &v : in)
       v = rng() % 1000;
-    runtime::Buffer din = rt.upload(in), dout = rt.allocate<uint32_t>(n),
-                    dsums = rt.allocate<uint32_t>(blocks);
+    Tensor din = rt.upload(in), dout = rt.allocate<uint32_t>(n),
+           dsums = rt.allocate<uint32_t>(blocks);
     Clock::time_point start = Clock::now();
-    rt.launch(kernel(rt, "prefix_sum_u32"), {blocks, 1, 1}, din, n, 1u, dout, n, 1u, dsums, blocks,
-              1u);
+    launch<examples::prefix_sum<uint32_t, 256>>(rt, {blocks, 1, 1}, din, dout, dsums);
     rt.synchronize();
     double ns = total(rt.last_launch_times_ns());
-    std::vector<uint32_t> out = rt.download<uint32_t>(dout), sums = rt.download<uint32_t>(dsums);
+    std::vector<uint32_t> out = rt.download<uint32_t>(dout.buffer()),
+                          sums = rt.download<uint32_t>(dsums.buffer());
     bool ok = true;
     for (uint32_t b = 0; b < blocks; ++b) {
       uint32_t running = 0;
@@ -205,13 +190,12 @@ int main(int argc, char **argv) try {
     std::vector<float> in = random_floats(rows * cols, 9);
     for (float &v : in)
       v *= 20; // exponents far from 0: the row maximum must be subtracted
-    runtime::Buffer din = rt.upload(in), dout = rt.allocate<float>(rows * cols);
+    Tensor din(rt.upload(in), {rows, cols}), dout(rt.allocate<float>(rows * cols), {rows, cols});
     Clock::time_point start = Clock::now();
-    rt.launch(kernel(rt, "softmax"), {rows, 1, 1}, din, rows, cols, cols, 1u, dout, rows, cols,
-              cols, 1u);
+    launch<examples::softmax<256>>(rt, {rows, 1, 1}, din, dout);
     rt.synchronize();
     double ns = total(rt.last_launch_times_ns());
-    std::vector<float> out = rt.download<float>(dout);
+    std::vector<float> out = rt.download<float>(dout.buffer());
     double worst = 0;
     for (uint32_t r = 0; r < rows; ++r) {
       double max = -INFINITY, sum = 0;
@@ -235,13 +219,12 @@ int main(int argc, char **argv) try {
   { // transpose of a 1000 x 700 matrix (partial tiles at both edges)
     const uint32_t rows = 1000, cols = 700;
     std::vector<float> in = random_floats(rows * cols, 10);
-    runtime::Buffer din = rt.upload(in), dout = rt.allocate<float>(rows * cols);
+    Tensor din(rt.upload(in), {rows, cols}), dout(rt.allocate<float>(rows * cols), {cols, rows});
     Clock::time_point start = Clock::now();
-    rt.launch(kernel(rt, "transpose_32x8"), {(cols + 31) / 32, (rows + 31) / 32, 1}, din, rows,
-              cols, cols, 1u, dout, cols, rows, rows, 1u);
+    launch<examples::transpose<32, 8>>(rt, {(cols + 31) / 32, (rows + 31) / 32, 1}, din, dout);
     rt.synchronize();
     double ns = total(rt.last_launch_times_ns());
-    std::vector<float> out = rt.download<float>(dout);
+    std::vector<float> out = rt.download<float>(dout.buffer());
     bool ok = true;
     for (uint32_t r = 0; r < rows; ++r)
       for (uint32_t c = 0; c < cols; ++c)
@@ -252,17 +235,17 @@ int main(int argc, char **argv) try {
   { // a graph: 8 dependent axpy launches captured once, replayed 16 times (128 launches)
     const uint32_t n = 4096;
     std::vector<float> x = random_floats(n, 5), y = random_floats(n, 6);
-    runtime::Buffer dx = rt.upload(x), dy = rt.upload(y);
-    runtime::KernelHandle axpy = kernel(rt, "axpy");
+    Tensor dx = rt.upload(x), dy = rt.upload(y);
+    auto axpy = registered_kernel<examples::axpy<1>>(rt);
     rt.begin_capture();
     for (int i = 0; i < 8; ++i)
-      rt.launch(axpy, runtime::grid_1d(n, 256), dx, n, 1u, dy, n, 1u, 0.5f);
+      launch(rt, axpy, grid_for(dy, axpy), dx, dy, 0.5f);
     runtime::Graph graph = rt.end_capture();
     for (int r = 0; r < 16; ++r)
       rt.replay(graph);
     rt.synchronize();
     double ns = total(rt.last_launch_times_ns());
-    std::vector<float> got = rt.download<float>(dy);
+    std::vector<float> got = rt.download<float>(dy.buffer());
     bool ok = true;
     for (uint32_t i = 0; i < n; ++i) {
       float v = y[i];

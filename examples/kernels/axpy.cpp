@@ -34,4 +34,8 @@ static const bool registered_axpy =
     dsl::register_kernel<axpy<4>>("axpy_w4", "width=4",
                                   {.workgroup = {256, 1, 1}, .parameter_names = {"x", "y", "a"}});
 
+// The configurations registered above, instantiated for typed launches (kernels.h).
+template void axpy<1>(dsl::Tensor<const float>, dsl::Tensor<float>, dsl::Scalar<float>);
+template void axpy<4>(dsl::Tensor<const float>, dsl::Tensor<float>, dsl::Scalar<float>);
+
 } // namespace cubecc::examples

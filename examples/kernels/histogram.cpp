@@ -58,4 +58,8 @@ static const bool registered_histogram =
         "histogram_1000", "bins=1000,workgroup=256",
         {.workgroup = {256, 1, 1}, .parameter_names = {"in", "hist"}});
 
+// The configurations registered above, instantiated for typed launches (kernels.h).
+template void histogram<256, 256>(dsl::Tensor<const uint32_t>, dsl::Tensor<uint32_t>);
+template void histogram<1000, 256>(dsl::Tensor<const uint32_t>, dsl::Tensor<uint32_t>);
+
 } // namespace cubecc::examples

@@ -130,4 +130,10 @@ static const bool registered_matmul_tunable = dsl::register_tunable({
     .describe = describe_matmul,
 });
 
+// The configurations registered above, instantiated for typed launches (kernels.h).
+template void matmul<16, 16, 16>(dsl::Tensor<const float, 2>, dsl::Tensor<const float, 2>,
+                                 dsl::Tensor<float, 2>);
+template void matmul<32, 32, 8>(dsl::Tensor<const float, 2>, dsl::Tensor<const float, 2>,
+                                dsl::Tensor<float, 2>);
+
 } // namespace cubecc::examples

@@ -63,4 +63,10 @@ static const bool registered_prefix_sum =
         "prefix_sum_f32", "type=f32,workgroup=256",
         {.workgroup = {256, 1, 1}, .parameter_names = {"in", "out", "block_sums"}});
 
+// The configurations registered above, instantiated for typed launches (kernels.h).
+template void prefix_sum<uint32_t, 256>(dsl::Tensor<const uint32_t>, dsl::Tensor<uint32_t>,
+                                        dsl::Tensor<uint32_t>);
+template void prefix_sum<float, 256>(dsl::Tensor<const float>, dsl::Tensor<float>,
+                                     dsl::Tensor<float>);
+
 } // namespace cubecc::examples

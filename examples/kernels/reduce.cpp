@@ -87,4 +87,8 @@ static const bool registered_reduce =
         "reduce_max", "op=max,workgroup=256",
         {.workgroup = {256, 1, 1}, .parameter_names = {"in", "out"}});
 
+// The configurations registered above, instantiated for typed launches (kernels.h).
+template void reduce<ReduceOp::Sum, 256>(dsl::Tensor<const float>, dsl::Tensor<float>);
+template void reduce<ReduceOp::Max, 256>(dsl::Tensor<const float>, dsl::Tensor<float>);
+
 } // namespace cubecc::examples

@@ -86,4 +86,7 @@ template <int kWorkgroup> void softmax(dsl::Tensor<const float, 2> in, dsl::Tens
 static const bool registered_softmax = dsl::register_kernel<softmax<256>>(
     "softmax", "workgroup=256", {.workgroup = {256, 1, 1}, .parameter_names = {"in", "out"}});
 
+// The configurations registered above, instantiated for typed launches (kernels.h).
+template void softmax<256>(dsl::Tensor<const float, 2>, dsl::Tensor<float, 2>);
+
 } // namespace cubecc::examples

@@ -55,4 +55,7 @@ static const bool registered_transpose = dsl::register_kernel<transpose<32, 8>>(
     "transpose_32x8", "tile=32,rows=8",
     {.workgroup = {32, 8, 1}, .parameter_names = {"in", "out"}});
 
+// The configurations registered above, instantiated for typed launches (kernels.h).
+template void transpose<32, 8>(dsl::Tensor<const float, 2>, dsl::Tensor<float, 2>);
+
 } // namespace cubecc::examples

@@ -238,7 +238,7 @@ int main(int argc, char **argv) {
   EXPECT_ERROR(cubecc_library_kernel_info(library, kernels, NULL, NULL),
                CUBECC_ERROR_INVALID_ARGUMENT, "no kernel");
 
-  cubecc_kernel axpy = NULL, reduce = NULL, histogram = NULL, nokernel = NULL;
+  cubecc_kernel axpy = NULL, reduce = NULL, histogram = NULL, transpose = NULL, nokernel = NULL;
   EXPECT_ERROR(cubecc_library_kernel(rt, library, "no_such_kernel", NULL, &nokernel),
                CUBECC_ERROR_NOT_FOUND, "has no kernel 'no_such_kernel'");
   EXPECT_ERROR(cubecc_library_kernel(rt, library, "axpy", "width=3", &nokernel),
@@ -249,6 +249,20 @@ int main(int argc, char **argv) {
   MUST(cubecc_library_kernel(rt, library, "axpy", NULL, &axpy));
   MUST(cubecc_library_kernel(rt, library, "reduce_sum", "op=sum,workgroup=256", &reduce));
   MUST(cubecc_library_kernel(rt, library, "histogram_256", NULL, &histogram));
+  MUST(cubecc_library_kernel(rt, library, "transpose_32x8", NULL, &transpose));
+  {
+    /* Through a second handle of the same library: the runtime's cache answers (no trace), and
+     * the kernel still knows its parameter names (for tensor arguments). */
+    cubecc_library again = NULL;
+    cubecc_kernel cached = NULL;
+    const char *name = NULL;
+    MUST(cubecc_library_open(library_path, &again));
+    MUST(cubecc_library_kernel(rt, again, "transpose_32x8", NULL, &cached));
+    MUST(cubecc_kernel_parameter_name(cached, 5, &name));
+    CHECK(strcmp(name, "out") == 0);
+    cubecc_kernel_destroy(cached);
+    cubecc_library_destroy(again);
+  }
   CHECK(strcmp(cubecc_kernel_name(axpy), "axpy") == 0);
   size_t parameters = 0;
   MUST(cubecc_kernel_parameter_count(axpy, &parameters));
@@ -285,7 +299,7 @@ int main(int argc, char **argv) {
   printf("environment: %llu hits, %llu misses, %llu rejected; %llu compiles\n",
          (unsigned long long)stats.environment_hits, (unsigned long long)stats.environment_misses,
          (unsigned long long)stats.environment_rejected, (unsigned long long)stats.compiles);
-  CHECK(stats.environment_hits == 3);
+  CHECK(stats.environment_hits == 4);
   CHECK(stats.environment_misses == 0);
   CHECK(stats.compiles == 0);
 
@@ -420,6 +434,102 @@ int main(int argc, char **argv) {
     CHECK(memcmp(hist, expected, sizeof hist) == 0);
     cubecc_buffer_destroy(dvalues);
     cubecc_buffer_destroy(dhist);
+  }
+
+  /*===- Tensor arguments: descriptors checked against the kernel's parameters
+   * ------------------===*/
+  {
+    /* The IR parameter names say which parameters one tensor stands for. */
+    const char *name = NULL;
+    MUST(cubecc_kernel_parameter_name(transpose, 0, &name));
+    CHECK(strcmp(name, "in") == 0);
+    MUST(cubecc_kernel_parameter_name(transpose, 3, &name));
+    CHECK(strcmp(name, "in.stride0") == 0);
+    EXPECT_ERROR(cubecc_kernel_parameter_name(transpose, 10, &name), CUBECC_ERROR_INVALID_ARGUMENT,
+                 "has no parameter 10 (it has 10)");
+
+    /* transpose_32x8 of a 2-D view: columns 2 to 41 and rows 1 to 29 of a 30 x 50 matrix (an
+     * offset of 52 elements and a row stride of 50), into a contiguous 40 x 29 tensor. (Vulkan
+     * binds a buffer from an offset that is a multiple of minStorageBufferOffsetAlignment: 208
+     * bytes is one of 16.) */
+    enum { ROWS = 30, COLS = 50, R0 = 1, C0 = 2, VR = 29, VC = 40 };
+    static float matrix[ROWS * COLS], result[VC * VR];
+    for (int i = 0; i < ROWS * COLS; ++i)
+      matrix[i] = (float)i;
+    cubecc_buffer dm = NULL, dt = NULL;
+    MUST(cubecc_buffer_allocate(rt, CUBECC_DTYPE_F32, ROWS * COLS, &dm));
+    MUST(cubecc_buffer_allocate(rt, CUBECC_DTYPE_F32, VC * VR, &dt));
+    MUST(cubecc_buffer_write(rt, dm, matrix, sizeof matrix));
+    int64_t view_shape[2] = {VR, VC}, view_strides[2] = {COLS, 1}, out_shape[2] = {VC, VR};
+    cubecc_tensor in = {dm, CUBECC_DTYPE_F32, 2, view_shape, view_strides, R0 * COLS + C0};
+    cubecc_tensor out_t = {dt, CUBECC_DTYPE_F32, 2, out_shape, NULL, 0};
+    cubecc_arg args[2];
+    memset(args, 0, sizeof args);
+    args[0].kind = args[1].kind = CUBECC_ARG_TENSOR;
+    args[0].value.tensor = &in;
+    args[1].value.tensor = &out_t;
+    uint32_t grid[3] = {(VC + 31) / 32, (VR + 31) / 32, 1};
+    MUST(cubecc_launch(rt, transpose, grid, args, 2));
+    MUST(cubecc_buffer_read(rt, dt, result, sizeof result));
+    int wrong = 0;
+    for (int r = 0; r < VR; ++r)
+      for (int c = 0; c < VC; ++c)
+        wrong += result[c * VR + r] != matrix[(R0 + r) * COLS + C0 + c];
+    CHECK(wrong == 0);
+
+    /* What the launch checks, naming the argument and the kernel's parameter. */
+    int64_t flat_shape[1] = {VC * VR};
+    cubecc_tensor flat = {dt, CUBECC_DTYPE_F32, 1, flat_shape, NULL, 0};
+    args[1].value.tensor = &flat;
+    EXPECT_ERROR(cubecc_launch(rt, transpose, grid, args, 2), CUBECC_ERROR_INVALID_ARGUMENT,
+                 "argument 1 (tensor 'out'): the kernel's tensor has 2 dimension(s), the "
+                 "descriptor 1");
+    cubecc_tensor mislabeled = {dt, CUBECC_DTYPE_I32, 2, out_shape, NULL, 0};
+    args[1].value.tensor = &mislabeled;
+    EXPECT_ERROR(cubecc_launch(rt, transpose, grid, args, 2), CUBECC_ERROR_INVALID_ARGUMENT,
+                 "argument 1 (tensor 'out'): the descriptor says i32, its buffer holds f32");
+    cubecc_buffer ints = NULL;
+    MUST(cubecc_buffer_allocate(rt, CUBECC_DTYPE_I32, VC * VR, &ints));
+    cubecc_tensor int_tensor = {ints, CUBECC_DTYPE_I32, 2, out_shape, NULL, 0};
+    args[1].value.tensor = &int_tensor;
+    EXPECT_ERROR(cubecc_launch(rt, transpose, grid, args, 2), CUBECC_ERROR_INVALID_ARGUMENT,
+                 "argument 1 (tensor 'out'): the kernel's tensor holds f32, the descriptor's "
+                 "buffer i32");
+    int64_t too_far[2] = {VR + 1, VC};
+    cubecc_tensor past_end = {dm, CUBECC_DTYPE_F32, 2, too_far, view_strides, R0 * COLS + C0};
+    args[0].value.tensor = &past_end;
+    args[1].value.tensor = &out_t;
+    EXPECT_ERROR(cubecc_launch(rt, transpose, grid, args, 2), CUBECC_ERROR_INVALID_ARGUMENT,
+                 "argument 0 (tensor 'in'): the tensor (offset 52, last element 1489 past it) "
+                 "reaches past the end of its buffer of 1500 elements");
+    args[0].value.tensor = NULL;
+    EXPECT_ERROR(cubecc_launch(rt, transpose, grid, args, 2), CUBECC_ERROR_INVALID_ARGUMENT,
+                 "argument 0 (tensor 'in'): the tensor descriptor is NULL");
+    args[0].value.tensor = &in;
+    EXPECT_ERROR(cubecc_launch(rt, transpose, grid, args, 1), CUBECC_ERROR_INVALID_ARGUMENT,
+                 "launch of kernel 'transpose_32x8'");
+    /* A tensor for a value parameter: axpy's `a` after two tensors. */
+    cubecc_tensor x_t = {dt, CUBECC_DTYPE_F32, 1, flat_shape, NULL, 0};
+    cubecc_arg axpy_args[3];
+    memset(axpy_args, 0, sizeof axpy_args);
+    axpy_args[0].kind = axpy_args[1].kind = axpy_args[2].kind = CUBECC_ARG_TENSOR;
+    axpy_args[0].value.tensor = axpy_args[1].value.tensor = axpy_args[2].value.tensor = &x_t;
+    EXPECT_ERROR(cubecc_launch(rt, axpy, grid, axpy_args, 3), CUBECC_ERROR_INVALID_ARGUMENT,
+                 "argument 2: IR parameter 6 ('a') is a value, not a tensor");
+    /* axpy with tensors for x and y and a scalar: y = 2 x + y over the flat 1160 elements. */
+    static float before[VC * VR], after[VC * VR];
+    MUST(cubecc_buffer_read(rt, dt, before, sizeof before));
+    axpy_args[2] = f32_arg(2.0f);
+    uint32_t axpy_grid[3] = {(VC * VR + 255) / 256, 1, 1};
+    MUST(cubecc_launch(rt, axpy, axpy_grid, axpy_args, 3));
+    MUST(cubecc_buffer_read(rt, dt, after, sizeof after));
+    wrong = 0;
+    for (int i = 0; i < VC * VR; ++i)
+      wrong += !axpy_close(after[i], 2.0f, before[i], before[i]);
+    CHECK(wrong == 0);
+    cubecc_buffer_destroy(dm);
+    cubecc_buffer_destroy(dt);
+    cubecc_buffer_destroy(ints);
   }
 
   /*===- Adopting the test's own memory ------------------------------------------------------===*/
@@ -578,6 +688,7 @@ int main(int argc, char **argv) {
   cubecc_kernel_destroy(axpy);
   cubecc_kernel_destroy(reduce);
   cubecc_kernel_destroy(histogram);
+  cubecc_kernel_destroy(transpose);
   cubecc_runtime_destroy(rt);
 
   if (failures) {

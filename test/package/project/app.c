@@ -38,19 +38,18 @@ int main(int argc, char **argv) {
   CHECK(cubecc_buffer_allocate(rt, CUBECC_DTYPE_F32, N, &dx));
   CHECK(cubecc_buffer_allocate(rt, CUBECC_DTYPE_F32, N, &dy));
   CHECK(cubecc_buffer_write(rt, dx, x, sizeof x));
-  /* A tensor parameter is three IR parameters: the buffer, its element count, its stride. */
-  cubecc_arg args[8] = {
-      {.kind = CUBECC_ARG_BUFFER, .buffer = dx},
-      {.kind = CUBECC_ARG_SCALAR, .dtype = CUBECC_DTYPE_U32, .value.u = N},
-      {.kind = CUBECC_ARG_SCALAR, .dtype = CUBECC_DTYPE_U32, .value.u = 1},
-      {.kind = CUBECC_ARG_BUFFER, .buffer = dy},
-      {.kind = CUBECC_ARG_SCALAR, .dtype = CUBECC_DTYPE_U32, .value.u = N},
-      {.kind = CUBECC_ARG_SCALAR, .dtype = CUBECC_DTYPE_U32, .value.u = 1},
+  /* Tensor descriptors for the Tensor parameters (checked against the kernel's), then a and b. */
+  const int64_t shape[1] = {N};
+  const cubecc_tensor tx = {.buffer = dx, .dtype = CUBECC_DTYPE_F32, .rank = 1, .shape = shape};
+  const cubecc_tensor ty = {.buffer = dy, .dtype = CUBECC_DTYPE_F32, .rank = 1, .shape = shape};
+  cubecc_arg args[4] = {
+      {.kind = CUBECC_ARG_TENSOR, .value.tensor = &tx},
+      {.kind = CUBECC_ARG_TENSOR, .value.tensor = &ty},
       {.kind = CUBECC_ARG_SCALAR, .dtype = CUBECC_DTYPE_F32, .value.f = -2.0},
       {.kind = CUBECC_ARG_SCALAR, .dtype = CUBECC_DTYPE_F32, .value.f = 0.5},
   };
   const uint32_t grid[3] = {(N + 127) / 128, 1, 1};
-  CHECK(cubecc_launch(rt, kernel, grid, args, 8));
+  CHECK(cubecc_launch(rt, kernel, grid, args, 4));
   CHECK(cubecc_buffer_read(rt, dy, y, sizeof y));
   int wrong = 0;
   for (int i = 0; i < N; ++i) {

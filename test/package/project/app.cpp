@@ -14,11 +14,12 @@ int main() try {
   std::vector<float> x(n), y(n, 0.0f);
   for (uint32_t i = 0; i < n; ++i)
     x[i] = float(i) * 0.25f;
-  cubecc::Buffer dx = rt.upload(x), dy = rt.upload(y);
+  cubecc::Tensor dx = rt.upload(x), dy = rt.upload(y);
   auto kernel =
       cubecc::kernel<consumer::scale_shift>(rt, "scale_shift", consumer::kScaleShiftOptions);
-  rt.launch(kernel, cubecc::grid_1d(n, 128), dx, n, 1u, dy, n, 1u, 3.0f, 1.0f);
-  std::vector<float> got = rt.download<float>(dy);
+  // Checked against scale_shift's signature: two float tensors, then two floats.
+  cubecc::launch(rt, kernel, cubecc::grid_for(dy, kernel), dx, dy, 3.0f, 1.0f);
+  std::vector<float> got = rt.download<float>(dy.buffer());
   int wrong = 0;
   for (uint32_t i = 0; i < n; ++i) {
     volatile float product = 3.0f * x[i];
