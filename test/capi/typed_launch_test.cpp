@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace dsl = cubecc::dsl;
@@ -377,30 +378,25 @@ TEST(TensorDlpack, a_tensor_of_another_device_is_unsupported) {
   EXPECT_EQ(kind, cubecc::ErrorKind::Unsupported);
 }
 
-/// A queue that is not a Runtime but has its launch surface (as a Stream will): counts launches.
-struct CountingQueue {
-  cubecc::Runtime &rt;
-  int launches = 0;
-  void launch_values(const cubecc::KernelHandle &kernel, std::array<uint32_t, 3> grid,
-                     std::span<const cubecc::runtime::ArgumentValue> args) {
-    ++launches;
-    rt.launch_values(kernel, grid, args);
-  }
-  template <class Trace> cubecc::KernelHandle kernel(std::string_view key, Trace &&trace) {
-    return rt.kernel(key,
-                     cubecc::runtime::FunctionRef<std::unique_ptr<cubecc::ir::Module>()>(trace));
-  }
-};
-
-TEST(TypedLaunch, any_queue_with_the_runtimes_launch_surface_takes_typed_launches) {
+TEST(TypedLaunch, streams_take_typed_launches_from_their_own_threads) {
   cubecc::Runtime rt = cubecc::Runtime::open("interp");
-  CountingQueue queue{rt};
-  cubecc::Tensor y = rt.upload(std::vector<float>{1, 2});
-  cubecc::launch<registered_negate>(queue, {1, 1, 1}, y);
-  auto k = cubecc::kernel<times_ten>(queue, "times_ten", {.workgroup = {64, 1, 1}});
-  cubecc::launch(queue, k, {1, 1, 1}, y);
-  EXPECT_EQ(queue.launches, 2);
-  EXPECT_EQ(rt.download<float>(y.buffer()), (std::vector<float>{-10, -20}));
+  constexpr int kThreads = 4;
+  std::vector<std::vector<float>> results(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      cubecc::Stream stream = rt.create_stream();
+      cubecc::Tensor y = stream.upload(std::vector<float>{float(t), 2});
+      cubecc::launch<registered_negate>(stream, {1, 1, 1}, y);
+      auto k = cubecc::kernel<times_ten>(stream, "times_ten", {.workgroup = {64, 1, 1}});
+      cubecc::launch(stream, k, {1, 1, 1}, y);
+      results[t] = stream.download<float>(y.buffer());
+    });
+  for (std::thread &thread : threads)
+    thread.join();
+  for (int t = 0; t < kThreads; ++t)
+    EXPECT_EQ(results[t], (std::vector<float>{-10.0f * float(t), -20})) << "thread " << t;
+  EXPECT_EQ(rt.cache_statistics().traces, 2u) << "each kernel traced once for all threads";
 }
 
 TEST(GridFor, covers_the_invocations_with_the_kernels_workgroup) {

@@ -39,11 +39,13 @@ using runtime::DeviceInfo;
 using runtime::EnvironmentOptions;
 using runtime::Error;
 using runtime::ErrorKind;
+using runtime::Event;
 using runtime::Graph;
 using runtime::grid_1d;
 using runtime::KernelHandle;
 using runtime::PoolOptions;
 using runtime::Runtime;
+using runtime::Stream;
 
 /// The kernel `F` (a DSL function) on `rt` (a Runtime, or anything with its kernel(key, trace)),
 /// named `name` in the IR and traced with `options`. A kernel is known by its function and its
