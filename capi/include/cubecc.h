@@ -18,9 +18,9 @@
  *   - Buffers and kernels belong to the runtime that made them: using them with another runtime
  *     is CUBECC_ERROR_INVALID_ARGUMENT. A buffer may outlive its runtime (it keeps the device
  *     alive) but can then only be destroyed or exported.
- *   - A runtime is not thread-safe: use one per thread, or lock around it. A call made while
- *     another thread is inside the same runtime fails, and cubecc_last_error() says so (never a
- *     race). Buffers may be destroyed on any thread. cubecc_last_error() is per thread.
+ *   - A runtime may be called from any thread at once: it is the thread-safe context of its
+ *     device (its launches and copies go to one queue, locked around each call). Buffers may be
+ *     destroyed on any thread. cubecc_last_error() is per thread.
  *   - Strings returned by the API stay valid as documented on each function; never free them.
  *
  *===-------------------------------------------------------------------------------------------===*/
