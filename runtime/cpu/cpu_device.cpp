@@ -290,13 +290,15 @@ public:
 
   DeviceMemory allocate(uint64_t bytes) override {
     if (bytes > info_.max_buffer_bytes)
-      throw Error(fmt::format("cpu: out of memory: {} bytes are more than the host's {}", bytes,
+      throw Error(ErrorKind::OutOfMemory,
+                  fmt::format("cpu: out of memory: {} bytes are more than the host's {}", bytes,
                               info_.max_buffer_bytes));
     uint64_t rounded =
         std::max<uint64_t>(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
     void *data = std::aligned_alloc(kAlignment, rounded);
     if (!data)
-      throw Error(fmt::format("cpu: out of memory: cannot allocate {} bytes", bytes));
+      throw Error(ErrorKind::OutOfMemory,
+                  fmt::format("cpu: out of memory: cannot allocate {} bytes", bytes));
     return DeviceMemory{new CpuMemory{static_cast<uint8_t *>(data), true}, bytes};
   }
   void free(DeviceMemory memory) override {
@@ -470,7 +472,7 @@ public:
     auto stop = std::chrono::steady_clock::now();
     times_.push_back(std::chrono::duration<double, std::nano>(stop - start).count());
     if (fault.kind != 0)
-      throw Error(fault_message(*k, fault));
+      throw Error(ErrorKind::DeviceFailure, fault_message(*k, fault));
   }
 
   void synchronize() override {
