@@ -30,9 +30,12 @@ using namespace cubecc;
 namespace {
 
 using test::build;
+using test::expected_axpy;
+using test::expected_reduce_sum;
 using test::host_axpy;
 using test::kInterp;
 using test::run_axpy;
+using test::run_reduce_sum;
 using test::temp_file;
 using test::traced_examples;
 

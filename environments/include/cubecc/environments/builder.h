@@ -43,8 +43,8 @@ struct KernelInput {
   /// The kernel library it was traced from (library_name_of_input) and that library's build
   /// (library_build_of): recorded in its entry, so that an application without the library can
   /// ask for the kernel by name (Runtime::kernel_from_environment). "" for kernels from IR text.
-  std::string library;
-  std::string library_build;
+  std::string library = {};
+  std::string library_build = {};
 };
 
 /// The name a kernel library input goes by in a bundle: its file name without directories and
