@@ -350,7 +350,9 @@ typedef struct cubecc_arg {
  *  alive until they finished (cubecc_synchronize, or a read of a buffer written). Errors:
  *  CUBECC_ERROR_INVALID_ARGUMENT, with a message naming the kernel and the parameter
  *  ("launch of kernel 'axpy': parameter 6 (%a: f32): needs a floating-point value, got an
- *  integer (convert it explicitly)") or the count and the kernel's signature. */
+ *  integer (convert it explicitly)") or the count and the kernel's signature;
+ *  CUBECC_ERROR_DEVICE_FAILURE on devices that run a launch at once (interp, cpu) when it faults
+ *  (an out-of-bounds access in checked mode, CUBECC_CHECKED=1). */
 cubecc_status cubecc_launch(cubecc_runtime runtime, cubecc_kernel kernel, const uint32_t grid[3],
                             const cubecc_arg *args, size_t num_args);
 
