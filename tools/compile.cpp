@@ -402,19 +402,6 @@ int write_per_kernel(const CompileOptions &options, const codegen::EmitKind &kin
   return write_output("cubecc", options.output, all);
 }
 
-/// A failure where the toolkit rejected code cubecc wrote is cubecc's bug (exit 3); a refusal (a
-/// feature the target lacks, an unknown architecture, a toolkit not found) is the user's (exit 1).
-int report_backend(const codegen::Backend &backend, const std::vector<ir::Diagnostic> &errors) {
-  for (const ir::Diagnostic &e : errors)
-    if (backend.internal_failure(e)) {
-      std::cerr << ir::to_string(errors)
-                << "cubecc: internal error: the code cubecc wrote does not compile. This is a bug "
-                   "in cubecc; please report it with the input that caused it.\n";
-      return kInternalError;
-    }
-  return report(errors);
-}
-
 /// The kind `name` of `backend`, or null.
 const codegen::EmitKind *find_emit_kind(const codegen::Backend &backend, std::string_view name) {
   for (const codegen::EmitKind &kind : backend.emit_kinds())
@@ -437,7 +424,7 @@ int emit_target(const ir::Module &module, const Target &target, const CompileOpt
     std::optional<codegen::Emitted> emitted =
         target.backend->emit(*kernel, target.name, options.emit, errors);
     if (!emitted)
-      return report_backend(*target.backend, errors);
+      return report(errors);
     for (const auto &[suffix, text] : emitted->stages)
       if (int rc = dump(kernel->name(), suffix, text))
         return rc;

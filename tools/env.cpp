@@ -47,7 +47,7 @@ std::shared_ptr<const environments::Bundle> open_bundle(const std::string &path)
   try {
     return environments::Bundle::open(path);
   } catch (const runtime::Error &e) {
-    std::cerr << "cubecc: error: " << shown_message(e.what()) << "\n";
+    report_error(e); // Bundle::open's errors are all ErrorKind::Environment: the caller's 1
     return nullptr;
   }
 }
@@ -60,8 +60,7 @@ int write_bundle_file(const std::string &path, const environments::BundleContent
   try {
     serialized = environments::serialize_bundle(contents);
   } catch (const runtime::Error &e) {
-    std::cerr << "cubecc: error: " << shown_message(e.what()) << "\n";
-    return kUserError;
+    return report_error(e);
   }
   bytes = serialized.size();
   return write_output("cubecc", path, serialized);
@@ -132,8 +131,20 @@ int env_build_command(const EnvBuildOptions &options) {
     modules.push_back(std::make_unique<ir::Module>("inputs"));
     if (!load_inputs({input}, *modules.back(), errors, &configurations))
       return report(errors);
+    // Kernels of a library (or of a DSL source, built into one) are recorded with the library's
+    // name and build, so that an application without the library can load them by name.
+    const size_t first = kernels.size();
     for (const auto &k : modules.back()->kernels())
-      kernels.push_back({k.get(), configurations[k->name()]});
+      kernels.push_back({k.get(), configurations[k->name()], "", ""});
+    if (!input.ends_with(".cir")) {
+      std::span<const environments::KernelInput> traced(kernels.begin() + first, kernels.end());
+      const std::string library = environments::library_name_of_input(input);
+      const std::string build = environments::library_build_of(traced);
+      for (size_t k = first; k < kernels.size(); ++k) {
+        kernels[k].library = library;
+        kernels[k].library_build = build;
+      }
+    }
   }
   if (kernels.empty()) {
     std::cerr << "cubecc: error: the inputs hold no kernels\n";
@@ -224,6 +235,9 @@ int env_inspect_command(const std::string &path, bool json) {
       k["configuration"] = e.configuration;
       k["hash"] = e.hash.hex();
       k["options"] = e.options;
+      k["library"] = e.library;
+      k["library_build"] = e.library_build;
+      k["parameters"] = e.parameter_names;
       k["artifacts"] = nlohmann::json::array();
       for (const environments::Artifact &a : e.artifacts) {
         const auto &abi = a.abi;
@@ -401,8 +415,7 @@ int env_merge_command(const std::vector<std::string> &inputs, const std::string 
       for (const std::string &note : environments::merge_contents(merged, bundle->contents()))
         std::cerr << fmt::format("cubecc: note: {}: {}\n", input, note);
     } catch (const runtime::Error &e) {
-      std::cerr << "cubecc: error: " << shown_message(e.what()) << "\n";
-      return kUserError;
+      return report_error(e);
     }
   }
   auto metadata = environments::current_metadata(command_line);

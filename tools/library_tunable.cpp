@@ -20,7 +20,8 @@ autotune::LibraryTunable library_tunable(const dsl::KernelLibrary &library, size
     size_t comma = types.find(',');
     std::optional<ir::Scalar> s = ir::parse_scalar(types.substr(0, comma));
     if (!s)
-      throw runtime::Error("bad element type in " + t.element_types);
+      throw runtime::Error(runtime::ErrorKind::InvalidArgument,
+                           "bad element type in " + t.element_types);
     out.element_types.push_back(*s);
     types = comma == std::string_view::npos ? "" : types.substr(comma + 1);
   }
@@ -30,7 +31,8 @@ autotune::LibraryTunable library_tunable(const dsl::KernelLibrary &library, size
                               auto module = std::make_unique<ir::Module>("tune");
                               std::vector<ir::Diagnostic> errors;
                               if (!library.trace(kernel, *module, errors))
-                                throw runtime::Error(ir::to_string(errors));
+                                throw runtime::Error(runtime::ErrorKind::Compile,
+                                                     ir::to_string(errors), errors);
                               return module;
                             }});
   }
@@ -42,7 +44,7 @@ autotune::LibraryTunable library_tunable(const dsl::KernelLibrary &library, size
     case dsl::KernelLibrary::Described::Invalid:
       return false;
     case dsl::KernelLibrary::Described::Failed:
-      throw runtime::Error(error);
+      throw runtime::Error(runtime::ErrorKind::InvalidArgument, error);
     case dsl::KernelLibrary::Described::Launch:
       break;
     }

@@ -51,7 +51,43 @@ int report(const std::vector<ir::Diagnostic> &diagnostics) {
     d.message = runtime::shorten_for_message(d.message, 64 << 10);
   }
   std::cerr << ir::to_string(shortened);
+  for (const ir::Diagnostic &d : diagnostics)
+    if (d.internal) {
+      std::cerr << "cubecc: internal error: the code cubecc wrote does not compile. This is a bug "
+                   "in cubecc; please report it with the input that caused it.\n";
+      return kInternalError;
+    }
   return kUserError;
+}
+
+ExitCode exit_code_of(runtime::ErrorKind kind) {
+  switch (kind) {
+  case runtime::ErrorKind::Internal:
+    return kInternalError;
+  case runtime::ErrorKind::NoDevice:
+  case runtime::ErrorKind::OutOfMemory:
+  case runtime::ErrorKind::InvalidArgument:
+  case runtime::ErrorKind::NotFound:
+  case runtime::ErrorKind::Compile:
+  case runtime::ErrorKind::Unsupported:
+  case runtime::ErrorKind::Environment:
+  case runtime::ErrorKind::DeviceFailure:
+    return kUserError;
+  }
+  return kInternalError;
+}
+
+int report_error(const runtime::Error &error, std::string_view context, const char *tool) {
+  std::string message = shown_message(error.what());
+  if (!context.empty())
+    message = fmt::format("{}: {}", context, message);
+  ExitCode code = exit_code_of(error.kind());
+  if (code == kInternalError)
+    std::cerr << tool << ": internal error: " << message
+              << "\nThis is a bug in cubecc; please report it with the input that caused it.\n";
+  else
+    std::cerr << tool << ": error: " << message << "\n";
+  return code;
 }
 
 int write_output(const char *tool, const std::string &output, std::string_view text) {

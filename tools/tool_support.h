@@ -50,7 +50,19 @@ template <class... Args> void print_out(fmt::format_string<Args...> format, Args
   std::cout << fmt::format(format, std::forward<Args>(args)...);
 }
 
-/// Prints the diagnostics to standard error (each message at most 64 KiB); returns kUserError.
+/// The exit code of an error of `kind`: kInternalError for cubecc's own bug, kUserError for every
+/// other kind (usage errors are the command-line parser's, found before anything can fail).
+ExitCode exit_code_of(runtime::ErrorKind kind);
+
+/// Prints `error` to standard error as `<tool>: error: [<context>: ]<message>`, or for an
+/// internal error as `<tool>: internal error: ...` with a request to report it, and returns
+/// exit_code_of(error.kind()): every subcommand reports an error of one kind the same way.
+int report_error(const runtime::Error &error, std::string_view context = {},
+                 const char *tool = "cubecc");
+
+/// Prints the diagnostics to standard error (each message at most 64 KiB); returns kUserError,
+/// or kInternalError (with a request to report it) when one of them is cubecc's own bug
+/// (ir::Diagnostic::internal: a toolkit rejected code cubecc wrote).
 int report(const std::vector<ir::Diagnostic> &diagnostics);
 
 /// Writes `text` to `output` ("-" or /dev/stdout: standard output, every write checked; else a
@@ -75,12 +87,15 @@ bool read_ir_text(const std::string &path, std::string &text, std::string &error
 /// closed descriptor after something was written) turns kSuccess into kUserError, with a message.
 int finish_standard_output(const char *tool, int code);
 
-/// Runs a tool's body; an escaping exception is a bug in cubecc and exits with kInternalError.
-/// Standard output is checked at the end either way.
+/// Runs a tool's body; an escaping runtime::Error is reported by its kind (report_error), any
+/// other exception is a bug in cubecc and exits with kInternalError. Standard output is checked
+/// at the end either way.
 template <class F> int run_tool(const char *tool, F &&body) {
   int code;
   try {
     code = body();
+  } catch (const runtime::Error &e) {
+    code = report_error(e, {}, tool);
   } catch (const std::exception &e) {
     std::cerr << tool << ": internal error: " << shown_message(e.what())
               << "\nThis is a bug in cubecc; please report it with the input that caused it.\n";

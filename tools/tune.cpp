@@ -31,8 +31,7 @@ int tune_command(const TuneCommandOptions &options) {
   try {
     rt.emplace(runtime::Runtime::open(options.device));
   } catch (const runtime::Error &e) {
-    std::cerr << "cubecc: error: " << shown_message(e.what()) << "\n";
-    return kUserError;
+    return report_error(e);
   }
   std::cerr << fmt::format("cubecc: tuning on {} ({})\n", rt->info().backend, rt->info().name);
 
@@ -55,9 +54,8 @@ int tune_command(const TuneCommandOptions &options) {
         tune.relative_tolerance = tunable.relative_tolerance;
         records = autotune::tune_library(*rt, tunable, tune);
       } catch (const runtime::Error &e) {
-        std::cerr << fmt::format("cubecc: error: {}: tunable '{}': {}\n", shown(options.inputs[l]),
-                                 shown(name), shown_message(e.what()));
-        return kUserError;
+        return report_error(e,
+                            fmt::format("{}: tunable '{}'", shown(options.inputs[l]), shown(name)));
       }
       double seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

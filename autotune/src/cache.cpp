@@ -89,12 +89,13 @@ void TuningCache::store(const TuningRecord &record) const {
   std::error_code ec;
   fs::create_directories(folder, ec); // another process may create it at the same time
   if (!fs::is_directory(folder))
-    throw runtime::Error(fmt::format("tuning cache: cannot create {}: {}", folder.string(),
+    throw runtime::Error(runtime::ErrorKind::InvalidArgument,
+                         fmt::format("tuning cache: cannot create {}: {}", folder.string(),
                                      ec ? ec.message() : "not a folder"));
   try {
     runtime::write_file_atomically(path.string(), to_json(record));
   } catch (const runtime::Error &e) {
-    throw runtime::Error(fmt::format("tuning cache: {}", e.what()));
+    throw runtime::Error(e.kind(), fmt::format("tuning cache: {}", e.what()));
   }
 }
 

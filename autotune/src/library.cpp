@@ -71,7 +71,8 @@ Tunable make_tunable(const LibraryTunable &library) {
       return rt.kernel(key, [&]() -> std::unique_ptr<ir::Module> {
         std::unique_ptr<ir::Module> module = v.trace();
         if (!module || module->kernels().size() != 1)
-          throw runtime::Error(fmt::format("tunable '{}': tracing variant '{}' gave no kernel",
+          throw runtime::Error(runtime::ErrorKind::Compile,
+                               fmt::format("tunable '{}': tracing variant '{}' gave no kernel",
                                            library.name, v.kernel));
         return module;
       });
@@ -111,13 +112,14 @@ LibraryBenchmark::VariantState &LibraryBenchmark::state(runtime::Runtime &rt, si
   const std::string what = fmt::format("tunable '{}': variant '{}' (kernel '{}')", library_.name,
                                        library_.variants[variant].configuration, kernel.name());
   if (!library_.describe(variant, shape_, s->launch))
-    throw runtime::Error(what + ": not valid for this shape");
+    throw runtime::Error(runtime::ErrorKind::InvalidArgument, what + ": not valid for this shape");
   const codegen::KernelAbi &abi = kernel.abi();
   size_t buffer_params = 0, value_params = 0;
   for (const codegen::ParamSlot &p : abi.params)
     (p.kind == codegen::ParamSlot::Buffer ? buffer_params : value_params)++;
   if (buffer_params != s->launch.buffer_elements.size() || value_params != s->launch.values.size())
-    throw runtime::Error(fmt::format("{}: the kernel has {} buffer and {} value parameters, the "
+    throw runtime::Error(runtime::ErrorKind::InvalidArgument,
+                         fmt::format("{}: the kernel has {} buffer and {} value parameters, the "
                                      "tunable describes {} and {}",
                                      what, buffer_params, value_params,
                                      s->launch.buffer_elements.size(), s->launch.values.size()));
@@ -139,7 +141,8 @@ LibraryBenchmark::VariantState &LibraryBenchmark::state(runtime::Runtime &rt, si
       s->arguments.emplace_back(s->buffers[b++]);
     } else {
       if (p.type.lanes() != 1)
-        throw runtime::Error(fmt::format("{}: value parameter {} is a vector; tunables describe "
+        throw runtime::Error(runtime::ErrorKind::Unsupported,
+                             fmt::format("{}: value parameter {} is a vector; tunables describe "
                                          "scalar values only",
                                          what, v));
       s->arguments.push_back(s->launch.values[v++]);

@@ -104,6 +104,7 @@ Selection select_variant(runtime::Runtime &rt, const Tunable &tunable, const Pro
     if (tunable.valid(v, problem))
       return answer(v, tunable, SelectionSource::Default, std::move(key), std::nullopt);
   throw runtime::Error(
+      runtime::ErrorKind::Unsupported,
       fmt::format("tunable '{}': no variant is valid for the problem {}", tunable.name(), bucket));
 }
 

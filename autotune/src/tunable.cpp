@@ -15,7 +15,8 @@ uint64_t round_up_to_power_of_two(uint64_t value) {
 
 std::string power_of_two_bucket(std::span<const std::string> dimensions, const Problem &problem) {
   if (problem.shape.size() != dimensions.size())
-    throw runtime::Error(fmt::format("a problem of {} extents for {} dimensions",
+    throw runtime::Error(runtime::ErrorKind::InvalidArgument,
+                         fmt::format("a problem of {} extents for {} dimensions",
                                      problem.shape.size(), dimensions.size()));
   std::string out;
   for (size_t d = 0; d < dimensions.size(); ++d)
@@ -31,16 +32,19 @@ Tunable::Tunable(std::string name, std::vector<std::string> dimensions,
     : name_(std::move(name)), dimensions_(std::move(dimensions)), variants_(std::move(variants)),
       key_(std::move(key)) {
   if (name_.empty())
-    throw runtime::Error("a tunable needs a name");
+    throw runtime::Error(runtime::ErrorKind::InvalidArgument, "a tunable needs a name");
   if (variants_.empty())
-    throw runtime::Error(fmt::format("tunable '{}' has no variants", name_));
+    throw runtime::Error(runtime::ErrorKind::InvalidArgument,
+                         fmt::format("tunable '{}' has no variants", name_));
   for (size_t i = 0; i < variants_.size(); ++i) {
     if (!variants_[i].load)
-      throw runtime::Error(fmt::format("tunable '{}': variant '{}' has no load function", name_,
+      throw runtime::Error(runtime::ErrorKind::InvalidArgument,
+                           fmt::format("tunable '{}': variant '{}' has no load function", name_,
                                        variants_[i].configuration));
     for (size_t j = 0; j < i; ++j)
       if (variants_[j].configuration == variants_[i].configuration)
-        throw runtime::Error(fmt::format("tunable '{}': two variants have the configuration '{}'",
+        throw runtime::Error(runtime::ErrorKind::InvalidArgument,
+                             fmt::format("tunable '{}': two variants have the configuration '{}'",
                                          name_, variants_[i].configuration));
   }
 }

@@ -130,7 +130,8 @@ TuningRecord tune(runtime::Runtime &rt, const Tunable &tunable, const Problem &p
     live.push_back(i);
   }
   if (live.empty())
-    throw runtime::Error(fmt::format("{}: no variant is valid for this problem", what));
+    throw runtime::Error(runtime::ErrorKind::Unsupported,
+                         fmt::format("{}: no variant is valid for this problem", what));
   const size_t reference = live.front();
 
   benchmark.prepare(rt, problem);
@@ -139,7 +140,8 @@ TuningRecord tune(runtime::Runtime &rt, const Tunable &tunable, const Problem &p
     rt.synchronize();
     std::vector<double> times = rt.last_launch_times_ns();
     if (times.empty())
-      throw runtime::Error(fmt::format("{}: a run of variant '{}' launched nothing", what,
+      throw runtime::Error(runtime::ErrorKind::InvalidArgument,
+                           fmt::format("{}: a run of variant '{}' launched nothing", what,
                                        record.timings[i].configuration));
     double total = 0;
     for (double ns : times)
@@ -202,9 +204,11 @@ TuningRecord tune(runtime::Runtime &rt, const Tunable &tunable, const Problem &p
       std::string difference =
           compare_outputs(expected, got, options.relative_tolerance, options.absolute_tolerance);
       if (!difference.empty())
-        throw runtime::Error(fmt::format(
-            "{}: variant '{}' disagrees with variant '{}' (the first valid one): {}", what,
-            record.timings[i].configuration, record.timings[reference].configuration, difference));
+        throw runtime::Error(
+            runtime::ErrorKind::InvalidArgument,
+            fmt::format("{}: variant '{}' disagrees with variant '{}' (the first valid one): {}",
+                        what, record.timings[i].configuration,
+                        record.timings[reference].configuration, difference));
     }
   }
   record.created = utc_timestamp();

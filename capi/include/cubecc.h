@@ -62,8 +62,13 @@ typedef enum cubecc_status {
   /** Something this runtime's device cannot do: memory of another backend, a dtype DLPack or the
    *  kernel cannot hold, Vulkan handles of a non-Vulkan device. */
   CUBECC_ERROR_UNSUPPORTED = 7,
-  /** A bug in cubecc: the message says where. */
+  /** A bug in cubecc: the message says where. To test an application's handling of it, set the
+   *  environment variable CUBECC_TEST_INTERNAL_ERROR=1: cubecc_runtime_statistics then fails
+   *  with this status (a test hook; never set it in production). */
   CUBECC_ERROR_INTERNAL = 8,
+  /** The device failed while running work: a kernel that faulted (an out-of-bounds access
+   *  found in checked mode, CUBECC_CHECKED=1), a lost device. The message names the kernel. */
+  CUBECC_ERROR_DEVICE_FAILURE = 9,
 } cubecc_status;
 
 /** "CUBECC_SUCCESS", "CUBECC_ERROR_INVALID_ARGUMENT", ...; "unknown status" for other values. A
@@ -296,6 +301,20 @@ cubecc_status cubecc_library_kernel_info(cubecc_library library, size_t index, c
 cubecc_status cubecc_library_kernel(cubecc_runtime runtime, cubecc_library library,
                                     const char *name, const char *configuration,
                                     cubecc_kernel *out);
+
+/** The kernel `name` of kernel library `library` ("examples" for libexamples.so: the name
+ *  `cubecc env build` recorded), registered with `configuration` (NULL or "" for none), from the
+ *  runtime's environment bundle — without the library: nothing is traced or compiled, and the
+ *  launch checks use the parameter names and types the bundle recorded. The bundle is trusted
+ *  to be the library's; a program that has the library and wants that checked uses
+ *  cubecc_library_kernel instead. *out is the caller's: cubecc_kernel_destroy. Errors:
+ *  CUBECC_ERROR_INVALID_ARGUMENT (no environment in use: cubecc_runtime_use_environment first),
+ *  CUBECC_ERROR_NOT_FOUND (the bundle has no such kernel: the message lists what it has),
+ *  CUBECC_ERROR_ENVIRONMENT (the bundle cannot serve this device: no binary for it, damage,
+ *  another cubecc or toolkit). */
+cubecc_status cubecc_environment_kernel(cubecc_runtime runtime, const char *library,
+                                        const char *name, const char *configuration,
+                                        cubecc_kernel *out);
 void cubecc_kernel_destroy(cubecc_kernel kernel);
 
 /** The kernel's name (valid while the kernel handle lives) and its IR parameter count: a DSL
@@ -360,13 +379,16 @@ typedef struct cubecc_arg {
  *  alive until they finished (cubecc_synchronize, or a read of a buffer written). Errors:
  *  CUBECC_ERROR_INVALID_ARGUMENT, with a message naming the kernel and the parameter
  *  ("launch of kernel 'axpy': parameter 6 (%a: f32): needs a floating-point value, got an
- *  integer (convert it explicitly)") or the count and the kernel's signature. */
+ *  integer (convert it explicitly)") or the count and the kernel's signature;
+ *  CUBECC_ERROR_DEVICE_FAILURE on devices that run a launch at once (interp, cpu) when it faults
+ *  (an out-of-bounds access in checked mode, CUBECC_CHECKED=1). */
 cubecc_status cubecc_launch(cubecc_runtime runtime, cubecc_kernel kernel, const uint32_t grid[3],
                             const cubecc_arg *args, size_t num_args);
 
-/** Waits for every queued launch and copy. A launch that failed on the device (a driver error)
- *  is reported here, as CUBECC_ERROR_INVALID_ARGUMENT with the device's message; interp runs
- *  launches at once, so its failures (an out-of-bounds access) come from cubecc_launch. */
+/** Waits for every queued launch and copy. A launch that failed on the device (a driver error, a
+ *  faulting kernel) is reported here, as CUBECC_ERROR_DEVICE_FAILURE with the device's message;
+ *  devices that run launches at once (interp, cpu) report their failures from cubecc_launch,
+ *  with the same status. */
 cubecc_status cubecc_synchronize(cubecc_runtime runtime);
 
 /** The device time of each launch completed by the last cubecc_synchronize, in nanoseconds, in

@@ -75,6 +75,7 @@ ir::Diagnostic compiler_error(std::string_view compiler, std::string_view target
                               std::string_view kernel, std::string_view program,
                               std::string_view source, std::string_view log) {
   ir::Diagnostic d;
+  d.internal = true; // the toolkit rejected the source cubecc wrote
   auto first = first_compiler_error(log);
   if (first) {
     d.message = fmt::format("kernel '{}': {} failed for target '{}': {}: {}", kernel, compiler,

@@ -94,10 +94,6 @@ public:
   }
   std::string toolkit_label() const override { return cuda_toolkit(); }
 
-  bool internal_failure(const ir::Diagnostic &error) const override {
-    return error.message.find("NVRTC failed") != std::string::npos;
-  }
-
   std::string check_artifact(std::string_view target, std::string_view format,
                              std::string_view bytes) const override {
     if (format == "cubin")

@@ -88,10 +88,6 @@ public:
   }
   std::string toolkit_label() const override { return hip_toolkit(); }
 
-  bool internal_failure(const ir::Diagnostic &error) const override {
-    return error.message.find("hipRTC failed") != std::string::npos;
-  }
-
   std::string check_artifact(std::string_view, std::string_view format,
                              std::string_view bytes) const override {
     if (format == "hsaco")

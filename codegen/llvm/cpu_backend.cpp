@@ -182,7 +182,10 @@ std::optional<std::string> run_plugin(const ir::Kernel &kernel, const CpuCompile
   if (rc != 0) {
     if (collected.diagnostics.empty())
       return fail("the LLVM plugin failed without a message (a bug in cubecc)");
-    errors.insert(errors.end(), collected.diagnostics.begin(), collected.diagnostics.end());
+    for (ir::Diagnostic &d : collected.diagnostics) {
+      d.internal = rc == CUBECC_LLVM_INTERNAL_FAILURE;
+      errors.push_back(std::move(d));
+    }
     return std::nullopt;
   }
   return std::move(collected.output);

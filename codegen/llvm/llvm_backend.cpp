@@ -95,10 +95,6 @@ public:
   }
   std::string toolkit_label() const override { return llvm_version(); }
 
-  bool internal_failure(const ir::Diagnostic &error) const override {
-    return error.message.find("does not verify (a bug in cubecc)") != std::string::npos;
-  }
-
   std::string check_artifact(std::string_view, std::string_view format,
                              std::string_view bytes) const override {
     if (format != "elf")

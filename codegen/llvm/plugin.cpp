@@ -59,13 +59,19 @@ int compile(const cubecc_llvm_request &request, cubecc_llvm_output_fn output,
   if (!module) {
     for (const ir::Diagnostic &d : errors)
       diagnostic(user, d.file.c_str(), d.line, d.col, d.message.c_str());
-    return errors.empty() ? fail("lowering to LLVM failed (a bug in cubecc)") : 1;
+    if (errors.empty()) {
+      fail("lowering to LLVM failed (a bug in cubecc)");
+      return CUBECC_LLVM_INTERNAL_FAILURE;
+    }
+    return 1;
   }
   std::string broken;
   llvm::raw_string_ostream broken_stream(broken);
-  if (llvm::verifyModule(*module, &broken_stream))
-    return fail("internal error: the LLVM IR made for kernel @" + kernel->name() +
-                " does not verify (a bug in cubecc): " + broken);
+  if (llvm::verifyModule(*module, &broken_stream)) {
+    fail("internal error: the LLVM IR made for kernel @" + kernel->name() +
+         " does not verify (a bug in cubecc): " + broken);
+    return CUBECC_LLVM_INTERNAL_FAILURE;
+  }
   llvm_backend::optimize(*module, *machine);
   std::string out;
   if (request.emit == CUBECC_LLVM_EMIT_LLVM_IR) {
@@ -102,7 +108,7 @@ int cubecc_llvm_compile(const cubecc_llvm_request *request, cubecc_llvm_output_f
   } catch (const std::exception &e) {
     diagnostic(user, "", 0, 0,
                (std::string("internal error in the LLVM plugin: ") + e.what()).c_str());
-    return 1;
+    return CUBECC_LLVM_INTERNAL_FAILURE;
   }
 }
 }

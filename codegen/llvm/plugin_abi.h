@@ -38,12 +38,17 @@ typedef void (*cubecc_llvm_output_fn)(void *user, const char *data, size_t size)
 typedef void (*cubecc_llvm_diagnostic_fn)(void *user, const char *file, uint32_t line,
                                           uint32_t column, const char *message);
 
+/// What cubecc_llvm_compile returns for a failure that is cubecc's own bug.
+#define CUBECC_LLVM_INTERNAL_FAILURE 2
+
 /// CUBECC_LLVM_PLUGIN_ABI_VERSION of the plugin.
 uint32_t cubecc_llvm_plugin_abi_version(void);
 /// "LLVM 19.1.7".
 const char *cubecc_llvm_version(void);
 /// Compiles; returns 0 on success (output called once), else nonzero (diagnostic called at
-/// least once). Thread-safe: compiles run in parallel, only the final link is serialized.
+/// least once): CUBECC_LLVM_INTERNAL_FAILURE when the failure is a bug in cubecc (the LLVM IR it
+/// made does not verify, an exception inside the plugin), 1 when the request was refused.
+/// Thread-safe: compiles run in parallel, only the final link is serialized.
 int cubecc_llvm_compile(const cubecc_llvm_request *request, cubecc_llvm_output_fn output,
                         cubecc_llvm_diagnostic_fn diagnostic, void *user);
 

@@ -87,10 +87,6 @@ public:
     return {{"SPIRV-Tools", tools, {}}, {"SPIRV-Cross", spirv_cross_version(), {}}};
   }
 
-  bool internal_failure(const ir::Diagnostic &error) const override {
-    return error.message.find("the SPIR-V does not validate") != std::string::npos;
-  }
-
   std::string check_artifact(std::string_view, std::string_view format,
                              std::string_view bytes) const override {
     if (format != "spirv")
@@ -118,7 +114,8 @@ private:
                         fmt::format("kernel '{}': the SPIR-V does not validate (a bug in "
                                     "cubecc):\n{}",
                                     kernel.name(), problems),
-                        {}});
+                        {},
+                        /*internal=*/true});
       return std::nullopt;
     }
     return spirv;

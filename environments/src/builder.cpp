@@ -9,9 +9,11 @@
 #include "cubecc/passes/pass_manager.h"
 
 #include <fmt/format.h>
+#include <xxhash.h>
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -76,6 +78,28 @@ template <class F> void parallel_for(size_t count, unsigned threads, F &&body) {
 }
 
 } // namespace
+
+std::string library_name_of_input(std::string_view path) {
+  std::string stem = std::filesystem::path(path).stem().string();
+  if (std::filesystem::path(path).extension() == ".so" && stem.starts_with("lib") &&
+      stem.size() > 3)
+    stem.erase(0, 3);
+  return stem;
+}
+
+std::string library_build_of(std::span<const KernelInput> kernels) {
+  // Sorted, so that the order the library lists its kernels in does not change the build id.
+  std::vector<std::string> lines;
+  for (const KernelInput &k : kernels)
+    lines.push_back(fmt::format("{}\n{}\n{}\n", k.kernel->name(), k.configuration,
+                                ir::structural_hash(*k.kernel).hex()));
+  std::sort(lines.begin(), lines.end());
+  std::string all;
+  for (const std::string &line : lines)
+    all += line;
+  XXH128_hash_t h = XXH3_128bits(all.data(), all.size());
+  return ir::Hash128{h.high64, h.low64}.hex();
+}
 
 std::string compile_options(int opt_level) {
   return fmt::format("-O{}", opt_level);
@@ -170,6 +194,10 @@ std::optional<BundleContents> build_entries(std::span<const KernelInput> kernels
     entry.options = opt;
     entry.name = kernels[k].kernel->name();
     entry.configuration = kernels[k].configuration;
+    entry.library = kernels[k].library;
+    entry.library_build = kernels[k].library_build;
+    for (unsigned p = 0; p < kernels[k].kernel->num_parameters(); ++p)
+      entry.parameter_names.push_back(kernels[k].kernel->parameter(p)->name());
     for (size_t j = k * groups.size(); j < (k + 1) * groups.size(); ++j)
       for (Artifact &a : artifacts[j])
         entry.artifacts.push_back(std::move(a));

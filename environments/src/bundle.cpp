@@ -7,6 +7,7 @@
 #include "bundle_generated.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <xxhash.h>
 
 #include <fcntl.h>
@@ -28,6 +29,7 @@ namespace cubecc::environments {
 
 namespace fs = std::filesystem;
 using runtime::Error;
+using runtime::ErrorKind;
 
 namespace {
 
@@ -160,6 +162,11 @@ bool decode_entry(const fb::Entry *e, std::string &error, Entry *out) {
     out->options = std::string(view(e->options()));
     out->name = std::string(name);
     out->configuration = std::string(view(e->configuration()));
+    out->library = std::string(view(e->library()));
+    out->library_build = std::string(view(e->library_build()));
+    if (e->parameter_names())
+      for (const flatbuffers::String *p : *e->parameter_names())
+        out->parameter_names.emplace_back(view(p));
   }
   for (const fb::Artifact *a : *e->artifacts()) {
     if (!a->target() || !a->format() || !a->data() || a->target()->size() == 0 ||
@@ -171,6 +178,11 @@ bool decode_entry(const fb::Entry *e, std::string &error, Entry *out) {
     std::optional<codegen::KernelAbi> abi = read_abi(a->abi(), name, why);
     if (!abi) {
       error = fmt::format("kernel '{}' for {}: {}", name, view(a->target()), why);
+      return false;
+    }
+    if (e->parameter_names() && e->parameter_names()->size() != abi->params.size()) {
+      error = fmt::format("kernel '{}' names {} parameters, its {} binary has {}", name,
+                          e->parameter_names()->size(), view(a->target()), abi->params.size());
       return false;
     }
     if (!out)
@@ -203,7 +215,9 @@ std::string serialize_entry(const Entry &entry) {
   }
   b.Finish(fb::CreateEntry(b, entry.hash.high, entry.hash.low, b.CreateString(entry.options),
                            b.CreateString(entry.name), b.CreateString(entry.configuration),
-                           b.CreateVector(artifacts)));
+                           b.CreateVector(artifacts),
+                           b.CreateVectorOfStrings(entry.parameter_names),
+                           b.CreateString(entry.library), b.CreateString(entry.library_build)));
   return std::string(reinterpret_cast<const char *>(b.GetBufferPointer()), b.GetSize());
 }
 
@@ -252,7 +266,8 @@ std::string serialize_bundle(const BundleContents &contents) {
   });
   for (size_t i = 1; i < keyed.size(); ++i)
     if (keyed[i].key == keyed[i - 1].key)
-      throw Error(fmt::format("two entries for kernel '{}' ({}, {}): merge them first",
+      throw Error(ErrorKind::InvalidArgument,
+                  fmt::format("two entries for kernel '{}' ({}, {}): merge them first",
                               keyed[i].entry->name, keyed[i].entry->hash.hex(),
                               keyed[i].entry->options));
   std::vector<const TuningEntry *> tuning;
@@ -262,7 +277,8 @@ std::string serialize_bundle(const BundleContents &contents) {
             [](const TuningEntry *a, const TuningEntry *b) { return a->key < b->key; });
   for (size_t i = 1; i < tuning.size(); ++i)
     if (tuning[i]->key == tuning[i - 1]->key)
-      throw Error(fmt::format("two tuning records for '{}': merge them first", tuning[i]->key));
+      throw Error(ErrorKind::InvalidArgument,
+                  fmt::format("two tuning records for '{}': merge them first", tuning[i]->key));
 
   std::vector<std::string> blobs;
   blobs.reserve(keyed.size());
@@ -304,7 +320,7 @@ std::string serialize_bundle(const BundleContents &contents) {
   uint64_t entries_start = align(kHeaderBytes + index.size());
   index = build_index(entries_start);
   if (align(kHeaderBytes + index.size()) != entries_start)
-    throw Error("bundle index changed size between passes (a bug in cubecc)");
+    throw Error(ErrorKind::Internal, "bundle index changed size between passes (a bug in cubecc)");
 
   std::string out(entries_start, '\0');
   std::memcpy(out.data(), kMagic, sizeof kMagic);
@@ -456,8 +472,8 @@ std::shared_ptr<const Bundle> Bundle::open(const std::string &path) {
   // read, and for a regular file the flag changes nothing (it is cleared all the same).
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
-    throw Error(
-        fmt::format("{}: cannot open the environment bundle: {}", path, std::strerror(errno)));
+    throw Error(ErrorKind::Environment, fmt::format("{}: cannot open the environment bundle: {}",
+                                                    path, std::strerror(errno)));
   std::shared_ptr<Bundle> bundle(new Bundle());
   bundle->name_ = path;
   bundle->mapping_ = std::make_unique<Mapping>();
@@ -465,10 +481,11 @@ std::shared_ptr<const Bundle> Bundle::open(const std::string &path) {
   m.fd = fd; // closed with the mapping from here on
   struct stat st {};
   if (::fstat(fd, &st) != 0)
-    throw Error(
-        fmt::format("{}: cannot open the environment bundle: {}", path, std::strerror(errno)));
+    throw Error(ErrorKind::Environment, fmt::format("{}: cannot open the environment bundle: {}",
+                                                    path, std::strerror(errno)));
   if (!S_ISREG(st.st_mode))
     throw Error(
+        ErrorKind::Environment,
         fmt::format("{}: cannot open the environment bundle: not a regular file ({}); cubecc reads "
                     "only regular files",
                     path, runtime::file_kind(st.st_mode)));
@@ -485,21 +502,23 @@ std::shared_ptr<const Bundle> Bundle::open(const std::string &path) {
   if (head_bytes == kHeaderBytes) {
     uint8_t header[kHeaderBytes];
     if (!read_at(fd, 0, kHeaderBytes, header))
-      throw Error(fmt::format("{}: the file shrank while it was opened", path));
+      throw Error(ErrorKind::Environment,
+                  fmt::format("{}: the file shrank while it was opened", path));
     head_bytes += std::min({read_le<uint64_t>(header + kOffIndexBytes),
                             bundle->size_ - kHeaderBytes, uint64_t(FLATBUFFERS_MAX_BUFFER_SIZE)});
   }
   m.head = std::make_unique_for_overwrite<uint64_t[]>(head_bytes / 8 + 1); // filled just below
   if (!read_at(fd, 0, head_bytes, reinterpret_cast<uint8_t *>(m.head.get())))
-    throw Error(fmt::format("{}: the file shrank while it was opened", path));
+    throw Error(ErrorKind::Environment,
+                fmt::format("{}: the file shrank while it was opened", path));
   bundle->head_ = reinterpret_cast<const uint8_t *>(m.head.get());
   bundle->check();
 
   if (st.st_size > 0) {
     void *address = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
     if (address == MAP_FAILED)
-      throw Error(
-          fmt::format("{}: cannot map the environment bundle: {}", path, std::strerror(errno)));
+      throw Error(ErrorKind::Environment, fmt::format("{}: cannot map the environment bundle: {}",
+                                                      path, std::strerror(errno)));
     m.address = address;
     m.length = static_cast<size_t>(st.st_size);
     bundle->data_ = static_cast<const uint8_t *>(address);
@@ -556,7 +575,9 @@ uint32_t Bundle::format_version() const {
 }
 
 void Bundle::check() {
-  auto fail = [&](const std::string &what) { throw Error(fmt::format("{}: {}", name_, what)); };
+  auto fail = [&](const std::string &what) {
+    throw Error(ErrorKind::Environment, fmt::format("{}: {}", name_, what));
+  };
   if (size_ < kHeaderBytes)
     fail(fmt::format("truncated or not an environment bundle: {} bytes, less than its {}-byte "
                      "header",
@@ -715,11 +736,77 @@ BundleContents Bundle::contents() const {
     std::string error;
     std::optional<Entry> entry = read_entry(i, error);
     if (!entry)
-      throw Error(fmt::format("{}: {}", name_, error));
+      throw Error(ErrorKind::Environment, fmt::format("{}: {}", name_, error));
     out.entries.push_back(std::move(*entry));
   }
   out.tuning = tuning_records();
   return out;
+}
+
+runtime::NamedKernelLookup
+Bundle::find_named_kernel(std::string_view library, std::string_view kernel,
+                          std::string_view configuration, std::string_view options,
+                          std::span<const runtime::BinaryTarget> targets) const {
+  runtime::NamedKernelLookup result;
+  auto shown_configuration = [](std::string_view c) {
+    return c.empty() ? std::string("no configuration") : fmt::format("configuration '{}'", c);
+  };
+  const std::string wanted =
+      fmt::format("kernel '{}' ({}) of library '{}' compiled with {}", kernel,
+                  shown_configuration(configuration), library, options);
+  // Before the mapping is touched: a file truncated under it would be SIGBUS.
+  if (std::string changed = file_changed(); !changed.empty()) {
+    result.lookup.outcome = runtime::EnvironmentLookup::Rejected;
+    result.lookup.why = std::move(changed);
+    return result;
+  }
+  std::vector<std::string> libraries, same_library;
+  std::string damaged;
+  for (size_t i = 0; i < num_entries(); ++i) {
+    if (std::string damage = verify_entry(i); !damage.empty()) {
+      damaged = std::move(damage); // said only if nothing matches: it may have been the one
+      continue;
+    }
+    const auto *e = flatbuffers::GetRoot<fb::Entry>(data_ + entry_offset(i));
+    std::string_view entry_library = view(e->library());
+    if (entry_library != library) {
+      if (!entry_library.empty() &&
+          std::find(libraries.begin(), libraries.end(), entry_library) == libraries.end())
+        libraries.emplace_back(entry_library);
+      continue;
+    }
+    if (view(e->name()) != kernel || view(e->configuration()) != configuration ||
+        view(e->options()) != options) {
+      same_library.push_back(fmt::format("'{}' ({}, {})", view(e->name()),
+                                         shown_configuration(view(e->configuration())),
+                                         view(e->options())));
+      continue;
+    }
+    result.entry_found = true;
+    result.hash = {e->hash_high(), e->hash_low()};
+    if (e->parameter_names())
+      for (const flatbuffers::String *p : *e->parameter_names())
+        result.parameter_names.emplace_back(view(p));
+    result.library_build = std::string(view(e->library_build()));
+    result.lookup = find_kernel(result.hash, options, targets);
+    return result;
+  }
+  std::string has;
+  if (!same_library.empty()) {
+    std::sort(same_library.begin(), same_library.end());
+    has = fmt::format("the bundle's kernels of library '{}' are {}", library,
+                      fmt::join(same_library, ", "));
+  } else if (!libraries.empty()) {
+    std::sort(libraries.begin(), libraries.end());
+    has = fmt::format("the bundle holds no kernel of library '{}'; its libraries are '{}'", library,
+                      fmt::join(libraries, "', '"));
+  } else {
+    has = "the bundle records no library names (it was built by an older cubecc, or from IR "
+          "files): rebuild it from the kernel library with `cubecc env build`";
+  }
+  result.lookup.why = fmt::format("no {}: {}{}", wanted, has,
+                                  damaged.empty() ? "" : fmt::format(" ({} was skipped)", damaged));
+  return result;
 }
 
 runtime::EnvironmentLookup

@@ -112,12 +112,13 @@ void CpuObjectCache::store(std::string_view key, std::string_view object) const 
   std::error_code ec;
   fs::create_directories(folder_, ec); // another process may create it at the same time
   if (!fs::is_directory(folder_))
-    throw Error(fmt::format("cpu object cache: cannot create {}: {}", folder_,
+    throw Error(ErrorKind::InvalidArgument,
+                fmt::format("cpu object cache: cannot create {}: {}", folder_,
                             ec ? ec.message() : "not a folder"));
   try {
     write_file_atomically(path_of(key), encode(key, object));
   } catch (const Error &e) {
-    throw Error(fmt::format("cpu object cache: {}", e.what()));
+    throw Error(e.kind(), fmt::format("cpu object cache: {}", e.what()));
   }
 }
 

@@ -30,7 +30,8 @@ namespace {
 
 std::unique_ptr<Device> open_kind(const DeviceKind &kind) {
   if (!kind.open)
-    throw Error(fmt::format("backend {} not built: {}", kind.name, kind.why_not));
+    throw Error(ErrorKind::NoDevice,
+                fmt::format("backend {} not built: {}", kind.name, kind.why_not));
   return kind.open();
 }
 
@@ -83,7 +84,7 @@ std::unique_ptr<Device> open_device(const std::string &name) {
       }
     }
     if (!best)
-      throw Error("no device: none of the built backends opened:" + reasons);
+      throw Error(ErrorKind::NoDevice, "no device: none of the built backends opened:" + reasons);
     return best;
   }
   std::string known;
@@ -92,7 +93,8 @@ std::unique_ptr<Device> open_device(const std::string &name) {
       return open_kind(*kind);
     known += (known.empty() ? "" : ", ") + std::string(kind->name);
   }
-  throw Error(fmt::format("no device: unknown device '{}' (known: {})", wanted, known));
+  throw Error(ErrorKind::NoDevice,
+              fmt::format("no device: unknown device '{}' (known: {})", wanted, known));
 }
 
 } // namespace cubecc::runtime

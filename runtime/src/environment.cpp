@@ -73,7 +73,8 @@ void register_environment_opener(EnvironmentOpener opener) {
 std::shared_ptr<const EnvironmentSource> open_environment(const std::string &path) {
   EnvironmentOpener opener = registered_opener.load();
   if (!opener)
-    throw Error(fmt::format("cannot open environment '{}': this program was built without "
+    throw Error(ErrorKind::Unsupported,
+                fmt::format("cannot open environment '{}': this program was built without "
                             "environment support (link it with cubecc::environments)",
                             path));
   return opener(path);
@@ -123,7 +124,7 @@ std::unique_ptr<CompiledKernel> load_from_environment(const EnvironmentSource &e
   else
     ++statistics.rejected;
   if (!options.fallback_to_jit)
-    throw Error(message + " (and compiling instead is off)");
+    throw Error(ErrorKind::Environment, message + " (and compiling instead is off)");
   if (found.outcome == EnvironmentLookup::Miss) {
     log_debug("{}; compiling it", message);
   } else if (first_time(environment.name() + '\n' + found.why)) {

@@ -154,7 +154,7 @@ int create_temporary(const std::string &path, const std::string &target,
 } // namespace
 
 FileError::FileError(const std::string &path, std::string reason)
-    : Error(fmt::format("{}: {}", shorten_for_message(path), reason)),
+    : Error(ErrorKind::InvalidArgument, fmt::format("{}: {}", shorten_for_message(path), reason)),
       path_(shorten_for_message(path)), reason_(std::move(reason)) {}
 
 std::string user_cache_directory() {
@@ -168,7 +168,8 @@ std::string user_cache_directory() {
     return (std::filesystem::path(dir) / "cubecc").string();
   if (std::string dir = non_empty_env("HOME"); !dir.empty())
     return (std::filesystem::path(dir) / ".cache" / "cubecc").string();
-  throw Error("no cache folder: set CUBECC_CACHE_DIR, XDG_CACHE_HOME or HOME");
+  throw Error(ErrorKind::InvalidArgument,
+              "no cache folder: set CUBECC_CACHE_DIR, XDG_CACHE_HOME or HOME");
 }
 
 std::string shorten_for_message(std::string_view text, size_t max) {

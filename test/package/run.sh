@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# run.sh BUILD SOURCE: the installed package, used the way an application outside the tree uses it.
+# run.sh BUILD SOURCE EXAMPLES: the installed package, used the way an application outside the tree
+# uses it (EXAMPLES: the built libcubecc_examples.so, for step 6).
 #   1. `cmake --install BUILD` into a scratch prefix; nothing installed may point into the tree;
 #   2. test/package/project is configured against it with find_package(cubecc CONFIG), built
 #      (a C++ application and a kernel library through cubecc_add_kernel_library) and run on the
@@ -7,10 +8,13 @@
 #      `cubecc env build` made of the kernel library: 0 compiles;
 #   3. the installed `cubecc compile` builds a DSL source with the installed kernel-library kit;
 #   4. a C program through cubecc.h, likewise from the bundle (strict mode);
-#   5. pkg-config: programs are compiled and linked with `pkg-config --cflags --libs cubecc`.
+#   5. pkg-config: programs are compiled and linked with `pkg-config --cflags --libs cubecc`;
+#   6. a C program that has only libcubecc and a bundle of the examples (no kernel library, no DSL
+#      headers) runs their kernels by name: 0 compiles, results equal to the host's.
 set -euo pipefail
 build=$(cd "$1" && pwd)
 source=$(cd "$2" && pwd)
+examples=$3
 scratch=$(mktemp -d)
 # The cpu device caches compiled objects per user: this test keeps its own.
 export CUBECC_CACHE_DIR="$scratch/cache"
@@ -68,4 +72,9 @@ c++ -std=c++20 "$source/test/package/project/app.cpp" $flags -o "$scratch/scale_
 "$scratch/scale_pkgconfig"
 cc -std=c11 "$source/test/package/project/app.c" $flags -o "$scratch/scale_c_pkgconfig"
 "$scratch/scale_c_pkgconfig" "$scratch/project/libscale_kernels.so"
+step "kernels by name from a bundle, without the kernel library or the DSL"
+"$prefix/bin/cubecc" env build "$examples" --target vulkan,interp,cpu:native \
+  -o "$scratch/examples.cubeenv"
+"$scratch/project/named_c" "$scratch/examples.cubeenv" | tee "$scratch/named.txt"
+grep -q ': ok, compiles 0$' "$scratch/named.txt"
 step "ok"

@@ -30,9 +30,12 @@ using namespace cubecc;
 namespace {
 
 using test::build;
+using test::expected_axpy;
+using test::expected_reduce_sum;
 using test::host_axpy;
 using test::kInterp;
 using test::run_axpy;
+using test::run_reduce_sum;
 using test::temp_file;
 using test::traced_examples;
 
@@ -328,6 +331,140 @@ TEST_P(EnvironmentOnDevice, a_bundle_from_another_cubecc_is_never_used) {
   } catch (const runtime::Error &e) {
     EXPECT_NE(std::string(e.what()).find("0.0.1-elsewhere"), std::string::npos) << e.what();
   }
+}
+
+//===- Kernels by name, without the library -----------------------------------------------===//
+
+namespace {
+
+/// A bundle of every kernel of `module` recorded as library "examples", as `cubecc env build
+/// libexamples.so` makes it; `build_id` receives the library's build.
+environments::BundleContents build_library(const ir::Module &module,
+                                           const std::vector<std::string> &targets,
+                                           std::string &build_id) {
+  std::vector<environments::KernelInput> inputs;
+  for (const auto &k : module.kernels())
+    inputs.push_back({k.get(), "config of " + k->name(), "examples", ""});
+  build_id = environments::library_build_of(inputs);
+  for (auto &input : inputs)
+    input.library_build = build_id;
+  environments::BuildOptions options;
+  options.targets = targets;
+  std::vector<ir::Diagnostic> errors;
+  auto contents = environments::build_entries(inputs, options, errors);
+  EXPECT_TRUE(contents) << ir::to_string(errors);
+  if (!contents)
+    return {};
+  contents->metadata = environments::current_metadata("environment_test");
+  contents->metadata.targets = targets;
+  return std::move(*contents);
+}
+
+/// The kind of the Error `call` throws (Internal, with a test failure, if it throws none), and its
+/// message in `message`.
+template <class F> runtime::ErrorKind error_kind_of(F &&call, std::string &message) {
+  try {
+    call();
+  } catch (const runtime::Error &e) {
+    message = e.what();
+    return e.kind();
+  }
+  ADD_FAILURE() << "no Error";
+  return runtime::ErrorKind::Internal;
+}
+
+} // namespace
+
+TEST_P(EnvironmentOnDevice, a_kernel_by_name_runs_from_the_bundle_alone_without_tracing) {
+  auto module = traced_examples();
+  std::string build_id;
+  std::string path = temp_file(std::string("named-") + GetParam() + ".cubeenv");
+  environments::write_bundle(path, build_library(*module, {target()}, build_id));
+
+  runtime::Runtime rt = runtime::Runtime::open(GetParam());
+  rt.use_environment(path, {.fallback_to_jit = false});
+  runtime::KernelHandle axpy = rt.kernel_from_environment("examples", "axpy", "config of axpy");
+  EXPECT_EQ(run_axpy(rt, axpy), expected_axpy());
+  runtime::KernelHandle reduce =
+      rt.kernel_from_environment("examples", "reduce_sum", "config of reduce_sum");
+  EXPECT_EQ(run_reduce_sum(rt, reduce), expected_reduce_sum());
+  EXPECT_EQ(rt.cache_statistics().compiles, 0u);
+  EXPECT_EQ(rt.cache_statistics().traces, 0u);
+  EXPECT_EQ(rt.environment_statistics().hits, 2u);
+  // The handle is the traced kernel's: its hash, and the launch checks name its parameters.
+  EXPECT_EQ(axpy.hash(), ir::structural_hash(*module->find_kernel("axpy")).hex());
+  // A second request is the in-process cache's.
+  rt.kernel_from_environment("examples", "axpy", "config of axpy");
+  EXPECT_EQ(rt.environment_statistics().hits, 2u);
+  EXPECT_EQ(rt.cache_statistics().hits, 1u);
+  std::string message;
+  runtime::Buffer wrong = rt.upload(std::vector<int32_t>(16));
+  EXPECT_EQ(error_kind_of(
+                [&] {
+                  rt.launch(axpy, {1, 1, 1}, wrong, 16u, 1u, wrong, 16u, 1u, 1.0f);
+                },
+                message),
+            runtime::ErrorKind::InvalidArgument);
+  const std::string first = module->find_kernel("axpy")->parameter(0)->name();
+  ASSERT_FALSE(first.empty());
+  EXPECT_NE(message.find("parameter 0 (%" + first + ": "), std::string::npos) << message;
+  EXPECT_EQ(rt.environment_library_build("examples", "axpy", "config of axpy"), build_id);
+}
+
+TEST_P(EnvironmentOnDevice, a_kernel_by_name_that_is_not_there_is_not_found_naming_what_is) {
+  auto module = traced_examples();
+  std::string build_id, message;
+  std::string path = temp_file(std::string("named-missing-") + GetParam() + ".cubeenv");
+  environments::write_bundle(path, build_library(*module, {target()}, build_id));
+  runtime::Runtime rt = runtime::Runtime::open(GetParam());
+  EXPECT_EQ(error_kind_of([&] { rt.kernel_from_environment("examples", "axpy", ""); }, message),
+            runtime::ErrorKind::InvalidArgument); // no environment yet
+  EXPECT_NE(message.find("use_environment"), std::string::npos) << message;
+  rt.use_environment(path, {.fallback_to_jit = false});
+  EXPECT_EQ(
+      error_kind_of([&] { rt.kernel_from_environment("examples", "axpy", "width=3"); }, message),
+      runtime::ErrorKind::NotFound);
+  EXPECT_NE(message.find("no kernel 'axpy' (configuration 'width=3') of library 'examples'"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("'axpy' (configuration 'config of axpy', -O2)"), std::string::npos)
+      << message;
+  EXPECT_EQ(error_kind_of([&] { rt.kernel_from_environment("other", "axpy", ""); }, message),
+            runtime::ErrorKind::NotFound);
+  EXPECT_NE(message.find("its libraries are 'examples'"), std::string::npos) << message;
+  EXPECT_EQ(rt.cache_statistics().compiles, 0u);
+}
+
+TEST(NamedKernels, a_bundle_for_another_device_cannot_serve_the_kernel_by_name) {
+  auto module = traced_examples();
+  std::string build_id, message;
+  std::string path = temp_file("named-vulkan-only.cubeenv");
+  environments::write_bundle(path, build_library(*module, {"vulkan"}, build_id));
+  runtime::Runtime rt = runtime::Runtime::open("interp");
+  rt.use_environment(path, {.fallback_to_jit = false});
+  EXPECT_EQ(error_kind_of([&] { rt.kernel_from_environment("examples", "axpy", "config of axpy"); },
+                          message),
+            runtime::ErrorKind::Environment);
+  EXPECT_NE(message.find("cannot run on this device (interp"), std::string::npos) << message;
+}
+
+TEST(NamedKernels, the_library_build_changes_with_any_kernel_and_not_with_their_order) {
+  auto module = traced_examples();
+  std::vector<environments::KernelInput> inputs;
+  for (const auto &k : module->kernels())
+    inputs.push_back({k.get(), "c", "examples", ""});
+  std::string id = environments::library_build_of(inputs);
+  EXPECT_EQ(id.size(), 32u);
+  std::vector<environments::KernelInput> reversed(inputs.rbegin(), inputs.rend());
+  EXPECT_EQ(environments::library_build_of(reversed), id);
+  auto changed = ir::copy_kernel(*module->find_kernel("axpy"));
+  changed->kernels().front()->set_workgroup_size({64, 1, 1});
+  for (auto &input : inputs)
+    if (input.kernel->name() == "axpy")
+      input.kernel = changed->kernels().front().get();
+  EXPECT_NE(environments::library_build_of(inputs), id);
+  EXPECT_EQ(environments::library_name_of_input("build/libexamples.so"), "examples");
+  EXPECT_EQ(environments::library_name_of_input("kernels/axpy.cpp"), "axpy");
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, EnvironmentOnDevice,

@@ -106,12 +106,6 @@ public:
   /// names its target). Empty when sound, else what is wrong.
   virtual std::string check_artifact(std::string_view target, std::string_view format,
                                      std::string_view bytes) const = 0;
-  /// Whether a failure of compile() or emit() is cubecc's own bug (the toolkit rejected code
-  /// cubecc wrote) rather than a refusal of the user's kernel.
-  virtual bool internal_failure(const ir::Diagnostic &error) const {
-    (void)error;
-    return false;
-  }
 };
 
 /// Every backend built into this cubecc, in registration order.

@@ -15,6 +15,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace cubecc::ir {
@@ -39,7 +40,23 @@ struct BuildOptions {
 struct KernelInput {
   const ir::Kernel *kernel = nullptr;
   std::string configuration;
+  /// The kernel library it was traced from (library_name_of_input) and that library's build
+  /// (library_build_of): recorded in its entry, so that an application without the library can
+  /// ask for the kernel by name (Runtime::kernel_from_environment). "" for kernels from IR text.
+  std::string library = {};
+  std::string library_build = {};
 };
+
+/// The name a kernel library input goes by in a bundle: its file name without directories and
+/// extension, and without "lib" for a shared library ("build/libexamples.so" -> "examples",
+/// "kernels/axpy.cpp" -> "axpy").
+std::string library_name_of_input(std::string_view path);
+
+/// Which build of a library made its kernels: xxh3-128 (32 hex digits) of every kernel's name,
+/// configuration and structural hash (as traced), independent of their order. The same source
+/// traced by the same cubecc gives the same id; any change to a kernel, to its comptime
+/// configurations or to the set of kernels gives another.
+std::string library_build_of(std::span<const KernelInput> kernels);
 
 /// "-O2" for level 2.
 std::string compile_options(int opt_level);

@@ -60,6 +60,14 @@ struct Entry {
   std::string name;          ///< the kernel's name
   std::string configuration; ///< its comptime configuration, when registered with one
   std::vector<Artifact> artifacts;
+  /// The IR parameters' names, in order: with the artifacts' launch metadata, all a runtime
+  /// needs to check launches of a kernel it loads by name (Runtime::kernel_from_environment).
+  /// Empty in bundles built before they were recorded.
+  std::vector<std::string> parameter_names;
+  /// The kernel library it was traced from (library_name_of_input) and which build of it
+  /// (library_build_of); both "" when the kernel did not come from a library.
+  std::string library;
+  std::string library_build;
 };
 
 struct TuningEntry {
@@ -137,6 +145,13 @@ public:
               std::span<const runtime::BinaryTarget> targets) const override;
   std::optional<std::string> find_tuning(std::string_view key) const override;
   const std::string &name() const override { return name_; }
+  /// Scans the entries (O(entries): each is verified once, its binaries are not copied) for the
+  /// kernel `kernel` of `library` with `configuration`, compiled with `options`; then answers as
+  /// find_kernel does for its hash. A miss says what the bundle holds for that library.
+  runtime::NamedKernelLookup
+  find_named_kernel(std::string_view library, std::string_view kernel,
+                    std::string_view configuration, std::string_view options,
+                    std::span<const runtime::BinaryTarget> targets) const override;
 
   /// Empty while the file is the one opened; once its size or modification time differs (it was
   /// copied over or edited in place, not replaced by a rename), a message saying so, for good.

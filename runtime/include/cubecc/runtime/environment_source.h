@@ -18,6 +18,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace cubecc::runtime {
 
@@ -32,6 +33,18 @@ struct EnvironmentLookup {
   std::string why;
 };
 
+/// The answer to a lookup by name (EnvironmentSource::find_named_kernel): the lookup as for a
+/// hash, and what a runtime needs to launch the kernel without its IR.
+struct NamedKernelLookup {
+  EnvironmentLookup lookup;
+  /// Whether the environment holds the kernel at all: a Miss with an entry found is an entry
+  /// without a binary for the targets asked for.
+  bool entry_found = false;
+  ir::Hash128 hash;                         ///< the kernel's structural hash, as traced
+  std::vector<std::string> parameter_names; ///< in order; empty when the bundle lacks them
+  std::string library_build;                ///< which build of the library made the entry
+};
+
 class EnvironmentSource {
 public:
   virtual ~EnvironmentSource() = default;
@@ -39,6 +52,21 @@ public:
   /// `options` (e.g. "-O2"), for the first of `targets` the environment holds.
   virtual EnvironmentLookup find_kernel(const ir::Hash128 &hash, std::string_view options,
                                         std::span<const BinaryTarget> targets) const = 0;
+  /// The kernel `kernel` of kernel library `library`, registered with `configuration` and
+  /// compiled with `options`, for the first of `targets` the environment holds — without its IR
+  /// (Runtime::kernel_from_environment). A Miss's `why` names what was looked for and what the
+  /// environment holds; the default answers that this environment keeps no names.
+  virtual NamedKernelLookup find_named_kernel(std::string_view library, std::string_view kernel,
+                                              std::string_view configuration,
+                                              std::string_view options,
+                                              std::span<const BinaryTarget> targets) const {
+    (void)configuration, (void)options, (void)targets;
+    NamedKernelLookup result; // inline: the bundle format library links without the runtime
+    result.lookup.why = "kernel '" + std::string(kernel) + "' of library '" + std::string(library) +
+                        "': environment " + name() +
+                        " keeps no kernel names (it looks kernels up by their traced hash only)";
+    return result;
+  }
   /// The tuning record stored under `key` (autotune's serialized form), if any.
   virtual std::optional<std::string> find_tuning(std::string_view key) const = 0;
   /// What to call it in messages: the bundle's path.

@@ -29,7 +29,8 @@
 
 namespace cubecc::runtime {
 
-/// A file that cannot be read or written. what() is "<path>: <reason>"; the tools print
+/// A file that cannot be read or written (ErrorKind::InvalidArgument: the path the caller named
+/// does not work). what() is "<path>: <reason>"; the tools print
 /// "<path>: error: <reason>". The path is shortened for messages (shorten_for_message).
 class FileError : public Error {
 public:

@@ -470,6 +470,26 @@ public:
   /// The tuning record stored in the environment under `key` (autotune/), if any.
   std::optional<std::string> find_tuning_record(std::string_view key) const;
 
+  //===- Kernels by name from the environment (runtime/src/named_kernels.cpp) --------------===//
+  /// The kernel `kernel` of kernel library `library` ("examples" for libexamples.so, as
+  /// `cubecc env build` recorded it), registered with `configuration` ("" for none), from the
+  /// environment in use — without the library and without the DSL: the launch metadata
+  /// (workgroup size, parameter layout, names and types for the launch checks) is the bundle's.
+  /// Never traces or compiles; cached under (library, kernel, configuration). Trusts that the
+  /// bundle was built from the library the application means; an application that has the
+  /// library and wants that checked uses kernel()/load() instead (trace, hash, compare: a stale
+  /// bundle is a miss). Throws Error: InvalidArgument without an environment; NotFound when the
+  /// bundle lacks the kernel (the message lists what the bundle has); Environment when the entry
+  /// cannot serve this device (no binary for it, damage, another cubecc or toolkit, a binary the
+  /// device refuses).
+  KernelHandle kernel_from_environment(std::string_view library, std::string_view kernel,
+                                       std::string_view configuration = {});
+  /// Which build of `library` the environment's entry for `kernel` was made from (the
+  /// library_build a bundle records), so that a program can compare it with its own.
+  std::string environment_library_build(std::string_view library, std::string_view kernel,
+                                        std::string_view configuration = {});
+  //===- (end of kernels by name) -----------------------------------------------------------===//
+
   //===- Launch (default stream) -----------------------------------------------------------===//
   void launch_values(const KernelHandle &kernel, std::array<uint32_t, 3> num_workgroups,
                      std::span<const ArgumentValue> args);
