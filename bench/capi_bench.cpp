@@ -66,10 +66,10 @@ struct CppSide {
           auto module = std::make_unique<ir::Module>();
           std::vector<ir::Diagnostic> errors;
           if (!library.trace(i, *module, errors))
-            throw runtime::Error(ir::to_string(errors));
+            throw runtime::Error(runtime::ErrorKind::Compile, ir::to_string(errors), errors);
           return module;
         });
-    throw runtime::Error("the library has no kernel 'axpy'");
+    throw runtime::Error(runtime::ErrorKind::NotFound, "the library has no kernel 'axpy'");
   }
 
   void launches() {
@@ -88,7 +88,8 @@ struct CSide {
 
   static void check(cubecc_status status) {
     if (status != CUBECC_SUCCESS)
-      throw runtime::Error(fmt::format("{}: {}", cubecc_status_name(status), cubecc_last_error()));
+      throw runtime::Error(runtime::ErrorKind::Internal,
+                           fmt::format("{}: {}", cubecc_status_name(status), cubecc_last_error()));
   }
   CSide(const std::string &device, const std::string &path) {
     check(cubecc_runtime_open(device.c_str(), &rt));

@@ -37,15 +37,15 @@ public:
   void copy_in(const DeviceMemory &, uint64_t, const void *, uint64_t) override {}
   void copy_out(const DeviceMemory &, uint64_t, void *, uint64_t) override {}
   std::unique_ptr<CompiledKernel> compile(const cubecc::ir::Kernel &) override {
-    throw Error("counting device: no kernels");
+    throw Error(ErrorKind::Unsupported, "counting device: no kernels");
   }
   std::vector<BinaryTarget> binary_targets() const override { return {}; }
   std::unique_ptr<CompiledKernel> load_binary(const KernelBinary &) override {
-    throw Error("counting device: no kernels");
+    throw Error(ErrorKind::Unsupported, "counting device: no kernels");
   }
   void run_launch(const CompiledKernel &, std::array<uint32_t, 3>,
                   std::span<const LaunchArg>) override {
-    throw Error("counting device: no kernels");
+    throw Error(ErrorKind::Unsupported, "counting device: no kernels");
   }
 
 private:

@@ -2,7 +2,8 @@
 # Runs the whole test suite, as CI does:
 #   1. build-test/: a debug build with ASan + UBSan and warnings as errors; ctest runs the unit
 #      tests, the lit golden tests, the must-fail inputs and the repository checks;
-#   2. build-tsan/: the memory pool and its tests (test/tsan) under ThreadSanitizer, which cannot
+#   2. build-tsan/: the memory pool, and the runtime with the interpreter, and their threads tests
+#      (test/tsan) under ThreadSanitizer, which cannot
 #      share a build with ASan;
 #   3. build-fuzz/: the libFuzzer targets (clang 14, ASan + UBSan); ctest runs the IR parser
 #      fuzzer (from the repository's .cir files) and the environment bundle reader fuzzer (from
@@ -23,7 +24,7 @@ cmake --build --preset test -j "$jobs"
 say "running the test suite under ASan + UBSan"
 ctest --preset test -j "$jobs" || status=1
 
-say "configuring, building and running the memory pool tests under ThreadSanitizer (build-tsan/)"
+say "configuring, building and running the runtime's threading tests (the pool; the runtime with the interpreter) under ThreadSanitizer (build-tsan/)"
 if cmake -S test/tsan -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null &&
   cmake --build build-tsan -j "$jobs"; then
   ctest --test-dir build-tsan --output-on-failure || status=1

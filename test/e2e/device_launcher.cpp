@@ -21,7 +21,7 @@ runtime::Device &shared_device(const std::string &name) {
   static std::map<std::string, std::unique_ptr<runtime::Device>> devices;
   static std::map<std::string, std::string> failures; // a device that did not open is not retried
   if (auto failed = failures.find(name); failed != failures.end())
-    throw runtime::Error(failed->second);
+    throw runtime::Error(runtime::ErrorKind::NoDevice, failed->second);
   auto &slot = devices[name];
   if (!slot) {
     try {

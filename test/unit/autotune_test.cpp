@@ -92,7 +92,7 @@ template <int kScale, int kOffset, uint32_t kWorkgroup> autotune::Variant scale_
           fmt::format("scale_{}_{}_{}", kScale, kOffset, kWorkgroup),
           {.workgroup = {kWorkgroup, 1, 1}, .parameter_names = {"in", "out"}});
       if (!traced.module)
-        throw runtime::Error(ir::to_string(traced.errors));
+        throw runtime::Error(runtime::ErrorKind::Compile, ir::to_string(traced.errors));
       return std::move(traced.module);
     });
   };

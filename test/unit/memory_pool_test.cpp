@@ -34,7 +34,7 @@ public:
   DeviceMemory allocate(uint64_t bytes) override {
     std::lock_guard lock(mutex_);
     if (capacity_ && used_ + bytes > capacity_)
-      throw Error("host: out of memory");
+      throw Error(ErrorKind::OutOfMemory, "host: out of memory");
     void *pointer = std::malloc(bytes);
     outstanding_.emplace(pointer, bytes);
     used_ += bytes;
@@ -60,15 +60,15 @@ public:
     std::memcpy(dst, static_cast<const char *>(src.handle) + offset, bytes);
   }
   std::unique_ptr<CompiledKernel> compile(const ir::Kernel &) override {
-    throw Error("host: no kernels");
+    throw Error(ErrorKind::Unsupported, "host: no kernels");
   }
   std::vector<BinaryTarget> binary_targets() const override { return {}; }
   std::unique_ptr<CompiledKernel> load_binary(const KernelBinary &) override {
-    throw Error("host: no kernels");
+    throw Error(ErrorKind::Unsupported, "host: no kernels");
   }
   void run_launch(const CompiledKernel &, std::array<uint32_t, 3>,
                   std::span<const LaunchArg>) override {
-    throw Error("host: no kernels");
+    throw Error(ErrorKind::Unsupported, "host: no kernels");
   }
 
   uint64_t used() const {

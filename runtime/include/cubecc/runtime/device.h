@@ -54,8 +54,6 @@ class Error : public std::runtime_error {
 public:
   Error(ErrorKind kind, const std::string &message, std::vector<ir::Diagnostic> diagnostics = {})
       : std::runtime_error(message), kind_(kind), diagnostics_(std::move(diagnostics)) {}
-  /// Transitional: an error whose kind is not yet stated is an invalid argument. Being removed.
-  explicit Error(const std::string &message) : Error(ErrorKind::InvalidArgument, message) {}
   ErrorKind kind() const { return kind_; }
   const std::vector<ir::Diagnostic> &diagnostics() const { return diagnostics_; }
 
