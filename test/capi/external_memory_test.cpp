@@ -320,6 +320,7 @@ TEST_F(ExternalVulkanMemory, a_kernel_writes_into_the_callers_vkbuffer_read_thro
     EXPECT_EQ(rt().download<float>(dx), x);
     std::vector<float> ones(n, 1.0f);
     rt().upload(dx, std::span<const float>(ones));
+    rt().synchronize(); // the upload is a copy queued on the stream, like a launch
     EXPECT_EQ(static_cast<const float *>(vx.mapped)[x_offset / 4], 1.0f);
     ExternalMemory native = rt().native_memory(dx);
     EXPECT_EQ(native.handle, vx.buffer);
