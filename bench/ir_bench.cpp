@@ -1,6 +1,7 @@
 //===- ir_bench.cpp - Throughput of the IR's text form, verifier and structural hash ----------===//
 //
-// Every benchmark works on the same generated module (a kernel of about `ops` operations: loads,
+// BM_build makes a kernel of `ops` ops with the Builder, as tracing does. The others work on the
+// same generated module (a kernel of about `ops` operations: loads,
 // arithmetic chains, branches and loops) and reports operations per second, so the stages can be
 // compared side by side in one run. The use-list benchmarks build one value with N users (N adds
 // of it) and report users per second for replacing all its uses, erasing every user, and
@@ -110,6 +111,42 @@ void BM_structural_hash(benchmark::State &state) {
   state.SetItemsProcessed(state.iterations() * count_ops(*m));
 }
 
+/// Builds a kernel of `ops` ops with the Builder (what tracing does): a chain of constants,
+/// arithmetic and comparisons, with an `if` every 16 ops. Destroying the module is not timed.
+void BM_build(benchmark::State &state) {
+  const int ops = static_cast<int>(state.range(0));
+  for (auto _ : state) {
+    auto module = std::make_unique<Module>();
+    Kernel &k = module->add_kernel("k");
+    Value *x = k.add_parameter(Type::scalar(Scalar::F32), "x");
+    Builder b(*module);
+    b.set_insertion_point_to_end(k.body());
+    int built = 0;
+    while (built < ops) {
+      Value *c = b.const_float(Type::scalar(Scalar::F32), 1.5);
+      Value *sum = b.op(Opcode::Add, {x, c});
+      Value *product = b.op(Opcode::Mul, {sum, x});
+      Value *less = b.op(Opcode::Lt, {product, c});
+      x = b.create(Opcode::Select, {less, product, sum}, {Type::scalar(Scalar::F32)})->result();
+      built += 5;
+      if (built % 16 < 5) {
+        Operation *branch = b.create_if(less, {});
+        b.set_insertion_point_to_end(branch->region(0));
+        b.yield();
+        b.set_insertion_point_to_end(branch->region(1));
+        b.yield();
+        b.set_insertion_point_to_end(k.body());
+        built += 3;
+      }
+    }
+    b.ret();
+    state.PauseTiming();
+    module.reset();
+    state.ResumeTiming();
+  }
+  state.SetItemsProcessed(state.iterations() * ops);
+}
+
 /// A module whose kernel has one parameter used twice by each of `users` adds.
 struct ManyUsers {
   explicit ManyUsers(int users) : module(std::make_unique<Module>()) {
@@ -172,6 +209,7 @@ void BM_destroy_users(benchmark::State &state) {
 BENCHMARK(BM_replace_all_uses)->Arg(10000)->Arg(40000)->Arg(1000000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_erase_users)->Arg(10000)->Arg(40000)->Arg(1000000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_destroy_users)->Arg(10000)->Arg(40000)->Arg(1000000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_build)->Arg(1000)->Arg(20000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_parse)->Arg(1000)->Arg(20000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_print)->Arg(1000)->Arg(20000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_verify)->Arg(1000)->Arg(20000)->Unit(benchmark::kMicrosecond);

@@ -1,15 +1,18 @@
 //===- trace_bench.cpp - How long tracing each example kernel takes --------------------------===//
 //
 // Tracing runs on every launch that misses the kernel cache, so it must be cheap. One benchmark
-// per registered example kernel (the examples are linked in), reporting µs per trace; the
-// verifier, which tracing runs too, is included. A second family, optimize/<kernel>, times the
-// -O3 pipeline on the traced kernel (tracing excluded) and reports the op counts before and after.
+// per registered example kernel (the examples are linked in), reporting µs per trace, building
+// and destroying the module, as the runtime traces (KernelOptions::verify off: the runtime
+// verifies only a kernel it must compile). verify/<kernel> times the verifier on the traced
+// kernel, which `dsl::trace` runs by default. optimize/<kernel> times the -O3 pipeline on the
+// traced kernel (tracing excluded) and reports the op counts before and after.
 //   build/bench/trace_bench --benchmark_format=json
 //
 //===-----------------------------------------------------------------------------------------===//
 #include "cubecc/dsl/registry.h"
 #include "cubecc/ir/ir.h"
 #include "cubecc/ir/printer.h"
+#include "cubecc/ir/verifier.h"
 #include "cubecc/passes/pass_manager.h"
 
 #include <benchmark/benchmark.h>
@@ -19,7 +22,10 @@
 
 namespace {
 
-void trace_one(benchmark::State &state, const cubecc::dsl::RegisteredKernel *kernel) {
+void trace_one(benchmark::State &state, const cubecc::dsl::RegisteredKernel *registered) {
+  cubecc::dsl::RegisteredKernel unverified = *registered;
+  unverified.options.verify = false;
+  const cubecc::dsl::RegisteredKernel *kernel = &unverified;
   for (auto _ : state) {
     cubecc::ir::Module module;
     std::vector<cubecc::ir::Diagnostic> errors;
@@ -34,6 +40,18 @@ void trace_one(benchmark::State &state, const cubecc::dsl::RegisteredKernel *ker
   int ops = 0;
   module.kernels()[0]->walk([&](cubecc::ir::Operation *) { ++ops; });
   state.counters["ops"] = ops;
+}
+
+void verify_one(benchmark::State &state, const cubecc::dsl::RegisteredKernel *kernel) {
+  cubecc::ir::Module module;
+  std::vector<cubecc::ir::Diagnostic> errors;
+  kernel->trace(module, *kernel, errors);
+  if (!errors.empty())
+    throw std::runtime_error(cubecc::ir::to_string(errors));
+  for (auto _ : state) {
+    errors = cubecc::ir::verify(*module.kernels()[0]);
+    benchmark::DoNotOptimize(errors.data());
+  }
 }
 
 int count_ops(const cubecc::ir::Module &module) {
@@ -73,6 +91,9 @@ void optimize_one(benchmark::State &state, const cubecc::dsl::RegisteredKernel *
 int main(int argc, char **argv) {
   for (const cubecc::dsl::RegisteredKernel &k : cubecc::dsl::registered_kernels())
     benchmark::RegisterBenchmark(("trace/" + k.name).c_str(), trace_one, &k)
+        ->Unit(benchmark::kMicrosecond);
+  for (const cubecc::dsl::RegisteredKernel &k : cubecc::dsl::registered_kernels())
+    benchmark::RegisterBenchmark(("verify/" + k.name).c_str(), verify_one, &k)
         ->Unit(benchmark::kMicrosecond);
   for (const cubecc::dsl::RegisteredKernel &k : cubecc::dsl::registered_kernels())
     benchmark::RegisterBenchmark(("optimize/" + k.name).c_str(), optimize_one, &k)

@@ -31,6 +31,9 @@ struct TraceState {
   ir::Operation *last_if = nullptr;
   /// Components extracted from builtin vectors: (vector, lane) -> the extract's result.
   std::map<std::pair<ir::Value *, uint32_t>, ir::Value *> components;
+  /// The last source file interned and its id: most ops come from the file of the one before.
+  const char *last_file = nullptr;
+  uint32_t last_file_id = 0;
 };
 
 thread_local TraceState *current = nullptr;
@@ -44,7 +47,11 @@ TraceState &state(const Loc &loc) {
 }
 
 ir::Location location(TraceState &s, const Loc &loc) {
-  return s.module.location(loc.file_name(), loc.line(), loc.column());
+  if (loc.file_name() != s.last_file) {
+    s.last_file = loc.file_name();
+    s.last_file_id = s.module.intern_file(s.last_file);
+  }
+  return ir::Location{s.last_file_id, loc.line(), loc.column()};
 }
 
 /// The builder, positioned at the end of the innermost open region, after checking that code
@@ -120,8 +127,8 @@ ir::Value *builtin_component(ir::Value *vector, uint32_t lane) {
       after = after->next();
     ir::Value *operands[] = {vector};
     ir::Type types[] = {vector->type().element_type()};
-    auto extract =
-        ir::Operation::create(ir::Opcode::VecExtract, operands, types, 0, def->location());
+    auto extract = ir::Operation::create(ir::Opcode::VecExtract, operands, types, 0,
+                                         def->location(), &s.module.arena());
     extract->attributes().set("lane", int64_t{lane});
     slot = def->parent_region()->insert(after->next(), std::move(extract))->result();
   }
@@ -134,8 +141,8 @@ ir::Value *emit_alloc(ir::Opcode op, ir::Type type, const Loc &loc) {
   // wherever the declaration was written (the IR allows them only there).
   ir::Region &body = s.kernel.body();
   ir::Operation *before = s.last_alloc ? s.last_alloc->next() : body.front();
-  auto alloc =
-      ir::Operation::create(op, {}, std::span<const ir::Type>(&type, 1), 0, location(s, loc));
+  auto alloc = ir::Operation::create(op, {}, std::span<const ir::Type>(&type, 1), 0,
+                                     location(s, loc), &s.module.arena());
   s.last_alloc = body.insert(before, std::move(alloc));
   return s.last_alloc->result();
 }
@@ -261,8 +268,10 @@ void trace_kernel_into(ir::Module &module, const std::string &name, const Kernel
     begin_kernel(module, name, wg[0], wg[1], wg[2], Loc::current());
     body();
     ir::Kernel &kernel = end_kernel();
-    std::vector<ir::Diagnostic> problems = ir::verify(kernel);
-    errors.insert(errors.end(), problems.begin(), problems.end());
+    if (options.verify) {
+      std::vector<ir::Diagnostic> problems = ir::verify(kernel);
+      errors.insert(errors.end(), problems.begin(), problems.end());
+    }
   } catch (const TraceError &e) {
     abandon_kernel();
     errors.push_back({e.where().file_name(),

@@ -16,9 +16,9 @@ Operation *Builder::create(Opcode opcode, std::span<Value *const> operands,
   if (!region_)
     throw std::logic_error("ir::Builder: no insertion point set");
   auto op = Operation::create(opcode, operands, result_types,
-                              region_count(op_info(opcode).signature), loc_);
-  for (NamedAttribute &a : attributes)
-    op->attributes().set(std::move(a.name), std::move(a.value));
+                              region_count(op_info(opcode).signature), loc_, &module_.arena());
+  if (!attributes.empty())
+    op->attributes().assign(std::move(attributes));
   return region_->insert(before_, std::move(op));
 }
 

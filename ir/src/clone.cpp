@@ -3,7 +3,7 @@
 
 namespace cubecc::ir {
 
-std::unique_ptr<Operation> clone(const Operation &op, ValueMap &map) {
+std::unique_ptr<Operation> clone(const Operation &op, ValueMap &map, Arena *arena) {
   std::vector<Value *> operands;
   for (Value *v : op.operands()) {
     auto it = map.find(v);
@@ -12,7 +12,8 @@ std::unique_ptr<Operation> clone(const Operation &op, ValueMap &map) {
   std::vector<Type> types;
   for (unsigned i = 0; i < op.num_results(); ++i)
     types.push_back(op.result(i)->type());
-  auto copy = Operation::create(op.opcode(), operands, types, op.num_regions(), op.location());
+  auto copy =
+      Operation::create(op.opcode(), operands, types, op.num_regions(), op.location(), arena);
   copy->attributes() = op.attributes();
   for (unsigned i = 0; i < op.num_results(); ++i) {
     copy->result(i)->set_name(op.result(i)->name());
@@ -24,7 +25,7 @@ std::unique_ptr<Operation> clone(const Operation &op, ValueMap &map) {
     for (unsigned a = 0; a < from.num_arguments(); ++a)
       map[from.argument(a)] = to.add_argument(from.argument(a)->type(), from.argument(a)->name());
     for (const Operation *inner : from)
-      to.push_back(clone(*inner, map));
+      to.push_back(clone(*inner, map, arena));
   }
   return copy;
 }
@@ -46,7 +47,7 @@ std::unique_ptr<Module> copy_kernel(const Kernel &kernel) {
     map[p] = copy.add_parameter(p->type(), p->name());
   }
   for (const Operation *op : kernel.body())
-    copy.body().push_back(clone(*op, map));
+    copy.body().push_back(clone(*op, map, &module->arena()));
   return module;
 }
 

@@ -3,8 +3,69 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstdlib>
+#include <cstring>
 
 namespace cubecc::ir {
+
+//===- Arena ---------------------------------------------------------------------------------===//
+
+Arena::~Arena() {
+  while (chunks_) {
+    Chunk *next = chunks_->next;
+    std::free(chunks_);
+    chunks_ = next;
+  }
+}
+
+void *Arena::allocate_slow(size_t bytes) {
+  // Chunks double from 4 KiB to 64 KiB. A request of more than a quarter of that gets a chunk of
+  // its own, linked behind the current one, so that the rest of the current chunk is still used.
+  constexpr size_t header = (sizeof(Chunk) + 15) & ~size_t{15};
+  size_t last = chunks_ ? chunks_->size : 0;
+  size_t size = std::min<size_t>(std::max<size_t>(4096, 2 * last), 65536);
+  bool dedicated = bytes > size / 4;
+  if (dedicated)
+    size = header + bytes;
+  auto *chunk = static_cast<Chunk *>(std::malloc(size));
+  if (!chunk)
+    throw std::bad_alloc();
+  chunk->size = size;
+  reserved_ += size;
+  char *storage = reinterpret_cast<char *>(chunk) + header;
+  if (dedicated && chunks_) {
+    chunk->next = chunks_->next;
+    chunks_->next = chunk;
+    return storage;
+  }
+  chunk->next = chunks_;
+  chunks_ = chunk;
+  cursor_ = storage + bytes;
+  end_ = storage + (size - header);
+  return storage;
+}
+
+void Arena::adopt(Arena &other) {
+  if (!other.chunks_)
+    return;
+  Chunk *last = other.chunks_;
+  while (last->next)
+    last = last->next;
+  // Behind the current chunk, so that this arena keeps bumping where it was.
+  if (chunks_) {
+    last->next = chunks_->next;
+    chunks_->next = other.chunks_;
+  } else {
+    last->next = nullptr;
+    chunks_ = other.chunks_;
+    cursor_ = other.cursor_;
+    end_ = other.end_;
+  }
+  reserved_ += other.reserved_;
+  other.chunks_ = nullptr;
+  other.cursor_ = other.end_ = nullptr;
+  other.reserved_ = 0;
+}
 
 //===- AttributeList -------------------------------------------------------------------------===//
 
@@ -32,6 +93,16 @@ void AttributeList::set(std::string name, AttributeValue value) {
     entries_.insert(it, NamedAttribute{std::move(name), std::move(value)});
 }
 
+void AttributeList::assign(std::vector<NamedAttribute> attributes) {
+  if (attributes.size() <= 1) {
+    entries_ = std::move(attributes);
+    return;
+  }
+  entries_.clear();
+  for (NamedAttribute &a : attributes)
+    set(std::move(a.name), std::move(a.value));
+}
+
 bool AttributeList::remove(std::string_view name) {
   auto it = std::find_if(entries_.begin(), entries_.end(),
                          [&](const NamedAttribute &a) { return a.name == name; });
@@ -57,7 +128,7 @@ void Value::replace_all_uses_with(Value *other) {
 }
 
 unsigned Use::operand_number() const {
-  return static_cast<unsigned>(this - user_->uses_.data());
+  return static_cast<unsigned>(this - user_->uses_);
 }
 
 //===- Region --------------------------------------------------------------------------------===//
@@ -68,6 +139,26 @@ Region::~Region() {
   drop_all_references();
   while (last_)
     take(last_).reset();
+  for (unsigned i = 0; i < num_args_; ++i) {
+    bool in_arena = args_[i]->in_arena_;
+    args_[i]->~Value();
+    if (!in_arena)
+      ::operator delete(args_[i]);
+  }
+  if (!args_in_arena_)
+    ::operator delete(args_);
+}
+
+void Region::discard_contents() {
+  for (Operation *op = first_; op;) {
+    Operation *next = op->next_;
+    op->discard();
+    op = next;
+  }
+  first_ = last_ = nullptr;
+  size_ = 0;
+  for (unsigned i = 0; i < num_args_; ++i)
+    args_[i]->forget_uses();
 }
 
 void Region::drop_all_references() {
@@ -83,10 +174,31 @@ Kernel *Region::kernel() const {
   return nullptr;
 }
 
+Arena *Region::arena() const {
+  Kernel *k = kernel();
+  return k && k->module() ? &k->module()->arena() : nullptr;
+}
+
 Value *Region::add_argument(Type t, std::string name) {
-  args_.push_back(std::unique_ptr<Value>(new Value(t, nullptr, this, num_arguments())));
-  args_.back()->set_name(std::move(name));
-  return args_.back().get();
+  Arena *arena = this->arena();
+  if (num_args_ == args_capacity_) {
+    unsigned capacity = std::max(4u, 2 * args_capacity_);
+    size_t bytes = capacity * sizeof(Value *);
+    auto **grown = static_cast<Value **>(arena ? arena->allocate(bytes) : ::operator new(bytes));
+    if (num_args_)
+      std::memcpy(grown, args_, num_args_ * sizeof(Value *));
+    if (!args_in_arena_)
+      ::operator delete(args_);
+    args_ = grown;
+    args_capacity_ = capacity;
+    args_in_arena_ = arena != nullptr;
+  }
+  void *storage = arena ? arena->allocate(sizeof(Value)) : ::operator new(sizeof(Value));
+  Value *v = new (storage) Value(t, nullptr, this, num_args_);
+  v->in_arena_ = arena != nullptr;
+  v->set_name(std::move(name));
+  args_[num_args_++] = v;
+  return v;
 }
 
 Region::iterator &Region::iterator::operator++() {
@@ -143,29 +255,76 @@ void Region::erase(Operation *op) {
 
 //===- Operation -----------------------------------------------------------------------------===//
 
+Operation::Operation(Opcode opcode, Location loc, unsigned num_results, unsigned num_regions,
+                     unsigned num_operands, bool in_arena)
+    : opcode_(opcode), in_arena_(in_arena), operands_out_of_line_(false), num_results_(num_results),
+      num_regions_(num_regions), num_operands_(0), operand_capacity_(num_operands), loc_(loc) {
+  auto *regions = regions_begin();
+  uses_ = reinterpret_cast<Use *>(regions + num_regions);
+  operands_ = reinterpret_cast<Value **>(uses_ + num_operands);
+}
+
 std::unique_ptr<Operation> Operation::create(Opcode opcode, std::span<Value *const> operands,
                                              std::span<const Type> result_types,
-                                             unsigned num_regions, Location loc) {
-  std::unique_ptr<Operation> op(new Operation(opcode, loc));
-  op->operands_.reserve(operands.size());
-  op->uses_.reserve(operands.size());
-  op->results_.reserve(result_types.size());
-  for (Value *v : operands)
-    op->append_operand(v);
+                                             unsigned num_regions, Location loc, Arena *arena) {
+  static_assert(alignof(Operation) <= 16 && alignof(Value) <= alignof(Operation) &&
+                alignof(Region) <= alignof(Value) && alignof(Use) <= alignof(Region) &&
+                alignof(Value *) <= alignof(Use));
+  static_assert(sizeof(Operation) % alignof(Value) == 0 && sizeof(Value) % alignof(Region) == 0 &&
+                sizeof(Region) % alignof(Use) == 0 && sizeof(Use) % alignof(Value *) == 0);
+  size_t bytes = sizeof(Operation) + result_types.size() * sizeof(Value) +
+                 num_regions * sizeof(Region) + operands.size() * (sizeof(Use) + sizeof(Value *));
+  void *storage = arena ? arena->allocate(bytes) : ::operator new(bytes);
+  auto *op =
+      new (storage) Operation(opcode, loc, static_cast<unsigned>(result_types.size()), num_regions,
+                              static_cast<unsigned>(operands.size()), arena != nullptr);
   for (unsigned i = 0; i < result_types.size(); ++i)
-    op->results_.push_back(
-        std::unique_ptr<Value>(new Value(result_types[i], op.get(), nullptr, i)));
+    new (op->results_begin() + i) Value(result_types[i], op, nullptr, i);
   for (unsigned i = 0; i < num_regions; ++i)
-    op->regions_.push_back(std::make_unique<Region>(op.get(), nullptr));
-  return op;
+    new (op->regions_begin() + i) Region(op, nullptr);
+  for (unsigned i = 0; i < operands.size(); ++i) {
+    assert(operands[i] && "null operand");
+    new (op->uses_ + i) Use();
+    op->operands_[i] = operands[i];
+    op->link_use(i);
+  }
+  op->num_operands_ = static_cast<unsigned>(operands.size());
+  return std::unique_ptr<Operation>(op);
 }
 
 Operation::~Operation() {
   // Regions first: their ops may use this op's operands, never this op's results.
-  while (!regions_.empty())
-    regions_.pop_back();
-  for (unsigned i = 0; i < uses_.size(); ++i)
+  for (unsigned r = num_regions_; r-- > 0;)
+    regions_begin()[r].~Region();
+  for (unsigned i = 0; i < num_operands_; ++i)
     unlink_use(i);
+  for (unsigned i = 0; i < num_results_; ++i)
+    results_begin()[i].~Value();
+  if (operands_out_of_line_)
+    ::operator delete(uses_);
+}
+
+void Operation::operator delete(Operation *op, std::destroying_delete_t) {
+  bool in_arena = op->in_arena_;
+  op->~Operation();
+  if (!in_arena)
+    ::operator delete(static_cast<void *>(op));
+}
+
+void Operation::discard() {
+  for (unsigned r = 0; r < num_regions_; ++r) {
+    regions_begin()[r].discard_contents();
+    regions_begin()[r].~Region(); // empty now: nothing left to unlink
+  }
+  for (unsigned i = 0; i < num_results_; ++i) {
+    results_begin()[i].forget_uses();
+    results_begin()[i].~Value();
+  }
+  if (operands_out_of_line_)
+    ::operator delete(uses_);
+  attrs_.~AttributeList();
+  if (!in_arena_)
+    ::operator delete(static_cast<void *>(this));
 }
 
 void Operation::link_use(unsigned i) {
@@ -199,47 +358,55 @@ void Operation::set_operand(unsigned i, Value *v) {
 
 void Operation::append_operand(Value *v) {
   assert(v && "null operand");
-  if (uses_.size() == uses_.capacity()) {
+  if (num_operands_ == operand_capacity_) {
     // Growing moves the uses, and the lists point into them: take them out, move, put back.
-    size_t capacity = std::max<size_t>(4, 2 * uses_.capacity());
-    for (unsigned i = 0; i < uses_.size(); ++i)
+    unsigned capacity = std::max(4u, 2 * operand_capacity_);
+    auto *uses = static_cast<Use *>(::operator new(capacity *(sizeof(Use) + sizeof(Value *))));
+    auto **operands = reinterpret_cast<Value **>(uses + capacity);
+    for (unsigned i = 0; i < num_operands_; ++i)
       unlink_use(i);
-    uses_.reserve(capacity);
-    operands_.reserve(capacity);
-    for (unsigned i = 0; i < uses_.size(); ++i)
+    for (unsigned i = 0; i < capacity; ++i)
+      new (uses + i) Use();
+    std::copy(operands_, operands_ + num_operands_, operands);
+    if (operands_out_of_line_)
+      ::operator delete(uses_);
+    uses_ = uses;
+    operands_ = operands;
+    operands_out_of_line_ = true;
+    operand_capacity_ = capacity;
+    for (unsigned i = 0; i < num_operands_; ++i)
       link_use(i);
   }
-  operands_.push_back(v);
-  uses_.emplace_back();
-  link_use(static_cast<unsigned>(uses_.size() - 1));
+  operands_[num_operands_] = v;
+  uses_[num_operands_] = Use();
+  link_use(num_operands_++);
 }
 
 void Operation::replace_uses_of(Value *from, Value *to) {
-  for (unsigned i = 0; i < operands_.size(); ++i)
+  for (unsigned i = 0; i < num_operands_; ++i)
     if (operands_[i] == from)
       set_operand(i, to);
 }
 
 void Operation::drop_all_references() {
-  for (unsigned i = 0; i < uses_.size(); ++i)
+  for (unsigned i = 0; i < num_operands_; ++i)
     unlink_use(i);
-  uses_.clear();
-  operands_.clear();
-  for (auto &region : regions_)
-    region->drop_all_references();
+  num_operands_ = 0;
+  for (unsigned r = 0; r < num_regions_; ++r)
+    region(r).drop_all_references();
 }
 
 void Operation::walk(const std::function<void(Operation *)> &fn) {
   fn(this);
-  for (auto &region : regions_)
-    for (Operation *op : *region)
+  for (unsigned r = 0; r < num_regions_; ++r)
+    for (Operation *op : region(r))
       op->walk(fn);
 }
 
 void Operation::walk(const std::function<void(const Operation *)> &fn) const {
   fn(this);
-  for (auto &region : regions_)
-    for (const Operation *op : *region)
+  for (unsigned r = 0; r < num_regions_; ++r)
+    for (const Operation *op : region(r))
       op->walk(fn);
 }
 
@@ -256,9 +423,11 @@ void Kernel::walk(const std::function<void(const Operation *)> &fn) const {
 }
 
 Module::~Module() {
-  // Kernels may (wrongly) use each other's values; drop all uses before any value dies.
+  // Every value an op of this module uses is in this module (ops of several kernels of one
+  // module may even, wrongly, use each other's), and everything dies now: destroy it all
+  // without unlinking a use.
   for (auto &k : kernels_)
-    k->body().drop_all_references();
+    k->body().discard_contents();
 }
 
 Kernel &Module::add_kernel(std::string name) {
@@ -281,6 +450,7 @@ void Module::adopt_kernels(Module &&other) {
       loc.file = intern_file(other.file_name(loc.file));
     return loc;
   };
+  arena_.adopt(other.arena_);
   for (auto &k : other.kernels_) {
     k->module_ = this;
     k->set_location(remap(k->location()));

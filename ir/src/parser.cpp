@@ -815,7 +815,8 @@ private:
       attrs.set("value", constant_bits(literal, negated_literal, types[0]));
     }
 
-    auto op = Operation::create(*opcode, operands, types, region_count(info.signature));
+    auto op = Operation::create(*opcode, operands, types, region_count(info.signature), {},
+                                &module_->arena());
     op->attributes() = std::move(attrs);
     Operation *raw = region.push_back(std::move(op));
     map_.ops[raw] = {start.line, start.col};
@@ -828,7 +829,7 @@ private:
         if (!is_keyword("else")) {
           if (!types.empty())
             fail(start, "an 'if' with results needs an 'else' region that yields them");
-          inner.push_back(Operation::create(Opcode::Yield, {}, {}));
+          inner.push_back(Operation::create(Opcode::Yield, {}, {}, 0, {}, &module_->arena()));
           continue;
         }
         take();

@@ -60,7 +60,9 @@ TypedKernel<F> kernel(Queue &rt, const std::string &name, const dsl::KernelOptio
   const std::string key = "cubecc.hpp/" + detail::function_key<F>() + "/" + name + "/" +
                           detail::kernel_options_key(options);
   return TypedKernel<F>(rt.kernel(key, [&]() -> std::unique_ptr<ir::Module> {
-    dsl::TraceResult traced = dsl::trace<F>(name, options);
+    dsl::KernelOptions unverified = options; // the runtime verifies what it must compile
+    unverified.verify = false;
+    dsl::TraceResult traced = dsl::trace<F>(name, unverified);
     if (!traced.module)
       throw Error(ErrorKind::Compile,
                   "kernel '" + name + "' does not trace:\n" + ir::to_string(traced.errors),

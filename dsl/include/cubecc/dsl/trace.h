@@ -27,6 +27,13 @@ struct KernelOptions {
   std::array<uint32_t, 3> workgroup = {1, 1, 1};
   /// Names for the kernel's parameters in the IR (default p0, p1, ...).
   std::vector<std::string> parameter_names = {};
+  /// Run the verifier on the traced kernel, so that its errors (a workgroup or shared array over
+  /// the limits, a barrier under divergent control flow) come from the trace with the user's
+  /// lines. The DSL builds well-formed IR by construction, so that is all verification can find
+  /// here; a caller that verifies before compiling anyway may skip it (the runtime does: it
+  /// verifies a kernel it must compile, and a kernel found in an environment was verified when
+  /// the environment was built). Not part of a kernel's identity.
+  bool verify = true;
 };
 
 struct TraceResult {

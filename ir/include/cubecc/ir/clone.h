@@ -13,7 +13,9 @@ using ValueMap = std::unordered_map<const Value *, Value *>;
 
 /// A detached copy of `op` and everything nested in it. Operands found in `map` are replaced by
 /// their mapping (others are kept); the copy's results and region arguments are added to `map`.
-std::unique_ptr<Operation> clone(const Operation &op, ValueMap &map);
+/// `arena`: where the copies keep their storage (the arena of the module they will be put in, or
+/// null for the heap; see Operation::create).
+std::unique_ptr<Operation> clone(const Operation &op, ValueMap &map, Arena *arena = nullptr);
 
 /// `kernel` copied into a module of its own (same name, attributes, locations and file names).
 std::unique_ptr<Module> copy_kernel(const Kernel &kernel);

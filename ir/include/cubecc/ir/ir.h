@@ -7,9 +7,15 @@
 // the using op, as MLIR's OpOperand), so adding or removing a use is O(1), replacing all uses of a
 // value is linear in its uses, and destroying a module is linear in its size.
 //
+// Storage: an operation is one block of memory, the op followed by its results, its regions and
+// its operand slots (as MLIR's trailing objects); ops built into a module take that block from
+// the module's Arena (arena.h), so building IR costs no malloc per op, and destroying a module
+// frees its arena at once without unlinking a single use.
+//
 //===-----------------------------------------------------------------------------------------===//
 #pragma once
 
+#include "cubecc/ir/arena.h"
 #include "cubecc/ir/ops.h"
 #include "cubecc/ir/types.h"
 
@@ -17,6 +23,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <new>
 #include <span>
 #include <string>
 #include <string_view>
@@ -56,6 +63,8 @@ public:
   std::optional<int64_t> get_int(std::string_view name) const;
   /// Inserts or replaces.
   void set(std::string name, AttributeValue value);
+  /// Replaces the whole list with `attributes` (a later entry of one name wins).
+  void assign(std::vector<NamedAttribute> attributes);
   bool remove(std::string_view name);
   friend bool operator==(const AttributeList &, const AttributeList &) = default;
 
@@ -149,12 +158,18 @@ private:
   friend class Region;
   Value(Type t, Operation *def, Region *owner, unsigned index)
       : type_(t), def_op_(def), owner_region_(owner), index_(index) {}
+  /// Destroys a value whose users are being destroyed with it (module teardown).
+  void forget_uses() {
+    first_use_ = nullptr;
+    num_uses_ = 0;
+  }
 
   Type type_;
   std::string name_;
   Operation *def_op_;
   Region *owner_region_;
   unsigned index_;
+  bool in_arena_ = false; ///< a region argument whose storage is its module's arena
   Use *first_use_ = nullptr;
   size_t num_uses_ = 0;
 };
@@ -174,8 +189,8 @@ public:
   Kernel *kernel() const;
 
   Value *add_argument(Type t, std::string name = {});
-  unsigned num_arguments() const { return static_cast<unsigned>(args_.size()); }
-  Value *argument(unsigned i) const { return args_[i].get(); }
+  unsigned num_arguments() const { return num_args_; }
+  Value *argument(unsigned i) const { return args_[i]; }
 
   class iterator {
   public:
@@ -216,23 +231,40 @@ public:
   void drop_all_references();
 
 private:
+  friend class Operation;
+  friend class Module;
+  /// The arena of the module this region is in, or null while it is detached.
+  Arena *arena() const;
+  /// Destroys every op and argument without unlinking uses: only when everything they could use
+  /// or be used by dies too (module teardown).
+  void discard_contents();
+
   Operation *parent_op_;
   Kernel *parent_kernel_;
-  std::vector<std::unique_ptr<Value>> args_;
+  Value **args_ = nullptr;
+  unsigned num_args_ = 0;
+  unsigned args_capacity_ = 0;
+  bool args_in_arena_ = false;
   Operation *first_ = nullptr;
   Operation *last_ = nullptr;
   size_t size_ = 0;
 };
 
-/// One operation. Create with Operation::create or, more conveniently, with Builder.
+/// One operation. Create with Operation::create or, more conveniently, with Builder. The op, its
+/// results, regions and operand slots are one block of memory (see the file comment).
 class Operation {
 public:
+  /// A detached op. Its storage comes from `arena` when given (then the op must not outlive the
+  /// arena's module, nor move to another module except with Module::adopt_kernels), else from
+  /// the heap.
   static std::unique_ptr<Operation> create(Opcode opcode, std::span<Value *const> operands,
                                            std::span<const Type> result_types,
-                                           unsigned num_regions = 0, Location loc = {});
+                                           unsigned num_regions = 0, Location loc = {},
+                                           Arena *arena = nullptr);
   Operation(const Operation &) = delete;
   Operation &operator=(const Operation &) = delete;
-  ~Operation();
+  /// `delete op` destroys the op and frees its block unless the block is in an arena.
+  void operator delete(Operation *op, std::destroying_delete_t);
 
   Opcode opcode() const { return opcode_; }
   const OpInfo &info() const { return op_info(opcode_); }
@@ -243,19 +275,21 @@ public:
   Location location() const { return loc_; }
   void set_location(Location loc) { loc_ = loc; }
 
-  unsigned num_operands() const { return static_cast<unsigned>(operands_.size()); }
+  unsigned num_operands() const { return num_operands_; }
   Value *operand(unsigned i) const { return operands_[i]; }
-  std::span<Value *const> operands() const { return operands_; }
+  std::span<Value *const> operands() const { return {operands_, num_operands_}; }
   void set_operand(unsigned i, Value *v);
+  /// Adds an operand slot (the first beyond the slots the op was created with moves them all
+  /// out of line).
   void append_operand(Value *v);
   /// Replaces every operand slot that holds `from` with `to`.
   void replace_uses_of(Value *from, Value *to);
 
-  unsigned num_results() const { return static_cast<unsigned>(results_.size()); }
-  Value *result(unsigned i = 0) const { return results_[i].get(); }
+  unsigned num_results() const { return num_results_; }
+  Value *result(unsigned i = 0) const { return results_begin() + i; }
 
-  unsigned num_regions() const { return static_cast<unsigned>(regions_.size()); }
-  Region &region(unsigned i) const { return *regions_[i]; }
+  unsigned num_regions() const { return num_regions_; }
+  Region &region(unsigned i) const { return regions_begin()[i]; }
 
   AttributeList &attributes() { return attrs_; }
   const AttributeList &attributes() const { return attrs_; }
@@ -276,20 +310,36 @@ public:
 private:
   friend class Region;
   friend class Use;
-  Operation(Opcode opcode, Location loc) : opcode_(opcode), loc_(loc) {}
+  Operation(Opcode opcode, Location loc, unsigned num_results, unsigned num_regions,
+            unsigned num_operands, bool in_arena);
+  ~Operation();
+  Value *results_begin() const {
+    return reinterpret_cast<Value *>(const_cast<Operation *>(this) + 1);
+  }
+  Region *regions_begin() const {
+    return reinterpret_cast<Region *>(results_begin() + num_results_);
+  }
   void link_use(unsigned i);
   void unlink_use(unsigned i);
+  /// Destroys this op and everything nested in it without unlinking any use (module teardown).
+  void discard();
 
   Opcode opcode_;
+  bool in_arena_;             ///< the block is in a module's arena (never freed on its own)
+  bool operands_out_of_line_; ///< append_operand moved the slots to a heap array
+  unsigned num_results_;
+  unsigned num_regions_;
+  unsigned num_operands_;
+  unsigned operand_capacity_;
   Location loc_;
-  std::vector<Value *> operands_;
-  std::vector<Use> uses_; ///< uses_[i] links operand i into operands_[i]'s use list
-  std::vector<std::unique_ptr<Value>> results_;
-  std::vector<std::unique_ptr<Region>> regions_;
+  Value **operands_; ///< operands_[i] is the value operand slot i reads
+  Use *uses_;        ///< uses_[i] links operand i into operands_[i]'s use list
   AttributeList attrs_;
   Region *parent_ = nullptr;
   Operation *prev_ = nullptr;
   Operation *next_ = nullptr;
+  // Followed in the same block by: Value results[num_results_], Region regions[num_regions_],
+  // Use uses[n], Value *operands[n] (n: the operand count at creation).
 };
 
 /// A GPU kernel: parameters (the body's arguments), workgroup size, attributes and a body.
@@ -362,7 +412,11 @@ public:
     return Location{intern_file(file), line, col};
   }
 
+  /// Where the ops and region arguments built into this module keep their storage.
+  Arena &arena() { return arena_; }
+
 private:
+  Arena arena_; ///< declared first: destroyed last, after every kernel
   std::string name_;
   std::vector<std::unique_ptr<Kernel>> kernels_;
   std::vector<std::string> files_;
