@@ -7,7 +7,8 @@
 // keeps its guard, so the out-of-bounds store the interpreter reports without checked mode is
 // dropped with it. Random conditions check soundness: after bounds-check, the interpreter must
 // never find an out-of-bounds store, whatever the buffer's size (a wrong proof fails it: making
-// `i <= size` a proof does, at once). The per-kernel counts come from --pass-statistics.
+// `i <= size` a proof, or letting an array index reach its size, does at once). The per-kernel
+// counts come from --pass-statistics.
 //
 //===-----------------------------------------------------------------------------------------===//
 #include "cubecc/ir/interpreter.h"
@@ -160,28 +161,37 @@ TEST(BoundsCheck, a_var_compared_then_reloaded_is_proven_and_runs_clean) {
 
 namespace {
 
-/// A random kernel: each invocation stores to out[k] (k its global index, or for `is_signed` that
-/// index minus 64 as an i32) in the then- or else-branch of a random condition: comparisons of k
-/// with buffer.size, size -/+ c, min(size, n), a scalar n, joined by and/or/not.
+/// A random kernel: each invocation stores to out[i] and to a local array of 40 elements at i (i
+/// its global index, or for `is_signed` that index minus 64 as an i32) in the then- or
+/// else-branch of a random condition: comparisons of i with 0, buffer.size, size -/+ c,
+/// min(size, n), a scalar n, 40 -/+ c, joined by and/or/not.
 std::string random_condition_kernel(std::mt19937 &rng, bool is_signed) {
   auto pick = [&](int n) { return static_cast<int>(rng() % n); };
   const char *t = is_signed ? "i32" : "u32";
   std::ostringstream k;
   k << "module @m {\n  kernel @k(%out: buffer<u32, readwrite>, %n: " << t
     << ") workgroup(64, 1, 1) {\n"
-    << "    %gid = global_id : u32x3\n    %gx = vec.extract %gid {lane = 0} : u32\n";
+    << "    %arr = local.alloc : local<u32, 40>\n    %gid = global_id : u32x3\n    %gx = "
+       "vec.extract %gid {lane = 0} : u32\n";
   if (is_signed)
     k << "    %gs = cast %gx : i32\n    %c64 = const 64 : i32\n    %i = sub %gs, %c64 : i32\n";
   else
     k << "    %z = const 0 : u32\n    %i = add %gx, %z : u32\n";
-  k << "    %size = buffer.size %out : " << t << "\n    %zero = const 0 : " << t << "\n";
+  k << "    %size = buffer.size %out : " << t << "\n    %zero = const 0 : " << t << "\n"
+    << "    %cap = const 40 : " << t << "\n";
   int values = 0;
   auto bound = [&]() {
     std::string b = "%b" + std::to_string(values++);
-    switch (pick(6)) {
+    switch (pick(8)) {
     case 0:
     case 1:
       return std::string("%size");
+    case 6:
+      return std::string("%cap");
+    case 7:
+      k << "    " << b << "c = const " << pick(3) << " : " << t << "\n    " << b << " = "
+        << (pick(2) ? "sub" : "add") << " %cap, " << b << "c : " << t << "\n";
+      return b;
     case 2:
       return std::string("%n");
     case 3:
@@ -212,13 +222,14 @@ std::string random_condition_kernel(std::mt19937 &rng, bool is_signed) {
     return c;
   };
   std::string cond = condition(0);
-  if (pick(3) == 0) { // a third: the random condition and a proving one (i < size, 0 <= i)
-    k << "    %lt = lt %i, %size : bool\n    %nonneg = ge %i, %zero : bool\n"
+  if (pick(3) == 0) { // a third: the random condition and a proving one (i < size or 40, 0 <= i)
+    k << "    %lt = lt %i, " << (pick(2) ? "%size" : "%cap")
+      << " : bool\n    %nonneg = ge %i, %zero : bool\n"
       << "    %proving = and %lt, %nonneg : bool\n    %both = and %proving, " << cond
       << " : bool\n";
     cond = "%both";
   }
-  const char *store = "      store %out, %i, %gx\n";
+  const char *store = "      store %out, %i, %gx\n      store %arr, %i, %gx\n";
   bool in_then = pick(4) != 0;
   k << "    if " << cond << " {\n"
     << (in_then ? store : "") << "      yield\n    } else {\n"
@@ -232,7 +243,7 @@ TEST(BoundsCheck, random_conditions_never_let_an_out_of_bounds_store_through) {
   // Soundness against the interpreter: whatever bounds-check proves from the condition, no
   // store may be out of bounds for buffers of 0 to 130 elements (128 invocations) and any n.
   std::mt19937 rng(18);
-  int proven = 0;
+  int proven = 0, proven_by_ranges = 0;
   for (int trial = 0; trial < 300; ++trial) {
     bool is_signed = trial % 2;
     std::string text = random_condition_kernel(rng, is_signed);
@@ -240,6 +251,7 @@ TEST(BoundsCheck, random_conditions_never_let_an_out_of_bounds_store_through) {
     ASSERT_TRUE(module) << text;
     std::string report = run_bounds_check(*module);
     proven += statistic(report, "@k: accesses proven in bounds by buffer.size facts");
+    proven_by_ranges += statistic(report, "@k: accesses proven in bounds by ranges");
     for (uint32_t elements : {0u, 1u, 5u, 64u, 127u, 128u, 130u}) {
       uint64_t n = rng() % 200;
       HostBuffer buffer{Scalar::U32, std::vector<uint8_t>(elements * 4, 0)};
@@ -253,5 +265,6 @@ TEST(BoundsCheck, random_conditions_never_let_an_out_of_bounds_store_through) {
     }
   }
   // The generator must give the pass facts to use, or this test proves little.
-  EXPECT_GT(proven, 50);
+  EXPECT_GT(proven, 30);
+  EXPECT_GT(proven_by_ranges, 30);
 }
