@@ -388,6 +388,16 @@ void IntegerRanges::op(const ir::Operation &o) {
   case ir::Opcode::SubgroupLane:
     set(o.result(), {0, static_cast<int64_t>(max_subgroup_size_ - 1)});
     return;
+  case ir::Opcode::Load:
+    // A reload of a Var (a local array) narrowed in this scope through an earlier load of it:
+    // `if (v < 8) { a[v + 1] }` with v loaded twice.
+    if (tracked(o.result()) && o.operand(0)->type().kind() == ir::TypeKind::Local)
+      for (auto it = scope_.rbegin(); it != scope_.rend(); ++it)
+        if (same_value(it->first, o.result())) {
+          set(o.result(), it->second);
+          break;
+        }
+    return;
   case ir::Opcode::VecExtract: {
     // Lanes of local_id: below the workgroup size in that dimension.
     const ir::Operation *src = o.operand(0)->defining_op();

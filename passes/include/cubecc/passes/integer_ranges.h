@@ -3,12 +3,14 @@
 // For each integer scalar value of a kernel, a range [lo, hi] that contains every value it can
 // take in any launch (as unsigned numbers for unsigned types, signed for signed types). Sources
 // of knowledge: constants, the workgroup size (local ids and indices, subgroup ids), subgroup
-// lanes, masks and remainders by constants, loop induction variables with bounded ends,
-// arithmetic that provably does not wrap, and the conditions that dominate a program point: the
+// lanes, masks, remainders and shifts, loop induction variables with bounded ends, arithmetic
+// that provably does not wrap, and the conditions that dominate a program point: the
 // condition of every enclosing `if` (true in its then-branch, false in its else-branch; `and`,
 // `or` and `not` of comparisons are taken apart), `lo <= iv < hi` in a `for` body, and the
 // condition of a `while` in its `do` region (for the values it forwards). Anything else is the
-// full range of its type.
+// full range of its type. A DSL Var works in both forms: as SSA values after promotion (if and
+// for results, block arguments), and kept in a local<T, 1>, followed through its loads
+// (same_value) where no store intervenes.
 //
 // Besides intervals, the same dominating conditions give relational facts about buffers:
 // `index < buffer.size(B)` where the bound is B's own element count. bounds-check uses both
