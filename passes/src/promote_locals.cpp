@@ -10,7 +10,10 @@
 //  - `while`: the same slots are carried through the `before` arguments, the `condition`'s
 //    forwarded values (the `do` arguments and the results), and `yield`/`continue`/`break`.
 // The carried values are appended after the op's own, so existing operand positions keep their
-// meaning. Nothing else moves: `unroll` attributes and locations stay on the rebuilt ops.
+// meaning. A slot whose value after the op is never read (no load follows it, in program order
+// or in a later iteration of an enclosing loop) gets no result or carried value: the walk goes
+// on with its stale value, which nothing reads. Nothing else moves: `unroll` attributes and
+// locations stay on the rebuilt ops.
 //
 //===-----------------------------------------------------------------------------------------===//
 #include "cubecc/passes/promote_locals.h"
@@ -79,6 +82,8 @@ public:
     if (allocs.empty())
       return;
     zeros_.assign(slots_.size(), nullptr);
+    last_load_.assign(slots_.size(), -1);
+    number(kernel.body(), std::nullopt);
     State state(slots_.size(), nullptr);
     visit(kernel.body(), state);
     for (ir::Operation *alloc : allocs)
@@ -113,7 +118,29 @@ private:
     return zeros_[slot];
   }
 
-  /// The promoted slots stored anywhere inside `op`'s regions, in slot order.
+  /// Numbers the ops in pre-order, records the last position where each slot is loaded and,
+  /// for each op with regions, its horizon: a load after that position may read a value the op
+  /// leaves in a slot. That is a load after the op; or, for a loop, in it too (the next
+  /// iteration); or, inside an enclosing loop, anywhere in the outermost one.
+  void number(ir::Region &region, std::optional<int64_t> outer_loop) {
+    for (ir::Operation *op : region) {
+      int64_t at = counter_++;
+      if (op->opcode() == ir::Opcode::Load)
+        if (auto slot = slot_of(*op))
+          last_load_[*slot] = std::max(last_load_[*slot], at);
+      bool loop = op->opcode() == ir::Opcode::For || op->opcode() == ir::Opcode::While;
+      std::optional<int64_t> inner = outer_loop ? outer_loop
+                                     : loop     ? std::optional(at)
+                                                : std::nullopt;
+      for (unsigned r = 0; r < op->num_regions(); ++r)
+        number(op->region(r), inner);
+      if (op->num_regions())
+        horizon_[op] = inner ? *inner : counter_ - 1;
+    }
+  }
+
+  /// The promoted slots stored anywhere inside `op`'s regions whose value after `op` may be
+  /// read (the others need no result or carried value), in slot order.
   std::vector<uint32_t> stored_inside(ir::Operation &op) const {
     std::vector<uint32_t> stored;
     for (unsigned r = 0; r < op.num_regions(); ++r)
@@ -125,6 +152,8 @@ private:
         });
     std::sort(stored.begin(), stored.end());
     stored.erase(std::unique(stored.begin(), stored.end()), stored.end());
+    int64_t horizon = horizon_.at(&op);
+    std::erase_if(stored, [&](uint32_t slot) { return last_load_[slot] <= horizon; });
     return stored;
   }
 
@@ -267,6 +296,9 @@ private:
   std::unordered_map<const ir::Operation *, uint32_t> first_slot_; ///< allocation -> element 0
   std::vector<ir::Value *> zeros_;           ///< slot -> its zero constant, once made
   std::vector<std::vector<uint32_t>> loops_; ///< the enclosing loops' carried slots
+  std::vector<int64_t> last_load_;           ///< slot -> pre-order position of its last load
+  std::unordered_map<const ir::Operation *, int64_t> horizon_; ///< see number()
+  int64_t counter_ = 0;
 };
 
 } // namespace
