@@ -9,7 +9,8 @@ namespace cubecc::passes {
 /// element type at a constant in-range index (a DSL `Var`, or a small local array indexed only
 /// by constants) into SSA values, one per element: a stored value replaces the loads that follow
 /// it; elements stored in an `if` become extra results of the `if`, elements stored in a loop
-/// become extra carried values (and `break`/`continue` operands). A load before any store reads
+/// become extra carried values (and `break`/`continue` operands), when a later load may read
+/// them. A load before any store reads
 /// zero of the element type (the interpreter's fill for fresh local arrays). Locals with any
 /// other use (dynamic index, vector access) stay in memory.
 void promote_locals(ir::Module &module, PassContext &context);
