@@ -513,8 +513,10 @@ private:
       bool local = o == Opcode::LocalAlloc;
       auto &storage = (local ? local_storage_ : shared_storage_)[&op];
       uint64_t bytes = t.array_bytes() * (local ? size_ : 1);
-      // Fresh contents are unspecified; the interpreter fills them with a recognisable pattern.
-      storage.assign(bytes, 0xCD);
+      // Fresh contents are unspecified. Shared arrays get a recognisable pattern; local arrays
+      // get zeros, the value `promote-locals` gives a load before any store, so that promoting
+      // a local never changes what the interpreter computes.
+      storage.assign(bytes, local ? 0x00 : 0xCD);
       memory_[op.result()] = Memory{t.element(), t.count(), storage.data(), local,
                                     fmt::format("{} array of {} {}", local ? "local" : "shared",
                                                 t.count(), scalar_name(t.element()))};

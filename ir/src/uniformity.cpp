@@ -26,10 +26,16 @@ public:
       changed_ = true;
   }
 
-  /// One forward sweep over `region`; `divergent` says whether reaching it is non-uniform.
-  /// Returns true when a break or continue under varying control was seen (loop exits diverge).
-  bool propagate(const Region &region, bool divergent) {
-    bool divergent_exit = false;
+  /// What a sweep over a loop's region found about its exits.
+  enum Exits : unsigned { kNone = 0, kDivergentBreak = 1, kDivergentContinue = 2 };
+
+  /// One forward sweep over `region`. `exits_diverge` says whether a varying branch condition
+  /// lies between the innermost loop's region and this one, so that a break or continue here
+  /// is taken by some of that loop's invocations and not others. Returns which of those were
+  /// seen. Divergence outside the innermost loop or `if` does not matter for values: a value is
+  /// uniform when every invocation that computes it gets the same one.
+  unsigned propagate(const Region &region, bool exits_diverge) {
+    unsigned exits = kNone;
     for (Operation *op : region) {
       bool any_varying = false;
       for (Value *v : op->operands())
@@ -50,18 +56,18 @@ public:
           mark(op->result());
         break;
       case Opcode::If: {
-        bool inner = divergent || is_varying(op->operand(0));
+        bool varying_condition = is_varying(op->operand(0));
         for (unsigned r = 0; r < 2; ++r) {
-          divergent_exit |= propagate(op->region(r), inner);
-          yield_flow(op->region(r), *op, inner);
+          exits |= propagate(op->region(r), exits_diverge || varying_condition);
+          yield_flow(op->region(r), *op, varying_condition);
         }
         break;
       }
       case Opcode::For: {
         const Region &body = op->region(0);
-        bool control = is_varying(op->operand(0)) || is_varying(op->operand(1)) ||
-                       is_varying(op->operand(2)) || loop_exit_varying_.count(op);
-        if (control)
+        bool bounds =
+            is_varying(op->operand(0)) || is_varying(op->operand(1)) || is_varying(op->operand(2));
+        if (bounds || loop_break_varying_.count(op))
           mark(body.argument(0));
         for (unsigned i = 3; i < op->num_operands(); ++i)
           if (is_varying(op->operand(i))) {
@@ -69,9 +75,9 @@ public:
             if (i - 3 < op->num_results())
               mark(op->result(i - 3)); // after zero iterations the result is the initial value
           }
-        if (propagate(body, divergent || control) && loop_exit_varying_.insert(op).second)
-          changed_ = true;
-        loop_flow(*op, body, 1, divergent || control);
+        // Varying bounds end the loop at different iterations, as a divergent break does.
+        loop_exits(*op, propagate(body, false) | (bounds ? kDivergentBreak : kNone));
+        loop_flow(*op, body, 1);
         break;
       }
       case Opcode::While: {
@@ -79,28 +85,30 @@ public:
         for (unsigned i = 0; i < op->num_operands(); ++i)
           if (is_varying(op->operand(i)))
             mark(before.argument(i));
-        bool control = loop_exit_varying_.count(op) != 0;
-        propagate(before, divergent || control);
+        propagate(before, false); // no break or continue may sit here
         Operation *cond = before.terminator();
-        if (cond && cond->opcode() == Opcode::Condition && cond->num_operands() &&
-            is_varying(cond->operand(0)) && loop_exit_varying_.insert(op).second)
-          changed_ = true;
-        control = loop_exit_varying_.count(op) != 0;
+        // The do region runs with the forwarded values of the invocations still looping; the
+        // results are each invocation's last ones, which differ when the exit diverges.
+        bool varying_condition = cond && cond->opcode() == Opcode::Condition &&
+                                 cond->num_operands() && is_varying(cond->operand(0));
         if (cond)
           for (unsigned i = 1; i < cond->num_operands() && i - 1 < after.num_arguments(); ++i)
-            if (is_varying(cond->operand(i)) || control) {
+            if (is_varying(cond->operand(i))) {
               mark(after.argument(i - 1));
               if (i - 1 < op->num_results())
                 mark(op->result(i - 1));
             }
-        if (propagate(after, divergent || control) && loop_exit_varying_.insert(op).second)
-          changed_ = true;
-        loop_flow(*op, before, 0, divergent || control);
+        loop_exits(*op, propagate(after, false) | (varying_condition ? kDivergentBreak : kNone));
+        loop_flow(*op, before, 0);
         break;
       }
       case Opcode::Break:
+        if (exits_diverge)
+          exits |= kDivergentBreak;
+        break;
       case Opcode::Continue:
-        divergent_exit |= divergent;
+        if (exits_diverge)
+          exits |= kDivergentContinue;
         break;
       default:
         if (varies_by_itself(*op) || (any_varying && !subgroup_uniform_anyway(*op)))
@@ -109,47 +117,74 @@ public:
         break;
       }
     }
-    return divergent_exit;
+    return exits;
+  }
+
+  /// Records what a loop's exits do. Any divergent exit makes the loop's control divergent
+  /// for the barriers in it. A divergent break (or condition, or bound) lets invocations leave
+  /// at different iterations, each with its own last values. A divergent continue lets them
+  /// start the next iteration with values from different places.
+  void loop_exits(const Operation &loop, unsigned exits) {
+    auto record = [&](std::unordered_set<const Operation *> &set) {
+      if (set.insert(&loop).second)
+        changed_ = true;
+    };
+    if (exits != kNone)
+      record(loop_exit_varying_);
+    if (exits & kDivergentBreak)
+      record(loop_break_varying_);
+    if (exits & kDivergentContinue)
+      record(loop_continue_varying_);
   }
 
   /// An if's results vary when its condition does or a branch yields a varying value.
-  void yield_flow(const Region &branch, const Operation &op, bool divergent) {
+  void yield_flow(const Region &branch, const Operation &op, bool varying_condition) {
     Operation *term = branch.terminator();
     if (!term || term->opcode() != Opcode::Yield)
       return;
     for (unsigned i = 0; i < term->num_operands() && i < op.num_results(); ++i)
-      if (divergent || is_varying(term->operand(i)))
+      if (varying_condition || is_varying(term->operand(i)))
         mark(op.result(i));
   }
 
-  /// Loop-carried values vary when a yield or continue feeds a varying value back, and results
-  /// vary when any break carries one or the loop's exit is divergent.
-  void loop_flow(const Operation &loop, const Region &carried_region, unsigned first_carried,
-                 bool divergent) {
-    if (divergent)
+  /// A loop's carried values (the for body's or the while before region's arguments from
+  /// `first_carried` on) vary when a value fed back to them (by the closing yield or a
+  /// continue) varies, or when a divergent continue chooses between different values. A for
+  /// loop's results are its last carried values. Results also vary when a break carries a
+  /// varying value or the loop is left at different iterations.
+  void loop_flow(const Operation &loop, const Region &carried_region, unsigned first_carried) {
+    bool is_for = loop.opcode() == Opcode::For;
+    if (loop_break_varying_.count(&loop))
       for (unsigned i = 0; i < loop.num_results(); ++i)
         mark(loop.result(i));
-    for (unsigned r = 0; r < loop.num_regions(); ++r) {
-      const Region &region = loop.region(r);
-      walk_exits(region, [&](const Operation &exit) {
-        bool to_results = exit.opcode() == Opcode::Break;
-        for (unsigned i = 0; i < exit.num_operands(); ++i) {
-          if (!is_varying(exit.operand(i)))
-            continue;
-          if (to_results && i < loop.num_results())
-            mark(loop.result(i));
-          else if (!to_results && i + first_carried < carried_region.num_arguments())
-            mark(carried_region.argument(i + first_carried));
-        }
-      });
-      Operation *term = region.terminator();
-      if (term && term->opcode() == Opcode::Yield && (loop.opcode() == Opcode::For || r == 1))
-        for (unsigned i = 0; i < term->num_operands(); ++i)
-          if (is_varying(term->operand(i)) && i + first_carried < carried_region.num_arguments()) {
-            mark(carried_region.argument(i + first_carried));
-            if (loop.opcode() == Opcode::For && i < loop.num_results())
-              mark(loop.result(i));
-          }
+    bool continue_varying = loop_continue_varying_.count(&loop) != 0;
+    const Region &body = loop.region(is_for ? 0 : 1);
+    std::vector<const Operation *> feeding, breaks;
+    walk_exits(body, [&](const Operation &exit) {
+      (exit.opcode() == Opcode::Break ? breaks : feeding).push_back(&exit);
+    });
+    Operation *term = body.terminator();
+    if (term && term->opcode() == Opcode::Yield)
+      feeding.push_back(term);
+    for (const Operation *exit : breaks)
+      for (unsigned i = 0; i < exit->num_operands() && i < loop.num_results(); ++i)
+        if (is_varying(exit->operand(i)))
+          mark(loop.result(i));
+    for (unsigned i = 0; i + first_carried < carried_region.num_arguments(); ++i) {
+      bool varying = false;
+      const Value *first = nullptr;
+      for (const Operation *exit : feeding) {
+        if (i >= exit->num_operands())
+          continue;
+        const Value *v = exit->operand(i);
+        varying |= is_varying(v) || (continue_varying && first && v != first);
+        first = first ? first : v;
+      }
+      if (!varying)
+        continue;
+      mark(carried_region.argument(i + first_carried));
+      if (is_for && i < loop.num_results())
+        mark(loop.result(i));
     }
   }
 
@@ -223,7 +258,10 @@ public:
 private:
   bool workgroup_scope_;
   detail::ValueFlags varying_;
-  std::unordered_set<const Operation *> loop_exit_varying_;
+  std::unordered_set<const Operation *> loop_exit_varying_;  ///< any exit diverges (barriers)
+  std::unordered_set<const Operation *> loop_break_varying_; ///< left at different iterations
+  std::unordered_set<const Operation *>
+      loop_continue_varying_; ///< next iteration from different places
   bool changed_ = false;
 };
 

@@ -16,6 +16,8 @@ const std::vector<PassInfo> &registered_passes() {
       {"dce", "remove unused ops and effect-free ifs and loops", dce},
       {"licm", "hoist loop-invariant pure ops out of loops", licm},
       {"print-hash", "print each kernel's structural hash (changes nothing)", print_hash},
+      {"promote-locals", "turn locals accessed at constant indices (DSL Vars) into SSA values",
+       promote_locals},
       {"simplify-cf", "inline constant branches, drop empty ifs and loops that never run",
        simplify_cf},
       {"strength-reduce", "turn multiplications and divisions by powers of two into shifts",
@@ -34,19 +36,21 @@ const PassInfo *find_pass(std::string_view name) {
 }
 
 std::vector<std::string_view> optimization_pipeline(int level) {
-  // Each pipeline reads as a list. -O3 adds unrolling first (so that folding sees the induction
+  // Each pipeline reads as a list. Locals become SSA values first, so that every later pass
+  // sees through a DSL Var. -O3 adds unrolling first (so that folding sees the induction
   // variable's values) and vectorization after CSE (so that equal bases are one value).
   switch (level) {
   case 0:
     return {};
   case 1:
-    return {"canonicalize", "dce"};
+    return {"promote-locals", "canonicalize", "dce"};
   case 2:
-    return {"canonicalize",    "simplify-cf",  "cse", "licm",
-            "strength-reduce", "canonicalize", "cse", "dce"};
+    return {"promote-locals",  "canonicalize", "simplify-cf", "cse", "licm",
+            "strength-reduce", "canonicalize", "cse",         "dce"};
   default:
-    return {"canonicalize", "simplify-cf",     "unroll",       "canonicalize", "cse", "licm",
-            "vectorize",    "strength-reduce", "canonicalize", "cse",          "dce"};
+    return {"promote-locals",  "canonicalize", "simplify-cf", "unroll",
+            "canonicalize",    "cse",          "licm",        "vectorize",
+            "strength-reduce", "canonicalize", "cse",         "dce"};
   }
 }
 

@@ -1,8 +1,8 @@
 //===- passes_differential_test.cpp - Every pass keeps every kernel's results ----------------===//
 //
 // Random kernels (random_ir.h) run in the reference interpreter before and after each pass and
-// after the -O2 and -O3 pipelines; their outputs must be bit-identical (no pass may reassociate
-// floats). CUBECC_DIFFERENTIAL_KERNELS sets how many kernels (default 200);
+// after the -O1, -O2 and -O3 pipelines; their outputs must be bit-identical (no pass may
+// reassociate floats). CUBECC_DIFFERENTIAL_KERNELS sets how many kernels (default 200);
 // CUBECC_DIFFERENTIAL_SEED the first seed. A failure prints the seed, the pass and both IRs.
 //
 //===-----------------------------------------------------------------------------------------===//
@@ -50,6 +50,7 @@ std::vector<std::vector<std::string_view>> pipelines() {
   for (const passes::PassInfo &p : passes::registered_passes())
     if (p.name != "print-hash")
       out.push_back({p.name});
+  out.push_back(passes::optimization_pipeline(1));
   out.push_back(passes::optimization_pipeline(2));
   out.push_back(passes::optimization_pipeline(3));
   return out;
@@ -68,7 +69,7 @@ TEST(PassesDifferential, random_kernels_compute_the_same_before_and_after_every_
   uint64_t count = env_or("CUBECC_DIFFERENTIAL_KERNELS", 200);
   uint64_t first = env_or("CUBECC_DIFFERENTIAL_SEED", 1);
   auto all = pipelines();
-  uint64_t changed = 0;
+  uint64_t changed = 0, promoted = 0;
   for (uint64_t seed = first; seed < first + count; ++seed) {
     std::string text = test::random_kernel(seed);
     ParseResult original = parse_module(text, "random.cir");
@@ -95,7 +96,9 @@ TEST(PassesDifferential, random_kernels_compute_the_same_before_and_after_every_
       std::vector<uint8_t> actual;
       std::string errors = run(*copy.module->kernels()[0], in, actual);
       std::string after = to_string(*copy.module);
-      changed += after != to_string(*original.module);
+      bool differs = after != to_string(*original.module);
+      changed += differs;
+      promoted += differs && pipeline.size() == 1 && pipeline[0] == "promote-locals";
       ASSERT_TRUE(errors.empty() && actual == expected)
           << "seed " << seed << ": '" << describe(pipeline) << "' changed the results\n"
           << errors << "before:\n"
@@ -105,4 +108,6 @@ TEST(PassesDifferential, random_kernels_compute_the_same_before_and_after_every_
   }
   // The generator must give the passes work to do, or this test proves little.
   EXPECT_GT(changed, count) << "the passes changed too few of the random kernels";
+  // Locals used like DSL Vars (random_ir.cpp) must reach promote-locals often enough.
+  EXPECT_GT(promoted, count / 4) << "promote-locals changed too few of the random kernels";
 }

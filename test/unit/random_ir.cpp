@@ -36,6 +36,7 @@ public:
     define("f32", "%xf");
     line("%lf = cast %li : f32");
     define("f32", "%lf");
+    declare_locals();
     constant("u32", "7");
     constant("u32", fmt::format("{}", kRandomInputs - 1));
     statements(0, 4 + pick(8));
@@ -54,7 +55,11 @@ public:
       define("u32", v);
       statements(0, 2 + pick(4));
     }
-    // Make (nearly) every value observable: hash all top-level values into the slots.
+    // Make (nearly) every value observable: hash all top-level values, the locals' final
+    // contents among them, into the slots.
+    for (const Local &l : locals_)
+      for (uint32_t i = 0; i < l.count; ++i)
+        define(l.type, load_local(l, element_index(l, i)));
     fold_scope(0, {"i32", "u32"});
     fold_scope(1, {"f32"});
     fold_scope(2, {"bool"});
@@ -129,7 +134,7 @@ private:
   }
 
   void statement(int depth) {
-    uint32_t kind = pick(depth < 3 ? 16 : 11);
+    uint32_t kind = pick(depth < 3 ? 18 : 13);
     switch (kind) {
     case 0:
     case 1:
@@ -155,9 +160,12 @@ private:
     }
     case 11:
     case 12:
-      return if_op(depth);
+      return local_access();
     case 13:
     case 14:
+      return if_op(depth);
+    case 15:
+    case 16:
       return for_op(depth);
     default:
       return while_op(depth);
@@ -252,6 +260,58 @@ private:
     line("{} = load {}, {} : {}", name, is_float ? "%in_f" : "%in_i", index,
          is_float ? "f32" : "i32");
     define(is_float ? "f32" : "i32", name);
+  }
+
+  //===- Locals (what a DSL Var traces to) ---------------------------------------------------===//
+
+  /// A local array: `count` elements of `type`, accessed at constant indices, or at indices
+  /// computed at run time (`dynamic`: it must stay in memory through promote-locals).
+  struct Local {
+    std::string name, type;
+    uint32_t count = 1;
+    bool dynamic = false;
+  };
+
+  /// Up to three locals at the top of the kernel (where local.alloc must be), most of them
+  /// initialised there as a Var is; the others read zero until stored (the interpreter's fill).
+  void declare_locals() {
+    for (uint32_t i = pick(4); i > 0; --i) {
+      Local l{fmt::format("%loc{}", locals_.size()), kTypes[pick(3)], chance(0.7) ? 1u : 2u,
+              chance(0.2)};
+      line("{} = local.alloc : local<{}, {}>", l.name, l.type, l.count);
+      locals_.push_back(l);
+      if (chance(0.8))
+        for (uint32_t k = 0; k < l.count; ++k)
+          line("store {}, {}, {}", l.name, element_index(l, k), any(l.type));
+    }
+  }
+
+  /// The index of element `k` of `l`: a constant, or for a dynamic local an index in [0, k]
+  /// computed at run time.
+  std::string element_index(const Local &l, uint32_t k) {
+    if (!l.dynamic)
+      return constant(chance(0.8) ? "u32" : "i32", fmt::format("{}", k));
+    std::string index = fresh();
+    line("{} = and {}, {} : u32", index, any("u32"), constant("u32", fmt::format("{}", k)));
+    return index;
+  }
+
+  std::string load_local(const Local &l, const std::string &index) {
+    std::string name = fresh();
+    line("{} = load {}, {} : {}", name, l.name, index, l.type);
+    return name;
+  }
+
+  /// A read or a write of a random element of a random local, in whatever region we are in.
+  void local_access() {
+    if (locals_.empty())
+      return integer_op();
+    const Local &l = locals_[pick(static_cast<uint32_t>(locals_.size()))];
+    std::string index = element_index(l, pick(l.count));
+    if (chance(0.5))
+      line("store {}, {}, {}", l.name, index, any(l.type));
+    else
+      define(l.type, load_local(l, index));
   }
 
   std::string mask_of_inputs() { return constant("u32", fmt::format("{}", kRandomInputs - 1)); }
@@ -472,6 +532,7 @@ private:
   uint64_t next_ = 0;
   bool in_loop_ = false;
   std::vector<std::vector<std::string>> loop_types_;
+  std::vector<Local> locals_;
   std::vector<std::map<std::string, std::vector<std::string>>> scopes_;
 };
 

@@ -19,7 +19,9 @@ inline constexpr uint32_t kRandomSlots = 4;
 
 /// The IR text of a random kernel: integer and float arithmetic, comparisons, casts, selects,
 /// loads, ifs with results, for and while loops with carried values, break and continue, shared
-/// memory with barriers, subgroup operations and stores under branches. Deterministic per seed.
+/// memory with barriers, subgroup operations, stores under branches, and local arrays read and
+/// written like DSL Vars (in branches and loops, across break and continue), most at constant
+/// indices and some at run-time ones. Deterministic per seed.
 std::string random_kernel(uint64_t seed);
 
 /// Inputs for a random kernel: %in_i and %in_f (kRandomInputs elements: small integers with a

@@ -1,6 +1,9 @@
 //===- uniformity_test.cpp - Uniform, subgroup-uniform and varying values --------------------===//
 #include "cubecc/ir/uniformity.h"
+#include "cubecc/passes/promote_locals.h"
 #include "test_support.h"
+
+#include <sstream>
 
 #include <map>
 
@@ -9,12 +12,20 @@ using namespace cubecc::ir;
 
 namespace {
 
-/// The uniformity of every named result of the kernel's top level, by name.
-std::map<std::string, Uniformity> classify(const std::string &text) {
+/// The uniformity of every named result of the kernel, by name (after promote-locals when
+/// `promote` is set).
+std::map<std::string, Uniformity> classify(const std::string &text, bool promote = false) {
   auto m = test::parse_valid(text);
   std::map<std::string, Uniformity> out;
   if (!m)
     return out;
+  if (promote) {
+    std::ostringstream report;
+    passes::PassContext context{report, {}, {}};
+    passes::promote_locals(*m, context);
+    auto problems = verify(*m);
+    EXPECT_TRUE(problems.empty()) << to_string(problems) << to_string(*m);
+  }
   UniformityAnalysis analysis(*m->kernels()[0]);
   m->kernels()[0]->walk([&](Operation *op) {
     for (unsigned i = 0; i < op->num_results(); ++i)
@@ -91,4 +102,70 @@ TEST(Uniformity, loop_carried_values_reach_a_fixed_point) {
 })");
   EXPECT_EQ(u["stays"], Uniformity::Uniform);
   EXPECT_EQ(u["becomes"], Uniformity::Varying);
+}
+
+// Each Var (a local<u32, 1>) reaches `%*_final` through an if and loops. In memory every load of
+// it is varying; promoted, its value is uniform wherever all its incoming values and the control
+// that chooses between them are uniform, even inside a branch on a varying condition.
+constexpr const char *kVarKernel = R"(module @m {
+  kernel @k(%n: u32, %c: bool) workgroup(64, 1, 1) {
+    %uniform = local.alloc : local<u32, 1>
+    %private = local.alloc : local<u32, 1>
+    %skipping = local.alloc : local<u32, 1>
+    %z = const 0 : u32
+    %one = const 1 : u32
+    %li = local_index : u32
+    %odd_lane = lt %li, %n : bool
+    store %uniform, %z, %z
+    store %private, %z, %z
+    store %skipping, %z, %z
+    if %odd_lane {
+      for %z, %n, %one (%i: u32) {
+        %u = load %uniform, %z : u32
+        %u2 = add %u, %n : u32
+        store %uniform, %z, %u2
+        if %c {
+          %u3 = load %uniform, %z : u32
+          %u4 = mul %u3, %n : u32
+          store %uniform, %z, %u4
+          yield
+        }
+        %p = load %private, %z : u32
+        %p2 = add %p, %li : u32
+        store %private, %z, %p2
+        %s = load %skipping, %z : u32
+        %s2 = add %s, %one : u32
+        store %skipping, %z, %s2
+        %skip = lt %i, %li : bool
+        if %skip {
+          continue
+        }
+        %s3 = add %s2, %one : u32
+        store %skipping, %z, %s3
+        yield
+      }
+      %u_inside = load %uniform, %z : u32
+      %uniform_final = add %u_inside, %z : u32
+      %p_inside = load %private, %z : u32
+      %private_final = add %p_inside, %z : u32
+      %s_inside = load %skipping, %z : u32
+      %skipping_final = add %s_inside, %z : u32
+      yield
+    }
+    return
+  }
+})";
+
+TEST(Uniformity, a_var_is_varying_in_memory) {
+  auto u = classify(kVarKernel);
+  EXPECT_EQ(u["uniform_final"], Uniformity::Varying);
+}
+
+TEST(Uniformity, a_promoted_var_holding_uniform_values_under_uniform_control_is_uniform) {
+  auto u = classify(kVarKernel, true);
+  EXPECT_EQ(u["uniform_final"], Uniformity::Uniform);
+  EXPECT_EQ(u["private_final"], Uniformity::Varying);
+  // Incremented on every iteration, again only by the invocations that do not continue (a
+  // varying condition): the next iteration starts from different values.
+  EXPECT_EQ(u["skipping_final"], Uniformity::Varying);
 }

@@ -12,6 +12,7 @@
 #include "cubecc/passes/dce.h"
 #include "cubecc/passes/licm.h"
 #include "cubecc/passes/print_hash.h"
+#include "cubecc/passes/promote_locals.h"
 #include "cubecc/passes/simplify_cf.h"
 #include "cubecc/passes/strength_reduce.h"
 #include "cubecc/passes/unroll.h"
