@@ -7,9 +7,16 @@
 // must compute the same thing); then the two are launched alternately, each launch timed by
 // device timestamps, and the medians are compared: ratio = cubecc / GLSL (below 1: cubecc is
 // faster). Mesa's shader cache is turned off for the run. Prints a table, then one JSON object
-// per kernel.
+// per kernel. matmul has two rows: against matmul.comp (GLSL's fma(), which may round twice) and
+// against matmul_exact_fma.comp (the single rounding the IR's fma promises, computed as cubecc's
+// writer computes it where the device's fma is not fused; the outputs must agree bit for bit).
 //
-// Usage: vulkan_vs_glsl [--rounds N] [--kernel NAME]
+// Usage: vulkan_vs_glsl [--rounds N] [--kernel NAME] [--dump DIR] [--cpu-time]
+// --cpu-time times each launch by the CPU time the process spent on it instead of device
+// timestamps: on lavapipe (a CPU driver) that is the work the shader did, and unlike wall-clock
+// time it barely moves when other processes share the machine's cores.
+// --dump writes both modules of each kernel to DIR/<kernel>.cubecc.spv and <kernel>.glsl.spv
+// (for spirv-dis, to compare them instruction by instruction).
 // Environment: CUBECC_GLSLANG (the glslangValidator to use), CUBECC_BENCH_GLSL_DIR (bench/glsl).
 //
 //===-----------------------------------------------------------------------------------------===//
@@ -34,6 +41,7 @@
 #include <string>
 #include <vector>
 
+#include <time.h>
 #include <unistd.h>
 
 using namespace cubecc;
@@ -79,6 +87,21 @@ std::vector<uint32_t> compile_glsl(const std::string &file) {
   return words;
 }
 
+void write_words(const std::string &path, const std::vector<uint32_t> &words) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char *>(words.data()),
+            static_cast<std::streamsize>(words.size() * 4));
+  if (!out)
+    die("cannot write " + path);
+}
+
+/// The CPU time of every thread of the process so far, in nanoseconds.
+double process_cpu_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e9 + static_cast<double>(t.tv_nsec);
+}
+
 /// One benchmark: the buffers (as floats), the value arguments and the grid.
 struct Case {
   std::string name; ///< the example kernel
@@ -89,6 +112,7 @@ struct Case {
   std::array<uint32_t, 3> grid;
   size_t output; ///< the buffer compared between the twins
   double tolerance;
+  std::string label = {}; ///< the table's name for the row, when not `name`
 };
 
 std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1, float hi = 1) {
@@ -192,6 +216,17 @@ std::vector<Case> cases() {
                    {n / 16, m / 16, 1},
                    2,
                    1e-4});
+    // GLSL's fma() may round twice (lavapipe's does) where the IR's rounds once: this twin
+    // computes fma as cubecc's writer must on such a device, so the two agree bit for bit.
+    out.push_back({"matmul_16x16x16",
+                   "matmul_exact_fma.comp",
+                   "384^3, exact fma twin",
+                   {random_floats(m * k, 6), random_floats(k * n, 7), std::vector<float>(m * n)},
+                   p.values,
+                   {n / 16, m / 16, 1},
+                   2,
+                   0,
+                   "matmul (exact)"});
   }
   return out;
 }
@@ -200,15 +235,20 @@ std::vector<Case> cases() {
 
 int main(int argc, char **argv) {
   int rounds = 15;
-  std::string only;
+  std::string only, dump_dir;
+  bool cpu_time = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--rounds" && i + 1 < argc)
       rounds = std::max(1, std::atoi(argv[++i]));
     else if (a == "--kernel" && i + 1 < argc)
       only = argv[++i];
+    else if (a == "--dump" && i + 1 < argc)
+      dump_dir = argv[++i];
+    else if (a == "--cpu-time")
+      cpu_time = true;
     else
-      die("usage: vulkan_vs_glsl [--rounds N] [--kernel NAME]");
+      die("usage: vulkan_vs_glsl [--rounds N] [--kernel NAME] [--dump DIR] [--cpu-time]");
   }
   setenv("MESA_SHADER_CACHE_DISABLE", "true", 1); // compile every pipeline, as a cold start would
 
@@ -219,8 +259,9 @@ int main(int argc, char **argv) {
     die(e.what());
   }
   std::unique_ptr<runtime::DeviceStream> stream = device->create_stream();
-  std::printf("device: %s; %d timed rounds per kernel, alternating\n\n",
-              device->info().name.c_str(), rounds);
+  std::printf("device: %s; %d timed rounds per kernel, alternating; %s\n\n",
+              device->info().name.c_str(), rounds,
+              cpu_time ? "process CPU time per launch" : "device timestamps");
   std::printf("%-16s %-26s %12s %12s %8s\n", "kernel", "size", "cubecc (us)", "GLSL (us)", "ratio");
   std::vector<std::string> json;
   for (Case &c : cases()) {
@@ -236,6 +277,14 @@ int main(int argc, char **argv) {
           compile_glsl(std::string(dir && *dir ? dir : CUBECC_BENCH_GLSL_DIR) + "/" + c.glsl),
           codegen::KernelAbi::of(kernel)};
       theirs = device->compile_spirv(twin);
+      if (!dump_dir.empty()) {
+        std::vector<ir::Diagnostic> errors;
+        auto mine = codegen::emit_spirv(kernel, device->info().features, errors);
+        if (!mine)
+          die(c.name + ": " + ir::to_string(errors));
+        write_words(dump_dir + "/" + c.name + ".cubecc.spv", mine->words);
+        write_words(dump_dir + "/" + c.name + ".glsl.spv", twin.words);
+      }
     } catch (const std::exception &e) {
       die(c.name + ": " + e.what());
     }
@@ -261,9 +310,11 @@ int main(int argc, char **argv) {
       args.push_back(arg);
     }
     auto run = [&](const runtime::CompiledKernel &k) {
+      double before = process_cpu_ns();
       stream->launch(k, c.grid, args);
       stream->synchronize();
-      return stream->last_launch_times_ns().at(0);
+      return cpu_time ? process_cpu_ns() - before
+                      : static_cast<double>(stream->last_launch_times_ns().at(0));
     };
 
     // The twins compute the same result (within rounding: contraction and exp differ).
@@ -291,10 +342,11 @@ int main(int argc, char **argv) {
       theirs_ns.push_back(run(*theirs));
     }
     double a = bench::median(ours_ns) / 1000, b = bench::median(theirs_ns) / 1000;
-    std::printf("%-16s %-26s %12.1f %12.1f %8.2f\n", c.name.c_str(), c.what.c_str(), a, b, a / b);
+    const std::string &row = c.label.empty() ? c.name : c.label;
+    std::printf("%-16s %-26s %12.1f %12.1f %8.2f\n", row.c_str(), c.what.c_str(), a, b, a / b);
     json.push_back(fmt::format(
         R"({{"kernel": "{}", "size": "{}", "cubecc_us": {:.1f}, "glsl_us": {:.1f}, "ratio": {:.3f}}})",
-        c.name, c.what, a, b, a / b));
+        row, c.what, a, b, a / b));
     for (auto &m : memories)
       device->free(m);
   }

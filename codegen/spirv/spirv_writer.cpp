@@ -1389,6 +1389,33 @@ Words loop_control(const ir::Operation &op) {
           static_cast<uint32_t>(*unroll)};
 }
 
+/// Whether the next iv of `for` (iv + step, after a body that ran with iv < hi) can wrap around
+/// I. Not when step is a positive constant and every iv < hi leaves room for it: hi <= MAX - step
+/// + 1, so always for a step of 1, and for a larger step when hi is a constant that fits (a
+/// negative signed hi too). Then the continue block is a plain add, which drivers' loop
+/// analyses (NIR's trip counts, LLVM's induction variables) recognize.
+bool iv_may_wrap(const ir::Operation &op) {
+  std::optional<uint64_t> step_bits = constant_bits(op.operand(2));
+  if (!step_bits)
+    return true;
+  Scalar s = op.operand(0)->type().element();
+  unsigned width = ir::scalar_bits(s);
+  uint64_t mask = width == 64 ? ~uint64_t(0) : (uint64_t(1) << width) - 1;
+  uint64_t max = ir::is_signed(s) ? mask >> 1 : mask; // the largest value of I
+  uint64_t step = *step_bits & mask;
+  if (step == 0 || step > max) // zero or negative: undefined (docs/ir.md §5.3), keep the guard
+    return true;
+  if (step == 1)
+    return false;
+  std::optional<uint64_t> hi_bits = constant_bits(op.operand(1));
+  if (!hi_bits)
+    return true;
+  uint64_t hi = *hi_bits & mask;
+  if (hi > max) // a negative signed hi: iv + step <= hi - 1 + step < step <= MAX
+    return false;
+  return hi > max - step + 1;
+}
+
 void Writer::emit_for(const ir::Operation &op) {
   const ir::Region &loop_body = op.region(0);
   Scalar iv_scalar = op.operand(0)->type().element();
@@ -1426,7 +1453,7 @@ void Writer::emit_for(const ir::Operation &op) {
 
   // The continue block: the carried values of every `yield`/`continue`, then the next iv. The
   // sequence must not wrap around (docs/ir.md §5.3): a wrapped iv is replaced by `hi`, which
-  // ends the loop.
+  // ends the loop (unless it cannot wrap, see iv_may_wrap).
   new_block(cont);
   Lanes next_carried;
   Id next_iv;
@@ -1438,9 +1465,11 @@ void Writer::emit_for(const ir::Operation &op) {
   } else {
     for (Lanes &l : phis(types, ctx.continues))
       next_carried.insert(next_carried.end(), l.begin(), l.end());
-    Id next = emit(spv::Op::OpIAdd, iv_type, {iv, step});
-    Id wrapped = compare(Opcode::Lt, iv_scalar, next, iv);
-    next_iv = emit(spv::Op::OpSelect, iv_type, {wrapped, hi, next});
+    next_iv = emit(spv::Op::OpIAdd, iv_type, {iv, step});
+    if (iv_may_wrap(op)) {
+      Id wrapped = compare(Opcode::Lt, iv_scalar, next_iv, iv);
+      next_iv = emit(spv::Op::OpSelect, iv_type, {wrapped, hi, next_iv});
+    }
   }
   branch(header);
 

@@ -1615,6 +1615,79 @@ OpCase subgroup_case(Scalar s) {
 /// A tree reduction in shared memory (barrier per level in a uniform loop), then the
 /// last-arriver patterns: within a workgroup through fence.workgroup and a shared counter, and
 /// across workgroups through fence.device and a buffer counter.
+/// `for` loops whose last iv sits near the top of the iv type (docs/ir.md §5.3: the sequence
+/// never wraps around): the SPIR-V writer drops its wrap guard where it proves the next iv
+/// cannot wrap (a step of 1, a constant step below a constant hi with room) and keeps it
+/// elsewhere. Each loop stores its trip count and the sum of its ivs; the lower bounds are
+/// parameters, so nothing folds. A missing guard would wrap to a small iv and run on.
+OpCase loops_near_the_top_case() {
+  struct Loop {
+    const char *type, *lo, *hi,
+        *step; // hi and step: a constant, or a parameter when it starts with %
+  };
+  const Loop loops[] = {
+      {"u32", "4294967290", "4294967295", "1"},     // step 1 up to MAX: no guard
+      {"u32", "4294967292", "%top_u32", "1"},       // hi MAX known at run time: no guard
+      {"u32", "4294967000", "4294967295", "%step"}, // step known at run time: guard
+      {"u32", "4294967280", "4294967293", "4"},     // 2^32 - 4 + 4 wraps: guard
+      {"u32", "4294967280", "4294967292", "4"},     // hi - 1 + 4 = MAX: no guard
+      {"u32", "0", "100", "4"},                     // far from the top: no guard
+      {"i32", "2147483640", "2147483647", "1"},     // step 1 up to MAX: no guard
+      {"i32", "2147483600", "2147483647", "16"},    // wraps to negative: guard
+      {"i32", "-30", "-10", "5"},                   // negative hi: no guard
+      {"i32", "-2147483648", "-2147483000", "300"}, // from MIN: no guard
+  };
+  constexpr size_t N = std::size(loops);
+  OpCase c;
+  c.name = "loops_near_the_top_of_the_iv_type";
+  std::string params = "%out: buffer<u32, write>, %top_u32: u32, %step: u32";
+  std::string body;
+  for (size_t k = 0; k < N; ++k)
+    params += fmt::format(", %lo{}: {}", k, loops[k].type);
+  for (size_t k = 0; k < N; ++k) {
+    const Loop &l = loops[k];
+    auto operand = [&](const char *v, const char *what) {
+      if (v[0] == '%')
+        return std::string(v);
+      body += fmt::format("    %{}{} = const {} : {}\n", what, k, v, l.type);
+      return fmt::format("%{}{}", what, k);
+    };
+    std::string hi = operand(l.hi, "hi"), step = operand(l.step, "st");
+    body += fmt::format("    %z{0} = const 0 : u32\n    %one{0} = const 1 : u32\n", k);
+    body += fmt::format("    %n{0}, %s{0} = for %lo{0}, {1}, {2}, %z{0}, %z{0} : u32, u32 "
+                        "(%iv{0}: {3}, %nc{0}: u32, %sc{0}: u32) {{\n",
+                        k, hi, step, l.type);
+    if (std::string(l.type) != "u32")
+      body += fmt::format("      %ivu{0} = bitcast %iv{0} : u32\n", k);
+    body += fmt::format(
+        "      %nn{0} = add %nc{0}, %one{0} : u32\n"
+        "      %sn{0} = add %sc{0}, {1} : u32\n"
+        "      yield %nn{0}, %sn{0}\n    }}\n",
+        k, std::string(l.type) != "u32" ? fmt::format("%ivu{}", k) : fmt::format("%iv{}", k));
+    body += fmt::format("    %at{0} = const {1} : u32\n    store %out, %at{0}, %n{0}\n"
+                        "    %bt{0} = const {2} : u32\n    store %out, %bt{0}, %s{0}\n",
+                        k, 2 * k, 2 * k + 1);
+  }
+  c.text = fmt::format("module @loops {{\n  kernel @{}({}) workgroup(1, 1, 1) {{\n{}    return\n  "
+                       "}}\n}}\n",
+                       c.name, params, body);
+  Buffer out = output("out", Scalar::U32, 2 * N, 0);
+  for (size_t k = 0; k < N; ++k)
+    out.ranges.push_back(Range{fmt::format("for {} from {} below {} by {}: trips, sum of ivs",
+                                           loops[k].type, loops[k].lo, loops[k].hi, loops[k].step),
+                               2 * k,
+                               2,
+                               {},
+                               {}});
+  c.buffers.push_back(std::move(out));
+  c.args.push_back(Arg{0, {}});
+  c.args.push_back(Arg{-1, {4294967295u}});
+  c.args.push_back(Arg{-1, {100}});
+  for (const Loop &l : loops)
+    c.args.push_back(Arg{-1, {static_cast<uint32_t>(std::stoll(l.lo))}});
+  return c;
+}
+
 OpCase barrier_fence_case() {
   constexpr uint32_t W = 64, G = 4;
   OpCase c;
@@ -1798,6 +1871,7 @@ const std::vector<std::pair<std::string, Family>> &families() {
          return v;
        }},
       {"BarriersAndFences", [] { return std::vector<OpCase>{barrier_fence_case()}; }},
+      {"LoopsNearTheTop", [] { return std::vector<OpCase>{loops_near_the_top_case()}; }},
   };
   return list;
 }
