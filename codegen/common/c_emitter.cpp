@@ -9,10 +9,12 @@
 //     increment cannot wrap around (docs/ir.md §5.3), and whose results are those variables;
 //     `while` is `for (;;)` with the before region, a `break` when the condition fails, then the
 //     do region; IR `break`/`continue` assign and then `break;`/`continue;`.
-//   - The IR's semantics are pinned where C++ leaves them open: integer arithmetic wraps (done in
-//     unsigned), division never traps, shift amounts are reduced modulo the width, float-to-int
-//     casts saturate, f16 and bf16 compute in f32 and round once per op (through the vendor's
-//     conversion intrinsics), no contraction (NVRTC --fmad=false, hipRTC -ffp-contract=off).
+//   - The emitter sees legalized IR (passes/legalize.h, run by emit_c_family on a copy of the
+//     kernel): integer division never sees a zero divisor (or -1), shift amounts are in range,
+//     float-to-int casts are in range. What C++ leaves open beyond that is pinned here: integer
+//     arithmetic wraps (done in unsigned), f16 and bf16 compute in f32 and round once per op
+//     (through the vendor's conversion intrinsics), no contraction (NVRTC --fmad=false, hipRTC
+//     -ffp-contract=off).
 //   - Each statement is preceded, when the source line changes, by a `// file:line` comment.
 //
 //===-----------------------------------------------------------------------------------------===//
@@ -20,9 +22,11 @@
 
 #include "c_prelude.h"
 
+#include "cubecc/ir/clone.h"
 #include "cubecc/ir/ir.h"
 #include "cubecc/ir/semantics.h"
 #include "cubecc/ir/uniformity.h"
+#include "cubecc/passes/legalize.h"
 
 #include <fmt/format.h>
 
@@ -411,7 +415,6 @@ std::string CEmitter::constant(Scalar s, uint64_t bits) {
 
 std::string CEmitter::binary(Opcode op, Scalar s, const std::string &a, const std::string &b) {
   bool f = ir::is_float(s);
-  unsigned bits = ir::scalar_bits(s);
   switch (op) {
   case Opcode::Add:
     return f ? round(s, fmt::format("({} + {})", a, b)) : wrap(s, a, "+", b);
@@ -419,12 +422,12 @@ std::string CEmitter::binary(Opcode op, Scalar s, const std::string &a, const st
     return f ? round(s, fmt::format("({} - {})", a, b)) : wrap(s, a, "-", b);
   case Opcode::Mul:
     return f ? round(s, fmt::format("({} * {})", a, b)) : wrap(s, a, "*", b);
-  case Opcode::Div:
+  case Opcode::Div: // legalized: the divisor is neither 0 nor -1
     return f ? round(s, fmt::format("({} / {})", a, b))
-             : fmt::format("cubecc_div<{}>({}, {})", reg(s), a, b);
+             : fmt::format("({})({} / {})", reg(s), a, b);
   case Opcode::Rem:
     return f ? round(s, fmt::format("{}({}, {})", math_fn("fmod", s), a, b))
-             : fmt::format("cubecc_rem<{}>({}, {})", reg(s), a, b);
+             : fmt::format("({})({} % {})", reg(s), a, b);
   case Opcode::Min:
     return f ? fmt::format("{}({}, {})", math_fn("fmin", s), a, b)
              : fmt::format("({0} < {1} ? {0} : {1})", a, b);
@@ -440,11 +443,10 @@ std::string CEmitter::binary(Opcode op, Scalar s, const std::string &a, const st
   case Opcode::Xor:
     return s == Scalar::Bool ? fmt::format("({} != {})", a, b)
                              : fmt::format("({})({} ^ {})", reg(s), a, b);
-  case Opcode::Shl:
-    return fmt::format("({})(({})(({}){} << ({} & {}u)))", reg(s), unsigned_of(s), wide_of(s), a, b,
-                       bits - 1);
+  case Opcode::Shl: // legalized: the amount is below the width
+    return fmt::format("({})(({})(({}){} << {}))", reg(s), unsigned_of(s), wide_of(s), a, b);
   case Opcode::Shr:
-    return fmt::format("({})({} >> ({} & {}u))", reg(s), a, b, bits - 1);
+    return fmt::format("({})({} >> {})", reg(s), a, b);
   case Opcode::Pow:
     return round(s, fmt::format("{}({}, {})", math_fn("pow", s), a, b));
   default:
@@ -534,19 +536,8 @@ std::string CEmitter::cast(Scalar from, Scalar to, const std::string &x) {
       return round(to, fmt::format("cubecc_f64_to_f32_odd({})", x));
     return round(to, x); // from f32/f16/bf16 registers
   }
-  // Float to integer: toward zero, saturating, NaN to 0 (docs/ir.md §4.6).
-  unsigned tb = ir::scalar_bits(to);
-  bool sg = ir::is_signed(to);
-  std::string fx = from == Scalar::F64 ? "f64" : "f32";
-  double hi = std::ldexp(1.0, static_cast<int>(sg ? tb - 1 : tb));
-  std::string max = constant(to, sg ? ir::width_mask(tb) >> 1 : ir::width_mask(tb));
-  std::string min = constant(to, sg ? (ir::width_mask(tb) >> 1) + 1 : 0);
-  if (sg)
-    return fmt::format("({0} != {0} ? ({1})0 : {0} >= ({2}){3:a} ? {4} : {0} < -({2}){3:a} ? {5} "
-                       ": ({1}){0})",
-                       x, t, fx, hi, max, min);
-  return fmt::format("(!({0} >= ({2})1) ? ({1})0 : {0} >= ({2}){3:a} ? {4} : ({1}){0})", x, t, fx,
-                     hi, max);
+  // Float to integer: legalized, so the value converts without saturating (docs/ir.md §4.6).
+  return fmt::format("({})({})", t, x);
 }
 
 std::string CEmitter::load_element(const ir::Value *memory, const std::string &index) {
@@ -645,6 +636,8 @@ void CEmitter::emit_region(const ir::Region &region) {
 }
 
 void CEmitter::emit_op(const ir::Operation &op) {
+  if (!passes::is_legal(op))
+    passes::throw_not_legalized(op, "C-family");
   const Opcode opc = op.opcode();
   const ir::OpInfo &info = op.info();
   const ir::Value *r = op.num_results() ? op.result() : nullptr;
@@ -1095,7 +1088,15 @@ std::optional<CSource> CEmitter::run() {
 
 std::optional<CSource> emit_c_family(const ir::Kernel &kernel, const TargetFeatures &features,
                                      CDialect dialect, std::vector<ir::Diagnostic> &errors) {
-  return CEmitter(kernel, features, /*hip=*/dialect == CDialect::Hip, errors).run();
+  // The vendors' libraries (libdevice, ocml) have erf and C's pow.
+  passes::LegalizeTarget target;
+  target.name = dialect == CDialect::Hip ? "hip" : "cuda";
+  target.native_erf = true;
+  target.c_pow = true;
+  std::unique_ptr<ir::Module> legal = ir::copy_kernel(kernel);
+  passes::legalize(*legal, target);
+  return CEmitter(*legal->kernels().front(), features, /*hip=*/dialect == CDialect::Hip, errors)
+      .run();
 }
 
 } // namespace cubecc::codegen
