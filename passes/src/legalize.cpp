@@ -284,8 +284,8 @@ Value *rewrite_erf(Rewriter &r, ir::Operation &op) {
   return r.cast(erf_f32(r, r.cast(op.operand(0), f)), t);
 }
 
-/// C's pow from pow(|x|, y) (docs/ir.md §4.5): the sign for odd integral y, NaN for negative x
-/// and non-integral y, the zero, NaN and infinite cases.
+/// C's pow from pow(|x|, y) (docs/ir.md §4.5): the sign for odd integral y, NaN for finite
+/// negative x and non-integral y, the zero, NaN and infinite cases.
 Value *rewrite_pow(Rewriter &r, ir::Operation &op) {
   Value *x = op.operand(0), *y = op.operand(1);
   Type t = x->type();
@@ -300,7 +300,9 @@ Value *rewrite_pow(Rewriter &r, ir::Operation &op) {
   Value *odd = land(integral, r.op(Opcode::Ne, {half, r.op(Opcode::Floor, {half})}));
   Value *negative = r.op(Opcode::Lt, {x, c(0)});
   Value *result = r.select(land(negative, odd), r.op(Opcode::Neg, {magnitude}), magnitude);
-  result = r.select(land(negative, r.op(Opcode::Not, {integral})), c(NAN), result);
+  // x < 0 and y not an integer: NaN, except for x = -inf (then pow(inf, y), as C).
+  Value *finite_negative = land(negative, r.op(Opcode::Ne, {x, c(-INFINITY)}));
+  result = r.select(land(finite_negative, r.op(Opcode::Not, {integral})), c(NAN), result);
   // x = ±0: y > 0 gives ±0 for odd y, else +0; y < 0 gives 1/x (±inf) for odd y, else +inf.
   Value *at_zero = r.select(r.op(Opcode::Gt, {y, c(0)}), r.select(odd, x, c(0)),
                             r.select(odd, r.op(Opcode::Div, {c(1), x}), c(INFINITY)));
