@@ -343,6 +343,16 @@ private:
 
   void emit_region(const ir::Region &region);
   void emit_op(const ir::Operation &op);
+  void emit_arith(const ir::Operation &op);
+  void emit_conversion(const ir::Operation &op);
+  void emit_memory(const ir::Operation &op);
+  void emit_builtin(const ir::Operation &op);
+  void emit_atomic(const ir::Operation &op);
+  void emit_subgroup(const ir::Operation &op);
+  void emit_if(const ir::Operation &op);
+  void emit_for(const ir::Operation &op);
+  void emit_while(const ir::Operation &op);
+  void emit_terminator(const ir::Operation &op);
   void assign_all(const std::vector<std::string> &targets, std::span<ir::Value *const> values);
 };
 
@@ -635,21 +645,69 @@ void CEmitter::emit_region(const ir::Region &region) {
   }
 }
 
+/// One op: a short dispatch by op family.
 void CEmitter::emit_op(const ir::Operation &op) {
   if (!passes::is_legal(op))
     passes::throw_not_legalized(op, "C-family");
+  switch (op.info().signature) {
+  case ir::Signature::Constant:
+  case ir::Signature::Binary:
+  case ir::Signature::Unary:
+  case ir::Signature::Ternary:
+  case ir::Signature::Compare:
+  case ir::Signature::Select:
+    return emit_arith(op);
+  case ir::Signature::Cast:
+  case ir::Signature::Bitcast:
+  case ir::Signature::Splat:
+  case ir::Signature::VecBuild:
+  case ir::Signature::VecExtract:
+  case ir::Signature::VecInsert:
+    return emit_conversion(op);
+  case ir::Signature::Load:
+  case ir::Signature::Store:
+  case ir::Signature::BufferSize:
+  case ir::Signature::SharedAlloc:
+  case ir::Signature::LocalAlloc:
+    return emit_memory(op);
+  case ir::Signature::Builtin3:
+  case ir::Signature::Builtin1:
+  case ir::Signature::Sync:
+    return emit_builtin(op);
+  case ir::Signature::AtomicRmw:
+  case ir::Signature::AtomicCmpXchg:
+    return emit_atomic(op);
+  case ir::Signature::SubgroupUnary:
+  case ir::Signature::SubgroupShuffle:
+  case ir::Signature::SubgroupBallot:
+  case ir::Signature::SubgroupVote:
+  case ir::Signature::SubgroupElect:
+    return emit_subgroup(op);
+  case ir::Signature::If:
+    return emit_if(op);
+  case ir::Signature::For:
+    return emit_for(op);
+  case ir::Signature::While:
+    return emit_while(op);
+  case ir::Signature::Yield:
+  case ir::Signature::Condition:
+  case ir::Signature::Break:
+  case ir::Signature::Continue:
+  case ir::Signature::Return:
+    return emit_terminator(op);
+  }
+}
+
+/// Constants, arithmetic, math, comparisons and select: one C expression per lane.
+void CEmitter::emit_arith(const ir::Operation &op) {
   const Opcode opc = op.opcode();
-  const ir::OpInfo &info = op.info();
   const ir::Value *r = op.num_results() ? op.result() : nullptr;
   Scalar rs = r ? r->type().element() : Scalar::U32;
   auto operand = [&](unsigned i, unsigned k) {
     const ir::Value *v = op.operand(i);
     return lane(v, v->type().is_vector() ? k : 0);
   };
-  auto wg = kernel_.workgroup_size();
-  const char *xyz[] = {"x", "y", "z"};
-
-  switch (info.signature) {
+  switch (op.info().signature) {
   case ir::Signature::Constant:
     line(fmt::format("const {} {} = {};", reg(rs), name_of(r),
                      constant(rs, static_cast<uint64_t>(*op.attributes().get_int("value")))));
@@ -677,6 +735,20 @@ void CEmitter::emit_op(const ir::Operation &op) {
     return define(r, [&](unsigned k) {
       return fmt::format("({} ? {} : {})", operand(0, k), operand(1, k), operand(2, k));
     });
+  default:
+    throw std::logic_error(fmt::format("emit_arith: op '{}' is not one", op.name()));
+  }
+}
+
+/// Casts, bitcasts and the vector ops (splat, build, extract, insert).
+void CEmitter::emit_conversion(const ir::Operation &op) {
+  const ir::Value *r = op.num_results() ? op.result() : nullptr;
+  Scalar rs = r ? r->type().element() : Scalar::U32;
+  auto operand = [&](unsigned i, unsigned k) {
+    const ir::Value *v = op.operand(i);
+    return lane(v, v->type().is_vector() ? k : 0);
+  };
+  switch (op.info().signature) {
   case ir::Signature::Cast: {
     Scalar from = op.operand(0)->type().element();
     return define(r, [&](unsigned k) { return cast(from, rs, operand(0, k)); });
@@ -720,6 +792,16 @@ void CEmitter::emit_op(const ir::Operation &op) {
       return k == which ? lane(op.operand(1), 0) : lane(op.operand(0), k);
     });
   }
+  default:
+    throw std::logic_error(fmt::format("emit_conversion: op '{}' is not one", op.name()));
+  }
+}
+
+/// Loads, stores, buffer sizes and shared/local arrays.
+void CEmitter::emit_memory(const ir::Operation &op) {
+  const ir::Value *r = op.num_results() ? op.result() : nullptr;
+  Scalar rs = r ? r->type().element() : Scalar::U32;
+  switch (op.info().signature) {
   case ir::Signature::Load: {
     const ir::Value *memory = op.operand(0);
     std::string index = name_of(op.operand(1));
@@ -746,6 +828,18 @@ void CEmitter::emit_op(const ir::Operation &op) {
   case ir::Signature::LocalAlloc:
     line(fmt::format("{} {}[{}];", storage(rs), name_of(r), r->type().count()));
     return;
+  default:
+    throw std::logic_error(fmt::format("emit_memory: op '{}' is not one", op.name()));
+  }
+}
+
+/// Builtins (ids, sizes, subgroup ids) and barriers/fences.
+void CEmitter::emit_builtin(const ir::Operation &op) {
+  const Opcode opc = op.opcode();
+  const ir::Value *r = op.num_results() ? op.result() : nullptr;
+  auto wg = kernel_.workgroup_size();
+  const char *xyz[] = {"x", "y", "z"};
+  switch (op.info().signature) {
   case ir::Signature::Builtin3:
     return define(r, [&](unsigned k) -> std::string {
       switch (opc) {
@@ -789,6 +883,17 @@ void CEmitter::emit_op(const ir::Operation &op) {
          : opc == Opcode::FenceWorkgroup ? "__threadfence_block();"
                                          : "__threadfence();");
     return;
+  default:
+    throw std::logic_error(fmt::format("emit_builtin: op '{}' is not one", op.name()));
+  }
+}
+
+/// Atomics, through the vendor functions (64-bit signed values as unsigned long long).
+void CEmitter::emit_atomic(const ir::Operation &op) {
+  const Opcode opc = op.opcode();
+  const ir::Value *r = op.num_results() ? op.result() : nullptr;
+  Scalar rs = r ? r->type().element() : Scalar::U32;
+  switch (op.info().signature) {
   case ir::Signature::AtomicRmw:
   case ir::Signature::AtomicCmpXchg: {
     std::string ref = "&" + element_ref(op.operand(0), name_of(op.operand(1)));
@@ -838,6 +943,21 @@ void CEmitter::emit_op(const ir::Operation &op) {
     line(fmt::format("const {} {} = ({}){};", reg(rs), name_of(r), reg(rs), call));
     return;
   }
+  default:
+    throw std::logic_error(fmt::format("emit_atomic: op '{}' is not one", op.name()));
+  }
+}
+
+/// Subgroup reductions, scans, shuffles, ballots, votes and elect (warp collectives).
+void CEmitter::emit_subgroup(const ir::Operation &op) {
+  const Opcode opc = op.opcode();
+  const ir::Value *r = op.num_results() ? op.result() : nullptr;
+  Scalar rs = r ? r->type().element() : Scalar::U32;
+  auto operand = [&](unsigned i, unsigned k) {
+    const ir::Value *v = op.operand(i);
+    return lane(v, v->type().is_vector() ? k : 0);
+  };
+  switch (op.info().signature) {
   case ir::Signature::SubgroupUnary: {
     std::string lane_index = "(" + local_index() + " % CUBECC_WARP)";
     bool scan = opc == Opcode::SubgroupInclusiveSum || opc == Opcode::SubgroupExclusiveSum ||
@@ -888,92 +1008,15 @@ void CEmitter::emit_op(const ir::Operation &op) {
     line(fmt::format("const bool {} = ({} % CUBECC_WARP) == cubecc_first_active({});", name_of(r),
                      local_index(), mask()));
     return;
-  case ir::Signature::If: {
-    std::vector<std::string> results;
-    for (unsigned i = 0; i < op.num_results(); ++i) {
-      results.push_back(name_of(op.result(i)));
-      line(fmt::format("{} {};", type_of(op.result(i)->type()), results.back()));
-    }
-    if_results_.push_back(results);
-    bool diverges = varying(op.operand(0));
-    divergent_ += diverges;
-    line(fmt::format("if ({}) {{", name_of(op.operand(0))));
-    ++indent_;
-    emit_region(op.region(0));
-    --indent_;
-    const ir::Region &else_region = op.region(1);
-    bool empty_else = else_region.size() == 1 && else_region.front()->num_operands() == 0 &&
-                      else_region.front()->opcode() == Opcode::Yield;
-    if (!empty_else) {
-      line("} else {");
-      ++indent_;
-      emit_region(else_region);
-      --indent_;
-    }
-    line("}");
-    divergent_ -= diverges;
-    if_results_.pop_back();
-    return;
+  default:
+    throw std::logic_error(fmt::format("emit_subgroup: op '{}' is not one", op.name()));
   }
-  case ir::Signature::For: {
-    const ir::Region &body = op.region(0);
-    std::string it = type_of(op.operand(0)->type());
-    std::vector<std::string> carried;
-    for (unsigned i = 0; i < op.num_results(); ++i) {
-      carried.push_back(name_of(op.result(i)));
-      line(fmt::format("{} {} = {};", type_of(op.result(i)->type()), carried.back(),
-                       name_of(op.operand(3 + i))));
-      names_[body.argument(1 + i)] = carried.back(); // the body reads the carried variables
-    }
-    std::string iv = name_of(body.argument(0)), hi = name_of(op.operand(1)),
-                step = name_of(op.operand(2));
-    // The increment never wraps around: a wrapped value ends the loop (docs/ir.md §5.3).
-    Scalar is = op.operand(0)->type().element();
-    std::string next = wrap(is, iv, "+", step);
-    line(fmt::format("for ({0} {1} = {2}; {1} < {3}; {1} = {4} < {1} ? {3} : {4}) {{", it, iv,
-                     name_of(op.operand(0)), hi, next));
-    loop_results_.push_back(carried);
-    loop_carried_.push_back(carried);
-    bool diverges = divergent_loop(op);
-    divergent_ += diverges;
-    ++indent_;
-    emit_region(body);
-    --indent_;
-    divergent_ -= diverges;
-    loop_results_.pop_back();
-    loop_carried_.pop_back();
-    line("}");
-    return;
-  }
-  case ir::Signature::While: {
-    const ir::Region &before = op.region(0), &after = op.region(1);
-    std::vector<std::string> carried, results;
-    for (unsigned i = 0; i < before.num_arguments(); ++i) {
-      carried.push_back(
-          fresh(before.argument(i)->name().empty() ? "state" : before.argument(i)->name()));
-      line(fmt::format("{} {} = {};", type_of(before.argument(i)->type()), carried.back(),
-                       name_of(op.operand(i))));
-      names_[before.argument(i)] = carried.back();
-    }
-    for (unsigned i = 0; i < op.num_results(); ++i) {
-      results.push_back(name_of(op.result(i)));
-      line(fmt::format("{} {};", type_of(op.result(i)->type()), results.back()));
-    }
-    line("for (;;) {");
-    ++indent_;
-    loop_results_.push_back(results);
-    loop_carried_.push_back(carried);
-    bool diverges = divergent_loop(op);
-    divergent_ += diverges;
-    emit_region(before); // ends with `condition`: leaves with the results or falls through
-    emit_region(after);
-    divergent_ -= diverges;
-    loop_results_.pop_back();
-    loop_carried_.pop_back();
-    --indent_;
-    line("}");
-    return;
-  }
+}
+
+/// yield, condition, break, continue and return: assignments to the variables of the enclosing if
+/// or loop, then the C jump.
+void CEmitter::emit_terminator(const ir::Operation &op) {
+  switch (op.info().signature) {
   case ir::Signature::Yield: {
     const ir::Operation *parent = op.parent_op();
     if (parent->opcode() == Opcode::If) {
@@ -1011,7 +1054,99 @@ void CEmitter::emit_op(const ir::Operation &op) {
     return;
   case ir::Signature::Return:
     return;
+  default:
+    throw std::logic_error(fmt::format("emit_terminator: op '{}' is not one", op.name()));
   }
+}
+
+/// `if`: result variables declared before it, assigned by each branch's yield.
+void CEmitter::emit_if(const ir::Operation &op) {
+  std::vector<std::string> results;
+  for (unsigned i = 0; i < op.num_results(); ++i) {
+    results.push_back(name_of(op.result(i)));
+    line(fmt::format("{} {};", type_of(op.result(i)->type()), results.back()));
+  }
+  if_results_.push_back(results);
+  bool diverges = varying(op.operand(0));
+  divergent_ += diverges;
+  line(fmt::format("if ({}) {{", name_of(op.operand(0))));
+  ++indent_;
+  emit_region(op.region(0));
+  --indent_;
+  const ir::Region &else_region = op.region(1);
+  bool empty_else = else_region.size() == 1 && else_region.front()->num_operands() == 0 &&
+                    else_region.front()->opcode() == Opcode::Yield;
+  if (!empty_else) {
+    line("} else {");
+    ++indent_;
+    emit_region(else_region);
+    --indent_;
+  }
+  line("}");
+  divergent_ -= diverges;
+  if_results_.pop_back();
+}
+
+/// `for`: a C for loop over the carried variables; the increment never wraps around.
+void CEmitter::emit_for(const ir::Operation &op) {
+  const ir::Region &body = op.region(0);
+  std::string it = type_of(op.operand(0)->type());
+  std::vector<std::string> carried;
+  for (unsigned i = 0; i < op.num_results(); ++i) {
+    carried.push_back(name_of(op.result(i)));
+    line(fmt::format("{} {} = {};", type_of(op.result(i)->type()), carried.back(),
+                     name_of(op.operand(3 + i))));
+    names_[body.argument(1 + i)] = carried.back(); // the body reads the carried variables
+  }
+  std::string iv = name_of(body.argument(0)), hi = name_of(op.operand(1)),
+              step = name_of(op.operand(2));
+  // The increment never wraps around: a wrapped value ends the loop (docs/ir.md §5.3).
+  Scalar is = op.operand(0)->type().element();
+  std::string next = wrap(is, iv, "+", step);
+  line(fmt::format("for ({0} {1} = {2}; {1} < {3}; {1} = {4} < {1} ? {3} : {4}) {{", it, iv,
+                   name_of(op.operand(0)), hi, next));
+  loop_results_.push_back(carried);
+  loop_carried_.push_back(carried);
+  bool diverges = divergent_loop(op);
+  divergent_ += diverges;
+  ++indent_;
+  emit_region(body);
+  --indent_;
+  divergent_ -= diverges;
+  loop_results_.pop_back();
+  loop_carried_.pop_back();
+  line("}");
+}
+
+/// `while`: `for (;;)` with the before region, a break when the condition fails, then the do
+/// region.
+void CEmitter::emit_while(const ir::Operation &op) {
+  const ir::Region &before = op.region(0), &after = op.region(1);
+  std::vector<std::string> carried, results;
+  for (unsigned i = 0; i < before.num_arguments(); ++i) {
+    carried.push_back(
+        fresh(before.argument(i)->name().empty() ? "state" : before.argument(i)->name()));
+    line(fmt::format("{} {} = {};", type_of(before.argument(i)->type()), carried.back(),
+                     name_of(op.operand(i))));
+    names_[before.argument(i)] = carried.back();
+  }
+  for (unsigned i = 0; i < op.num_results(); ++i) {
+    results.push_back(name_of(op.result(i)));
+    line(fmt::format("{} {};", type_of(op.result(i)->type()), results.back()));
+  }
+  line("for (;;) {");
+  ++indent_;
+  loop_results_.push_back(results);
+  loop_carried_.push_back(carried);
+  bool diverges = divergent_loop(op);
+  divergent_ += diverges;
+  emit_region(before); // ends with `condition`: leaves with the results or falls through
+  emit_region(after);
+  divergent_ -= diverges;
+  loop_results_.pop_back();
+  loop_carried_.pop_back();
+  --indent_;
+  line("}");
 }
 
 std::optional<CSource> CEmitter::run() {
