@@ -306,6 +306,12 @@ private:
   void declare_memory();
   void emit_region(const ir::Region &region);
   void emit_op(const ir::Operation &op);
+  void emit_arith(const ir::Operation &op);
+  void emit_conversion(const ir::Operation &op);
+  void emit_memory(const ir::Operation &op);
+  void emit_builtin(const ir::Operation &op);
+  void emit_atomic(const ir::Operation &op);
+  void emit_subgroup(const ir::Operation &op);
   void emit_if(const ir::Operation &op);
   void emit_for(const ir::Operation &op);
   void emit_while(const ir::Operation &op);
@@ -1428,13 +1434,61 @@ void Writer::emit_terminator(const ir::Operation &op) {
   }
 }
 
+/// One op: a short dispatch by op family.
 void Writer::emit_op(const ir::Operation &op) {
-  const Opcode opc = op.opcode();
-  const ir::OpInfo &info = op.info();
-  if (info.flags & ir::Terminator)
+  if (op.info().flags & ir::Terminator)
     return emit_terminator(op);
   if (!passes::is_legal(op))
     passes::throw_not_legalized(op, "SPIR-V");
+  switch (op.info().signature) {
+  case ir::Signature::Constant:
+  case ir::Signature::Binary:
+  case ir::Signature::Unary:
+  case ir::Signature::Ternary:
+  case ir::Signature::Compare:
+  case ir::Signature::Select:
+    return emit_arith(op);
+  case ir::Signature::Cast:
+  case ir::Signature::Bitcast:
+  case ir::Signature::Splat:
+  case ir::Signature::VecBuild:
+  case ir::Signature::VecExtract:
+  case ir::Signature::VecInsert:
+    return emit_conversion(op);
+  case ir::Signature::Load:
+  case ir::Signature::Store:
+  case ir::Signature::BufferSize:
+  case ir::Signature::SharedAlloc:
+  case ir::Signature::LocalAlloc:
+    return emit_memory(op);
+  case ir::Signature::Builtin3:
+  case ir::Signature::Builtin1:
+  case ir::Signature::Sync:
+    return emit_builtin(op);
+  case ir::Signature::AtomicRmw:
+  case ir::Signature::AtomicCmpXchg:
+    return emit_atomic(op);
+  case ir::Signature::SubgroupUnary:
+  case ir::Signature::SubgroupShuffle:
+  case ir::Signature::SubgroupBallot:
+  case ir::Signature::SubgroupVote:
+  case ir::Signature::SubgroupElect:
+    return emit_subgroup(op);
+  case ir::Signature::If:
+    return emit_if(op);
+  case ir::Signature::For:
+    return emit_for(op);
+  case ir::Signature::While:
+    return emit_while(op);
+  default:
+    throw std::logic_error(fmt::format("op '{}' has no SPIR-V lowering", op.name()));
+  }
+}
+
+/// Constants, arithmetic, math, comparisons and select, lane by lane.
+void Writer::emit_arith(const ir::Operation &op) {
+  const Opcode opc = op.opcode();
+  const ir::OpInfo &info = op.info();
   Type rt = op.num_results() ? op.result()->type() : Type();
   Scalar rs = rt.element();
   Id t = op.num_results() ? scalar_type(rs) : 0;
@@ -1445,8 +1499,7 @@ void Writer::emit_op(const ir::Operation &op) {
     bind(op.result(), std::move(out));
   };
   auto operand = [&](unsigned i, unsigned k) { return lane(op.operand(i), k); };
-
-  switch (info.signature) {
+  switch (op.info().signature) {
   case ir::Signature::Constant:
     return bind(op.result(),
                 {constant(rs, static_cast<uint64_t>(*op.attributes().get_int("value")))});
@@ -1494,6 +1547,23 @@ void Writer::emit_op(const ir::Operation &op) {
                   {operand(0, vector_condition ? k : 0), operand(1, k), operand(2, k)});
     });
   }
+  default:
+    throw std::logic_error(fmt::format("emit_arith: op '{}' is not one", op.name()));
+  }
+}
+
+/// Casts, bitcasts and the vector ops (which cost nothing: vectors are scalarized).
+void Writer::emit_conversion(const ir::Operation &op) {
+  Type rt = op.num_results() ? op.result()->type() : Type();
+  Scalar rs = rt.element();
+  auto per_lane = [&](auto &&f) {
+    Lanes out;
+    for (unsigned k = 0; k < rt.lanes(); ++k)
+      out.push_back(f(k));
+    bind(op.result(), std::move(out));
+  };
+  auto operand = [&](unsigned i, unsigned k) { return lane(op.operand(i), k); };
+  switch (op.info().signature) {
   case ir::Signature::Cast: {
     Scalar from = op.operand(0)->type().element();
     return per_lane([&](unsigned k) { return cast(from, rs, operand(0, k)); });
@@ -1511,6 +1581,24 @@ void Writer::emit_op(const ir::Operation &op) {
     v[*op.attributes().get_int("lane")] = operand(1, 0);
     return bind(op.result(), std::move(v));
   }
+  default:
+    throw std::logic_error(fmt::format("emit_conversion: op '{}' is not one", op.name()));
+  }
+}
+
+/// Loads, stores, buffer sizes and shared/local arrays.
+void Writer::emit_memory(const ir::Operation &op) {
+  const ir::OpInfo &info = op.info();
+  Type rt = op.num_results() ? op.result()->type() : Type();
+  Scalar rs = rt.element();
+  Id t = op.num_results() ? scalar_type(rs) : 0;
+  auto per_lane = [&](auto &&f) {
+    Lanes out;
+    for (unsigned k = 0; k < rt.lanes(); ++k)
+      out.push_back(f(k));
+    bind(op.result(), std::move(out));
+  };
+  switch (op.info().signature) {
   case ir::Signature::Load:
     return per_lane([&](unsigned k) {
       Id pointer = element_pointer(op.operand(0), index_operand(op.operand(1), k));
@@ -1557,6 +1645,24 @@ void Writer::emit_op(const ir::Operation &op) {
     memory_[op.result()] = MemoryObject{var, storage};
     return;
   }
+  default:
+    throw std::logic_error(fmt::format("emit_memory: op '{}' is not one", op.name()));
+  }
+}
+
+/// Builtins (ids, sizes, subgroup ids) and barriers/fences.
+void Writer::emit_builtin(const ir::Operation &op) {
+  const Opcode opc = op.opcode();
+  Type rt = op.num_results() ? op.result()->type() : Type();
+  Scalar rs = rt.element();
+  Id t = op.num_results() ? scalar_type(rs) : 0;
+  auto per_lane = [&](auto &&f) {
+    Lanes out;
+    for (unsigned k = 0; k < rt.lanes(); ++k)
+      out.push_back(f(k));
+    bind(op.result(), std::move(out));
+  };
+  switch (op.info().signature) {
   case ir::Signature::Builtin3: {
     if (opc == Opcode::WorkgroupSize)
       return per_lane([&](unsigned k) { return u32(kernel_.workgroup_size()[k]); });
@@ -1609,9 +1715,36 @@ void Writer::emit_op(const ir::Operation &op) {
       emit_void(spv::Op::OpMemoryBarrier, {u32(kScopeDevice), u32(acquire_release | uniform)});
     return;
   }
+  default:
+    throw std::logic_error(fmt::format("emit_builtin: op '{}' is not one", op.name()));
+  }
+}
+
+/// Atomics on buffers and shared memory.
+void Writer::emit_atomic(const ir::Operation &op) {
+  switch (op.info().signature) {
   case ir::Signature::AtomicRmw:
   case ir::Signature::AtomicCmpXchg:
     return bind(op.result(), {atomic(op)});
+  default:
+    throw std::logic_error(fmt::format("emit_atomic: op '{}' is not one", op.name()));
+  }
+}
+
+/// Subgroup reductions, scans, shuffles, ballots, votes and elect.
+void Writer::emit_subgroup(const ir::Operation &op) {
+  const Opcode opc = op.opcode();
+  Type rt = op.num_results() ? op.result()->type() : Type();
+  Scalar rs = rt.element();
+  Id t = op.num_results() ? scalar_type(rs) : 0;
+  auto per_lane = [&](auto &&f) {
+    Lanes out;
+    for (unsigned k = 0; k < rt.lanes(); ++k)
+      out.push_back(f(k));
+    bind(op.result(), std::move(out));
+  };
+  auto operand = [&](unsigned i, unsigned k) { return lane(op.operand(i), k); };
+  switch (op.info().signature) {
   case ir::Signature::SubgroupUnary:
     m_.capability(spv::Capability::GroupNonUniform);
     return per_lane([&](unsigned k) { return subgroup_op(op, rs, operand(0, k)); });
@@ -1659,14 +1792,8 @@ void Writer::emit_op(const ir::Operation &op) {
   case ir::Signature::SubgroupElect:
     m_.capability(spv::Capability::GroupNonUniform);
     return bind(op.result(), {emit(spv::Op::OpGroupNonUniformElect, t, {u32(kScopeSubgroup)})});
-  case ir::Signature::If:
-    return emit_if(op);
-  case ir::Signature::For:
-    return emit_for(op);
-  case ir::Signature::While:
-    return emit_while(op);
   default:
-    throw std::logic_error(fmt::format("op '{}' has no SPIR-V lowering", op.name()));
+    throw std::logic_error(fmt::format("emit_subgroup: op '{}' is not one", op.name()));
   }
 }
 
