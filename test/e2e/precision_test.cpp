@@ -14,9 +14,9 @@
 // compares when it runs on the devices the document lists: set CUBECC_UPDATE_DOCS=1 to rewrite
 // it). Each device must stay within the bounds of docs/precision.md (kBounds below): an element
 // passes if its error is within the ULP bound, or, for sin and cos, within the absolute bound
-// Vulkan specifies. Special inputs (±0, ±inf, NaN, ±1) are reported separately: the count of
-// results that differ from C's <math.h>; they must match on interp and cpu, and on every device
-// for pow (legalized: docs/passes.md).
+// Vulkan specifies. Special inputs (±0, ±inf, NaN, ±1 and their pairs) whose C result is NaN,
+// ±inf, ±0 or ±1 are reported separately: the count of results that differ from C's <math.h>;
+// they must match on interp and cpu, and on every device for pow (legalized: docs/passes.md).
 //
 //===-----------------------------------------------------------------------------------------===//
 #include "device_launcher.h"
@@ -256,7 +256,8 @@ struct Cell {
   int64_t max_ulp = 0;
   size_t specials_differ = 0;
   size_t beyond_bound = 0;
-  std::string worst; ///< the input with the largest error beyond the bound
+  std::string worst;         ///< the input with the largest error beyond the bound
+  std::string first_special; ///< the first special input whose result differs from C
 };
 
 Cell measure(const MathOp &op, Scalar s, const std::string &device_name, const Inputs &in,
@@ -296,10 +297,18 @@ Cell measure(const MathOp &op, Scalar s, const std::string &device_name, const I
   for (size_t k = 0; k < kN; ++k) {
     double g = ir::to_double(s, got[k]), w = ir::to_double(s, reference[k]);
     bool same_special = (std::isnan(g) && std::isnan(w)) || g == w;
-    if (k < in.specials) {
+    bool exact_in_c = std::isnan(w) || std::isinf(w) || w == 0 || std::fabs(w) == 1;
+    if (k < in.specials && exact_in_c) {
       // C's special values: the same value (either zero sign for div/rem/fma aside: exact).
-      if (!same_special || (!std::isnan(w) && std::signbit(g) != std::signbit(w)))
-        ++cell.specials_differ;
+      if (!same_special || (!std::isnan(w) && std::signbit(g) != std::signbit(w))) {
+        if (cell.specials_differ++ == 0) {
+          std::string operands;
+          for (const auto &operand : in.operands)
+            operands +=
+                fmt::format("{}{}", operands.empty() ? "" : ", ", ir::to_double(s, operand[k]));
+          cell.first_special = fmt::format("{}({}) = {}, C: {}", op.name, operands, g, w);
+        }
+      }
       continue;
     }
     int64_t ulp =
@@ -333,7 +342,9 @@ std::string table_markdown(const std::map<std::pair<std::string, Scalar>, std::v
      << "Largest error in ULP of the type over " << kN
      << " inputs per row (special values, a dense sweep of the domain, random values in it), "
         "against a long double reference rounded once. \"(n special)\": n of the special inputs "
-        "(±0, ±inf, NaN, ±1) whose result differs from C's `<math.h>`. \"refused\": the target "
+        "(±0, ±inf, NaN, ±1, and their pairs) whose result in C's `<math.h>` is NaN, ±inf, ±0 or "
+        "±1 and differs from it there (other special inputs count as ordinary ones). \"refused\": "
+        "the target "
         "does not offer the op on that type (GLSL.std.450: transcendental functions on f64). "
         "\"-\": the device is not present where the table was made.\n\n"
      << "Devices measured: " << fmt::format("{}", fmt::join(present, ", ")) << ".\n\n"
@@ -390,7 +401,8 @@ TEST(PrecisionTable, every_math_op_on_every_device_within_its_bound) {
         bool specials_pinned =
             device == "interp" || device == "cpu" || std::string(op.name) == "pow";
         if (c.ran && specials_pinned) {
-          EXPECT_EQ(c.specials_differ, 0u) << "special values differ from C";
+          EXPECT_EQ(c.specials_differ, 0u)
+              << "special values differ from C; first: " << c.first_special;
         }
         cells[{op.name, s}].push_back(std::move(c));
       }
