@@ -341,7 +341,10 @@ std::string table_markdown(const std::map<std::pair<std::string, Scalar>, std::v
         "`CUBECC_UPDATE_DOCS=1` rewrites it.\n\n"
      << "Largest error in ULP of the type over " << kN
      << " inputs per row (special values, a dense sweep of the domain, random values in it), "
-        "against a long double reference rounded once. \"(n special)\": n of the special inputs "
+        "against a long double reference rounded once (for f64 the reference keeps only 11 more "
+        "bits, "
+        "so f64 entries are good to ±1 ULP: `div` f64 shows 1 on every device for that reason). "
+        "\"(n special)\": n of the special inputs "
         "(±0, ±inf, NaN, ±1, and their pairs) whose result in C's `<math.h>` is NaN, ±inf, ±0 or "
         "±1 and differs from it there (other special inputs count as ordinary ones). \"refused\": "
         "the target "
