@@ -9,10 +9,12 @@
 //     increment cannot wrap around (docs/ir.md §5.3), and whose results are those variables;
 //     `while` is `for (;;)` with the before region, a `break` when the condition fails, then the
 //     do region; IR `break`/`continue` assign and then `break;`/`continue;`.
-//   - The IR's semantics are pinned where C++ leaves them open: integer arithmetic wraps (done in
-//     unsigned), division never traps, shift amounts are reduced modulo the width, float-to-int
-//     casts saturate, f16 and bf16 compute in f32 and round once per op (through the vendor's
-//     conversion intrinsics), no contraction (NVRTC --fmad=false, hipRTC -ffp-contract=off).
+//   - The emitter sees legalized IR (passes/legalize.h, run by emit_c_family on a copy of the
+//     kernel): integer division never sees a zero divisor (or -1), shift amounts are in range,
+//     float-to-int casts are in range. What C++ leaves open beyond that is pinned here: integer
+//     arithmetic wraps (done in unsigned), f16 and bf16 compute in f32 and round once per op
+//     (through the vendor's conversion intrinsics), no contraction (NVRTC --fmad=false, hipRTC
+//     -ffp-contract=off).
 //   - Each statement is preceded, when the source line changes, by a `// file:line` comment.
 //
 //===-----------------------------------------------------------------------------------------===//
@@ -20,9 +22,11 @@
 
 #include "c_prelude.h"
 
+#include "cubecc/ir/clone.h"
 #include "cubecc/ir/ir.h"
 #include "cubecc/ir/semantics.h"
 #include "cubecc/ir/uniformity.h"
+#include "cubecc/passes/legalize.h"
 
 #include <fmt/format.h>
 
@@ -339,6 +343,16 @@ private:
 
   void emit_region(const ir::Region &region);
   void emit_op(const ir::Operation &op);
+  void emit_arith(const ir::Operation &op);
+  void emit_conversion(const ir::Operation &op);
+  void emit_memory(const ir::Operation &op);
+  void emit_builtin(const ir::Operation &op);
+  void emit_atomic(const ir::Operation &op);
+  void emit_subgroup(const ir::Operation &op);
+  void emit_if(const ir::Operation &op);
+  void emit_for(const ir::Operation &op);
+  void emit_while(const ir::Operation &op);
+  void emit_terminator(const ir::Operation &op);
   void assign_all(const std::vector<std::string> &targets, std::span<ir::Value *const> values);
 };
 
@@ -411,7 +425,6 @@ std::string CEmitter::constant(Scalar s, uint64_t bits) {
 
 std::string CEmitter::binary(Opcode op, Scalar s, const std::string &a, const std::string &b) {
   bool f = ir::is_float(s);
-  unsigned bits = ir::scalar_bits(s);
   switch (op) {
   case Opcode::Add:
     return f ? round(s, fmt::format("({} + {})", a, b)) : wrap(s, a, "+", b);
@@ -419,12 +432,12 @@ std::string CEmitter::binary(Opcode op, Scalar s, const std::string &a, const st
     return f ? round(s, fmt::format("({} - {})", a, b)) : wrap(s, a, "-", b);
   case Opcode::Mul:
     return f ? round(s, fmt::format("({} * {})", a, b)) : wrap(s, a, "*", b);
-  case Opcode::Div:
+  case Opcode::Div: // legalized: the divisor is neither 0 nor -1
     return f ? round(s, fmt::format("({} / {})", a, b))
-             : fmt::format("cubecc_div<{}>({}, {})", reg(s), a, b);
+             : fmt::format("({})({} / {})", reg(s), a, b);
   case Opcode::Rem:
     return f ? round(s, fmt::format("{}({}, {})", math_fn("fmod", s), a, b))
-             : fmt::format("cubecc_rem<{}>({}, {})", reg(s), a, b);
+             : fmt::format("({})({} % {})", reg(s), a, b);
   case Opcode::Min:
     return f ? fmt::format("{}({}, {})", math_fn("fmin", s), a, b)
              : fmt::format("({0} < {1} ? {0} : {1})", a, b);
@@ -440,11 +453,10 @@ std::string CEmitter::binary(Opcode op, Scalar s, const std::string &a, const st
   case Opcode::Xor:
     return s == Scalar::Bool ? fmt::format("({} != {})", a, b)
                              : fmt::format("({})({} ^ {})", reg(s), a, b);
-  case Opcode::Shl:
-    return fmt::format("({})(({})(({}){} << ({} & {}u)))", reg(s), unsigned_of(s), wide_of(s), a, b,
-                       bits - 1);
+  case Opcode::Shl: // legalized: the amount is below the width
+    return fmt::format("({})(({})(({}){} << {}))", reg(s), unsigned_of(s), wide_of(s), a, b);
   case Opcode::Shr:
-    return fmt::format("({})({} >> ({} & {}u))", reg(s), a, b, bits - 1);
+    return fmt::format("({})({} >> {})", reg(s), a, b);
   case Opcode::Pow:
     return round(s, fmt::format("{}({}, {})", math_fn("pow", s), a, b));
   default:
@@ -534,19 +546,8 @@ std::string CEmitter::cast(Scalar from, Scalar to, const std::string &x) {
       return round(to, fmt::format("cubecc_f64_to_f32_odd({})", x));
     return round(to, x); // from f32/f16/bf16 registers
   }
-  // Float to integer: toward zero, saturating, NaN to 0 (docs/ir.md §4.6).
-  unsigned tb = ir::scalar_bits(to);
-  bool sg = ir::is_signed(to);
-  std::string fx = from == Scalar::F64 ? "f64" : "f32";
-  double hi = std::ldexp(1.0, static_cast<int>(sg ? tb - 1 : tb));
-  std::string max = constant(to, sg ? ir::width_mask(tb) >> 1 : ir::width_mask(tb));
-  std::string min = constant(to, sg ? (ir::width_mask(tb) >> 1) + 1 : 0);
-  if (sg)
-    return fmt::format("({0} != {0} ? ({1})0 : {0} >= ({2}){3:a} ? {4} : {0} < -({2}){3:a} ? {5} "
-                       ": ({1}){0})",
-                       x, t, fx, hi, max, min);
-  return fmt::format("(!({0} >= ({2})1) ? ({1})0 : {0} >= ({2}){3:a} ? {4} : ({1}){0})", x, t, fx,
-                     hi, max);
+  // Float to integer: legalized, so the value converts without saturating (docs/ir.md §4.6).
+  return fmt::format("({})({})", t, x);
 }
 
 std::string CEmitter::load_element(const ir::Value *memory, const std::string &index) {
@@ -644,19 +645,69 @@ void CEmitter::emit_region(const ir::Region &region) {
   }
 }
 
+/// One op: a short dispatch by op family.
 void CEmitter::emit_op(const ir::Operation &op) {
+  if (!passes::is_legal(op))
+    passes::throw_not_legalized(op, "C-family");
+  switch (op.info().signature) {
+  case ir::Signature::Constant:
+  case ir::Signature::Binary:
+  case ir::Signature::Unary:
+  case ir::Signature::Ternary:
+  case ir::Signature::Compare:
+  case ir::Signature::Select:
+    return emit_arith(op);
+  case ir::Signature::Cast:
+  case ir::Signature::Bitcast:
+  case ir::Signature::Splat:
+  case ir::Signature::VecBuild:
+  case ir::Signature::VecExtract:
+  case ir::Signature::VecInsert:
+    return emit_conversion(op);
+  case ir::Signature::Load:
+  case ir::Signature::Store:
+  case ir::Signature::BufferSize:
+  case ir::Signature::SharedAlloc:
+  case ir::Signature::LocalAlloc:
+    return emit_memory(op);
+  case ir::Signature::Builtin3:
+  case ir::Signature::Builtin1:
+  case ir::Signature::Sync:
+    return emit_builtin(op);
+  case ir::Signature::AtomicRmw:
+  case ir::Signature::AtomicCmpXchg:
+    return emit_atomic(op);
+  case ir::Signature::SubgroupUnary:
+  case ir::Signature::SubgroupShuffle:
+  case ir::Signature::SubgroupBallot:
+  case ir::Signature::SubgroupVote:
+  case ir::Signature::SubgroupElect:
+    return emit_subgroup(op);
+  case ir::Signature::If:
+    return emit_if(op);
+  case ir::Signature::For:
+    return emit_for(op);
+  case ir::Signature::While:
+    return emit_while(op);
+  case ir::Signature::Yield:
+  case ir::Signature::Condition:
+  case ir::Signature::Break:
+  case ir::Signature::Continue:
+  case ir::Signature::Return:
+    return emit_terminator(op);
+  }
+}
+
+/// Constants, arithmetic, math, comparisons and select: one C expression per lane.
+void CEmitter::emit_arith(const ir::Operation &op) {
   const Opcode opc = op.opcode();
-  const ir::OpInfo &info = op.info();
   const ir::Value *r = op.num_results() ? op.result() : nullptr;
   Scalar rs = r ? r->type().element() : Scalar::U32;
   auto operand = [&](unsigned i, unsigned k) {
     const ir::Value *v = op.operand(i);
     return lane(v, v->type().is_vector() ? k : 0);
   };
-  auto wg = kernel_.workgroup_size();
-  const char *xyz[] = {"x", "y", "z"};
-
-  switch (info.signature) {
+  switch (op.info().signature) {
   case ir::Signature::Constant:
     line(fmt::format("const {} {} = {};", reg(rs), name_of(r),
                      constant(rs, static_cast<uint64_t>(*op.attributes().get_int("value")))));
@@ -684,6 +735,20 @@ void CEmitter::emit_op(const ir::Operation &op) {
     return define(r, [&](unsigned k) {
       return fmt::format("({} ? {} : {})", operand(0, k), operand(1, k), operand(2, k));
     });
+  default:
+    throw std::logic_error(fmt::format("emit_arith: op '{}' is not one", op.name()));
+  }
+}
+
+/// Casts, bitcasts and the vector ops (splat, build, extract, insert).
+void CEmitter::emit_conversion(const ir::Operation &op) {
+  const ir::Value *r = op.num_results() ? op.result() : nullptr;
+  Scalar rs = r ? r->type().element() : Scalar::U32;
+  auto operand = [&](unsigned i, unsigned k) {
+    const ir::Value *v = op.operand(i);
+    return lane(v, v->type().is_vector() ? k : 0);
+  };
+  switch (op.info().signature) {
   case ir::Signature::Cast: {
     Scalar from = op.operand(0)->type().element();
     return define(r, [&](unsigned k) { return cast(from, rs, operand(0, k)); });
@@ -727,6 +792,16 @@ void CEmitter::emit_op(const ir::Operation &op) {
       return k == which ? lane(op.operand(1), 0) : lane(op.operand(0), k);
     });
   }
+  default:
+    throw std::logic_error(fmt::format("emit_conversion: op '{}' is not one", op.name()));
+  }
+}
+
+/// Loads, stores, buffer sizes and shared/local arrays.
+void CEmitter::emit_memory(const ir::Operation &op) {
+  const ir::Value *r = op.num_results() ? op.result() : nullptr;
+  Scalar rs = r ? r->type().element() : Scalar::U32;
+  switch (op.info().signature) {
   case ir::Signature::Load: {
     const ir::Value *memory = op.operand(0);
     std::string index = name_of(op.operand(1));
@@ -753,6 +828,18 @@ void CEmitter::emit_op(const ir::Operation &op) {
   case ir::Signature::LocalAlloc:
     line(fmt::format("{} {}[{}];", storage(rs), name_of(r), r->type().count()));
     return;
+  default:
+    throw std::logic_error(fmt::format("emit_memory: op '{}' is not one", op.name()));
+  }
+}
+
+/// Builtins (ids, sizes, subgroup ids) and barriers/fences.
+void CEmitter::emit_builtin(const ir::Operation &op) {
+  const Opcode opc = op.opcode();
+  const ir::Value *r = op.num_results() ? op.result() : nullptr;
+  auto wg = kernel_.workgroup_size();
+  const char *xyz[] = {"x", "y", "z"};
+  switch (op.info().signature) {
   case ir::Signature::Builtin3:
     return define(r, [&](unsigned k) -> std::string {
       switch (opc) {
@@ -796,6 +883,17 @@ void CEmitter::emit_op(const ir::Operation &op) {
          : opc == Opcode::FenceWorkgroup ? "__threadfence_block();"
                                          : "__threadfence();");
     return;
+  default:
+    throw std::logic_error(fmt::format("emit_builtin: op '{}' is not one", op.name()));
+  }
+}
+
+/// Atomics, through the vendor functions (64-bit signed values as unsigned long long).
+void CEmitter::emit_atomic(const ir::Operation &op) {
+  const Opcode opc = op.opcode();
+  const ir::Value *r = op.num_results() ? op.result() : nullptr;
+  Scalar rs = r ? r->type().element() : Scalar::U32;
+  switch (op.info().signature) {
   case ir::Signature::AtomicRmw:
   case ir::Signature::AtomicCmpXchg: {
     std::string ref = "&" + element_ref(op.operand(0), name_of(op.operand(1)));
@@ -845,6 +943,21 @@ void CEmitter::emit_op(const ir::Operation &op) {
     line(fmt::format("const {} {} = ({}){};", reg(rs), name_of(r), reg(rs), call));
     return;
   }
+  default:
+    throw std::logic_error(fmt::format("emit_atomic: op '{}' is not one", op.name()));
+  }
+}
+
+/// Subgroup reductions, scans, shuffles, ballots, votes and elect (warp collectives).
+void CEmitter::emit_subgroup(const ir::Operation &op) {
+  const Opcode opc = op.opcode();
+  const ir::Value *r = op.num_results() ? op.result() : nullptr;
+  Scalar rs = r ? r->type().element() : Scalar::U32;
+  auto operand = [&](unsigned i, unsigned k) {
+    const ir::Value *v = op.operand(i);
+    return lane(v, v->type().is_vector() ? k : 0);
+  };
+  switch (op.info().signature) {
   case ir::Signature::SubgroupUnary: {
     std::string lane_index = "(" + local_index() + " % CUBECC_WARP)";
     bool scan = opc == Opcode::SubgroupInclusiveSum || opc == Opcode::SubgroupExclusiveSum ||
@@ -895,92 +1008,15 @@ void CEmitter::emit_op(const ir::Operation &op) {
     line(fmt::format("const bool {} = ({} % CUBECC_WARP) == cubecc_first_active({});", name_of(r),
                      local_index(), mask()));
     return;
-  case ir::Signature::If: {
-    std::vector<std::string> results;
-    for (unsigned i = 0; i < op.num_results(); ++i) {
-      results.push_back(name_of(op.result(i)));
-      line(fmt::format("{} {};", type_of(op.result(i)->type()), results.back()));
-    }
-    if_results_.push_back(results);
-    bool diverges = varying(op.operand(0));
-    divergent_ += diverges;
-    line(fmt::format("if ({}) {{", name_of(op.operand(0))));
-    ++indent_;
-    emit_region(op.region(0));
-    --indent_;
-    const ir::Region &else_region = op.region(1);
-    bool empty_else = else_region.size() == 1 && else_region.front()->num_operands() == 0 &&
-                      else_region.front()->opcode() == Opcode::Yield;
-    if (!empty_else) {
-      line("} else {");
-      ++indent_;
-      emit_region(else_region);
-      --indent_;
-    }
-    line("}");
-    divergent_ -= diverges;
-    if_results_.pop_back();
-    return;
+  default:
+    throw std::logic_error(fmt::format("emit_subgroup: op '{}' is not one", op.name()));
   }
-  case ir::Signature::For: {
-    const ir::Region &body = op.region(0);
-    std::string it = type_of(op.operand(0)->type());
-    std::vector<std::string> carried;
-    for (unsigned i = 0; i < op.num_results(); ++i) {
-      carried.push_back(name_of(op.result(i)));
-      line(fmt::format("{} {} = {};", type_of(op.result(i)->type()), carried.back(),
-                       name_of(op.operand(3 + i))));
-      names_[body.argument(1 + i)] = carried.back(); // the body reads the carried variables
-    }
-    std::string iv = name_of(body.argument(0)), hi = name_of(op.operand(1)),
-                step = name_of(op.operand(2));
-    // The increment never wraps around: a wrapped value ends the loop (docs/ir.md §5.3).
-    Scalar is = op.operand(0)->type().element();
-    std::string next = wrap(is, iv, "+", step);
-    line(fmt::format("for ({0} {1} = {2}; {1} < {3}; {1} = {4} < {1} ? {3} : {4}) {{", it, iv,
-                     name_of(op.operand(0)), hi, next));
-    loop_results_.push_back(carried);
-    loop_carried_.push_back(carried);
-    bool diverges = divergent_loop(op);
-    divergent_ += diverges;
-    ++indent_;
-    emit_region(body);
-    --indent_;
-    divergent_ -= diverges;
-    loop_results_.pop_back();
-    loop_carried_.pop_back();
-    line("}");
-    return;
-  }
-  case ir::Signature::While: {
-    const ir::Region &before = op.region(0), &after = op.region(1);
-    std::vector<std::string> carried, results;
-    for (unsigned i = 0; i < before.num_arguments(); ++i) {
-      carried.push_back(
-          fresh(before.argument(i)->name().empty() ? "state" : before.argument(i)->name()));
-      line(fmt::format("{} {} = {};", type_of(before.argument(i)->type()), carried.back(),
-                       name_of(op.operand(i))));
-      names_[before.argument(i)] = carried.back();
-    }
-    for (unsigned i = 0; i < op.num_results(); ++i) {
-      results.push_back(name_of(op.result(i)));
-      line(fmt::format("{} {};", type_of(op.result(i)->type()), results.back()));
-    }
-    line("for (;;) {");
-    ++indent_;
-    loop_results_.push_back(results);
-    loop_carried_.push_back(carried);
-    bool diverges = divergent_loop(op);
-    divergent_ += diverges;
-    emit_region(before); // ends with `condition`: leaves with the results or falls through
-    emit_region(after);
-    divergent_ -= diverges;
-    loop_results_.pop_back();
-    loop_carried_.pop_back();
-    --indent_;
-    line("}");
-    return;
-  }
+}
+
+/// yield, condition, break, continue and return: assignments to the variables of the enclosing if
+/// or loop, then the C jump.
+void CEmitter::emit_terminator(const ir::Operation &op) {
+  switch (op.info().signature) {
   case ir::Signature::Yield: {
     const ir::Operation *parent = op.parent_op();
     if (parent->opcode() == Opcode::If) {
@@ -1018,7 +1054,99 @@ void CEmitter::emit_op(const ir::Operation &op) {
     return;
   case ir::Signature::Return:
     return;
+  default:
+    throw std::logic_error(fmt::format("emit_terminator: op '{}' is not one", op.name()));
   }
+}
+
+/// `if`: result variables declared before it, assigned by each branch's yield.
+void CEmitter::emit_if(const ir::Operation &op) {
+  std::vector<std::string> results;
+  for (unsigned i = 0; i < op.num_results(); ++i) {
+    results.push_back(name_of(op.result(i)));
+    line(fmt::format("{} {};", type_of(op.result(i)->type()), results.back()));
+  }
+  if_results_.push_back(results);
+  bool diverges = varying(op.operand(0));
+  divergent_ += diverges;
+  line(fmt::format("if ({}) {{", name_of(op.operand(0))));
+  ++indent_;
+  emit_region(op.region(0));
+  --indent_;
+  const ir::Region &else_region = op.region(1);
+  bool empty_else = else_region.size() == 1 && else_region.front()->num_operands() == 0 &&
+                    else_region.front()->opcode() == Opcode::Yield;
+  if (!empty_else) {
+    line("} else {");
+    ++indent_;
+    emit_region(else_region);
+    --indent_;
+  }
+  line("}");
+  divergent_ -= diverges;
+  if_results_.pop_back();
+}
+
+/// `for`: a C for loop over the carried variables; the increment never wraps around.
+void CEmitter::emit_for(const ir::Operation &op) {
+  const ir::Region &body = op.region(0);
+  std::string it = type_of(op.operand(0)->type());
+  std::vector<std::string> carried;
+  for (unsigned i = 0; i < op.num_results(); ++i) {
+    carried.push_back(name_of(op.result(i)));
+    line(fmt::format("{} {} = {};", type_of(op.result(i)->type()), carried.back(),
+                     name_of(op.operand(3 + i))));
+    names_[body.argument(1 + i)] = carried.back(); // the body reads the carried variables
+  }
+  std::string iv = name_of(body.argument(0)), hi = name_of(op.operand(1)),
+              step = name_of(op.operand(2));
+  // The increment never wraps around: a wrapped value ends the loop (docs/ir.md §5.3).
+  Scalar is = op.operand(0)->type().element();
+  std::string next = wrap(is, iv, "+", step);
+  line(fmt::format("for ({0} {1} = {2}; {1} < {3}; {1} = {4} < {1} ? {3} : {4}) {{", it, iv,
+                   name_of(op.operand(0)), hi, next));
+  loop_results_.push_back(carried);
+  loop_carried_.push_back(carried);
+  bool diverges = divergent_loop(op);
+  divergent_ += diverges;
+  ++indent_;
+  emit_region(body);
+  --indent_;
+  divergent_ -= diverges;
+  loop_results_.pop_back();
+  loop_carried_.pop_back();
+  line("}");
+}
+
+/// `while`: `for (;;)` with the before region, a break when the condition fails, then the do
+/// region.
+void CEmitter::emit_while(const ir::Operation &op) {
+  const ir::Region &before = op.region(0), &after = op.region(1);
+  std::vector<std::string> carried, results;
+  for (unsigned i = 0; i < before.num_arguments(); ++i) {
+    carried.push_back(
+        fresh(before.argument(i)->name().empty() ? "state" : before.argument(i)->name()));
+    line(fmt::format("{} {} = {};", type_of(before.argument(i)->type()), carried.back(),
+                     name_of(op.operand(i))));
+    names_[before.argument(i)] = carried.back();
+  }
+  for (unsigned i = 0; i < op.num_results(); ++i) {
+    results.push_back(name_of(op.result(i)));
+    line(fmt::format("{} {};", type_of(op.result(i)->type()), results.back()));
+  }
+  line("for (;;) {");
+  ++indent_;
+  loop_results_.push_back(results);
+  loop_carried_.push_back(carried);
+  bool diverges = divergent_loop(op);
+  divergent_ += diverges;
+  emit_region(before); // ends with `condition`: leaves with the results or falls through
+  emit_region(after);
+  divergent_ -= diverges;
+  loop_results_.pop_back();
+  loop_carried_.pop_back();
+  --indent_;
+  line("}");
 }
 
 std::optional<CSource> CEmitter::run() {
@@ -1095,7 +1223,15 @@ std::optional<CSource> CEmitter::run() {
 
 std::optional<CSource> emit_c_family(const ir::Kernel &kernel, const TargetFeatures &features,
                                      CDialect dialect, std::vector<ir::Diagnostic> &errors) {
-  return CEmitter(kernel, features, /*hip=*/dialect == CDialect::Hip, errors).run();
+  // The vendors' libraries (libdevice, ocml) have erf and C's pow.
+  passes::LegalizeTarget target;
+  target.name = dialect == CDialect::Hip ? "hip" : "cuda";
+  target.native_erf = true;
+  target.c_pow = true;
+  std::unique_ptr<ir::Module> legal = ir::copy_kernel(kernel);
+  passes::legalize(*legal, target);
+  return CEmitter(*legal->kernels().front(), features, /*hip=*/dialect == CDialect::Hip, errors)
+      .run();
 }
 
 } // namespace cubecc::codegen

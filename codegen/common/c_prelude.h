@@ -76,29 +76,6 @@ __device__ inline f32 cubecc_f64_to_f32_odd(f64 x) {
   return __uint_as_float(bits | 1u);
 }
 
-// Integer division that never traps: a divisor of 0 (or -1 with the minimum) becomes 1; the IR
-// leaves those results unspecified.
-template <class T> __device__ inline constexpr T cubecc_min_signed() {
-  if constexpr (sizeof(T) == 1)
-    return T(-128);
-  else if constexpr (sizeof(T) == 2)
-    return T(-32768);
-  else if constexpr (sizeof(T) == 4)
-    return T(-2147483647 - 1);
-  else
-    return T(-9223372036854775807LL - 1);
-}
-template <class T> __device__ inline T cubecc_div(T a, T b) {
-  if (b == T(0) || (T(-1) < T(0) && b == T(-1) && a == cubecc_min_signed<T>()))
-    b = T(1);
-  return T(a / b);
-}
-template <class T> __device__ inline T cubecc_rem(T a, T b) {
-  if (b == T(0) || (T(-1) < T(0) && b == T(-1)))
-    return T(0);
-  return T(a % b);
-}
-
 // Warp collectives over the lanes active here (the IR's active set).
 template <class T> __device__ inline T cubecc_shfl(cubecc_mask m, T v, u32 lane) {
   if constexpr (sizeof(T) == 8) {

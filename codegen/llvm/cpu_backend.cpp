@@ -10,8 +10,10 @@
 #include "cubecc/codegen/cpu.h"
 
 #include "cubecc/codegen/cpu_abi.h"
+#include "cubecc/ir/clone.h"
 #include "cubecc/ir/ir.h"
 #include "cubecc/ir/printer.h"
+#include "cubecc/passes/legalize.h"
 #include "llvm/plugin_abi.h"
 
 #include <fmt/format.h>
@@ -165,7 +167,14 @@ std::optional<std::string> run_plugin(const ir::Kernel &kernel, const CpuCompile
   const Plugin &p = plugin();
   if (!p.compile)
     return fail(p.error);
-  std::string text = "module @cpu {\n" + ir::to_string(kernel) + "}\n";
+  // The plugin lowers legalized IR (docs/passes.md, Legal IR); libm has erf and C's pow.
+  passes::LegalizeTarget target;
+  target.name = "cpu";
+  target.native_erf = true;
+  target.c_pow = true;
+  std::unique_ptr<ir::Module> legal = ir::copy_kernel(kernel);
+  passes::legalize(*legal, target);
+  std::string text = "module @cpu {\n" + ir::to_string(*legal->kernels().front()) + "}\n";
   cubecc_llvm_request request{text.data(),   text.size(),     kernel.name().c_str(),
                               level.c_str(), options.checked, emit};
   Collected collected;

@@ -15,9 +15,10 @@
 //     workgroup ("workgroup level", their control taken from invocation 0: the verifier makes
 //     it uniform); the ops between them form segments that loop over the gangs. Values that
 //     cross from a segment to anywhere else live in per-gang slots (allocas).
-//   - Every op keeps the reference interpreter's semantics: guarded division and shifts,
-//     saturating float-to-int conversion, minNum/maxNum with the interpreter's signed-zero and
-//     NaN choices, f16/bf16 rounded once per op.
+//   - Every op keeps the reference interpreter's semantics: the kernel arrives legalized
+//     (passes/legalize.h: guarded division, masked shifts, in-range float-to-int conversion);
+//     minNum/maxNum with the interpreter's signed-zero and NaN choices and f16/bf16 rounded once
+//     per op are done here.
 //
 //===-----------------------------------------------------------------------------------------===//
 #include "llvm/lowering.h"

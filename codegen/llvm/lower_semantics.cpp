@@ -162,8 +162,8 @@ Value *Lowering::convert(Scalar from, Scalar to, Value *v) {
   if (ir::is_float(from)) {
     if (is_half(from))
       v = to_f32(from, v);
-    auto id = ir::is_signed(to) ? llvm::Intrinsic::fptosi_sat : llvm::Intrinsic::fptoui_sat;
-    return B_.CreateIntrinsic(id, {to_type, v->getType()}, {v});
+    // Legalized: the value converts without saturating.
+    return ir::is_signed(to) ? B_.CreateFPToSI(v, to_type) : B_.CreateFPToUI(v, to_type);
   }
   return ir::is_signed(from) ? B_.CreateSExtOrTrunc(v, to_type) : B_.CreateZExtOrTrunc(v, to_type);
 }
@@ -337,7 +337,6 @@ Value *Lowering::float_arith(Opcode op, Scalar s, Value *a, Value *b, Value *c) 
 
 Value *Lowering::int_arith(Opcode op, Scalar s, Value *a, Value *b, Value *c) {
   bool sgn = ir::is_signed(s);
-  unsigned w = ir::scalar_bits(s);
   Type *t = a->getType();
   auto k = [&](uint64_t v) { return llvm::ConstantInt::get(t, v); };
   switch (op) {
@@ -347,22 +346,10 @@ Value *Lowering::int_arith(Opcode op, Scalar s, Value *a, Value *b, Value *c) {
     return B_.CreateSub(a, b);
   case Opcode::Mul:
     return B_.CreateMul(a, b);
-  case Opcode::Div:
-  case Opcode::Rem: {
-    // The interpreter's choices: x / 0 = 0, x % 0 = 0, MIN / -1 = MIN, x % -1 = 0.
-    Value *zero = B_.CreateICmpEQ(b, k(0));
-    Value *minus_one = sgn ? B_.CreateICmpEQ(b, llvm::Constant::getAllOnesValue(t)) : nullptr;
-    Value *bad = sgn ? B_.CreateOr(zero, minus_one) : zero;
-    Value *safe = B_.CreateSelect(bad, k(1), b);
-    if (op == Opcode::Div) {
-      Value *q = sgn ? B_.CreateSDiv(a, safe) : B_.CreateUDiv(a, safe);
-      if (sgn)
-        q = B_.CreateSelect(minus_one, B_.CreateSub(k(0), a), q);
-      return B_.CreateSelect(zero, k(0), q);
-    }
-    Value *r = sgn ? B_.CreateSRem(a, safe) : B_.CreateURem(a, safe);
-    return B_.CreateSelect(bad, k(0), r);
-  }
+  case Opcode::Div: // legalized: the divisor is neither 0 nor (signed) -1
+    return sgn ? B_.CreateSDiv(a, b) : B_.CreateUDiv(a, b);
+  case Opcode::Rem:
+    return sgn ? B_.CreateSRem(a, b) : B_.CreateURem(a, b);
   case Opcode::Neg:
     return B_.CreateSub(k(0), a);
   case Opcode::Abs:
@@ -381,11 +368,10 @@ Value *Lowering::int_arith(Opcode op, Scalar s, Value *a, Value *b, Value *c) {
     return B_.CreateXor(a, b);
   case Opcode::Not:
     return B_.CreateNot(a);
-  case Opcode::Shl:
-    return B_.CreateShl(a, B_.CreateAnd(b, k(w - 1)));
+  case Opcode::Shl: // legalized: the amount is below the width
+    return B_.CreateShl(a, b);
   case Opcode::Shr:
-    return sgn ? B_.CreateAShr(a, B_.CreateAnd(b, k(w - 1)))
-               : B_.CreateLShr(a, B_.CreateAnd(b, k(w - 1)));
+    return sgn ? B_.CreateAShr(a, b) : B_.CreateLShr(a, b);
   case Opcode::Eq:
     return B_.CreateICmpEQ(a, b);
   case Opcode::Ne:

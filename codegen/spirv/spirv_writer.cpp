@@ -12,16 +12,19 @@
 //     the innermost loop's merge block or continue target, which SPIR-V allows.
 //   - Code the IR leaves unreachable (after an `if` whose branches all leave the loop) is not
 //     written; its merge block holds OpUnreachable.
-//   - Semantics SPIR-V leaves open are pinned to docs/ir.md: float-to-integer casts saturate,
-//     integer division never traps (the divisor is patched where it would), shift amounts are
-//     reduced modulo the width, `round` rounds halfway cases away from zero, float min/max are
-//     NMin/NMax, and float add/sub/mul are decorated NoContraction.
+//   - The writer sees legalized IR (passes/legalize.h, run by emit_spirv on a copy of the
+//     kernel): integer division never sees a zero divisor, shift amounts are in range,
+//     float-to-integer casts are in range, `erf` and C's `pow` are expanded into other ops. What
+//     is left here is target-specific: `round` rounds halfway cases away from zero, float
+//     min/max are NMin/NMax, exact fmod and fma, and float add/sub/mul are NoContraction.
 //
 //===-----------------------------------------------------------------------------------------===//
 #include "cubecc/codegen/spirv.h"
 
+#include "cubecc/ir/clone.h"
 #include "cubecc/ir/ir.h"
 #include "cubecc/ir/semantics.h"
+#include "cubecc/passes/legalize.h"
 #include "spirv_module.h"
 
 #include <fmt/format.h>
@@ -303,6 +306,12 @@ private:
   void declare_memory();
   void emit_region(const ir::Region &region);
   void emit_op(const ir::Operation &op);
+  void emit_arith(const ir::Operation &op);
+  void emit_conversion(const ir::Operation &op);
+  void emit_memory(const ir::Operation &op);
+  void emit_builtin(const ir::Operation &op);
+  void emit_atomic(const ir::Operation &op);
+  void emit_subgroup(const ir::Operation &op);
   void emit_if(const ir::Operation &op);
   void emit_for(const ir::Operation &op);
   void emit_while(const ir::Operation &op);
@@ -318,8 +327,6 @@ private:
   Id cast(Scalar from, Scalar to, Id x);
   Lanes bitcast(Type from, Type to, const Lanes &x);
   Id round_away(Scalar s, Id x);
-  Id erf(Scalar s, Id x);
-  Id pow(Scalar s, Id x, Id y);
   Id fma_through_f64(Scalar s, Id a, Id b, Id c);
   Id fmod_exact(Scalar s, Id x, Id y);
   Id element_pointer(const ir::Value *memory, Id index);
@@ -640,16 +647,6 @@ Id Writer::element_pointer(const ir::Value *memory, Id index) {
 
 //===--- Scalar semantics ------------------------------------------------------------------===//
 
-/// The bits of `v` when it is a constant (or a splat of one).
-std::optional<uint64_t> constant_bits(const ir::Value *v) {
-  const ir::Operation *def = v->defining_op();
-  if (def && def->opcode() == Opcode::Splat)
-    def = def->operand(0)->defining_op();
-  if (!def || def->opcode() != Opcode::Const)
-    return std::nullopt;
-  return static_cast<uint64_t>(*def->attributes().get_int("value"));
-}
-
 Id Writer::arith(Opcode opc, Scalar s, Id a, Id b) {
   if (s == Scalar::BF16) { // f32 arithmetic, rounded once to bf16 where it rounds
     Id r = arith(opc, Scalar::F32, a, b);
@@ -768,29 +765,8 @@ Id Writer::cast(Scalar from, Scalar to, Id x) {
     return emit(ir::is_signed(from) ? spv::Op::OpConvertSToF : spv::Op::OpConvertUToF, t, {x});
   if (ir::is_float(to))
     return emit(spv::Op::OpFConvert, t, {x});
-  // Float to integer: toward zero, saturating, NaN to 0 (docs/ir.md §4.6); SPIR-V leaves
-  // out-of-range conversions undefined, so the bounds are tested first.
-  uint64_t max = ir::width_mask(tb), min = 0;
-  double hi = std::ldexp(1.0, static_cast<int>(tb));
-  if (ir::is_signed(to)) {
-    max >>= 1;
-    min = max + 1;
-    hi /= 2;
-  }
-  Id hi_c = constant(from, ir::from_double(from, hi)); // may round to +inf (f16): still right
-  Id r = emit(ir::is_signed(to) ? spv::Op::OpConvertFToS : spv::Op::OpConvertFToU, t, {x});
-  r = emit(spv::Op::OpSelect, t,
-           {emit(spv::Op::OpFOrdGreaterThanEqual, b, {x, hi_c}), constant(to, max), r});
-  if (ir::is_signed(to)) {
-    Id lo_c = constant(from, ir::from_double(from, -hi));
-    r = emit(spv::Op::OpSelect, t,
-             {emit(spv::Op::OpFOrdLessThan, b, {x, lo_c}), constant(to, min), r});
-    return emit(spv::Op::OpSelect, t, {emit(spv::Op::OpIsNan, b, {x}), constant(to, 0), r});
-  }
-  // Below 1 (NaN included) the result is 0.
-  return emit(
-      spv::Op::OpSelect, t,
-      {emit(spv::Op::OpFUnordLessThan, b, {x, constant_value(from, 1)}), constant(to, 0), r});
+  // Float to integer: legalization made the operand one that converts without saturating.
+  return emit(ir::is_signed(to) ? spv::Op::OpConvertFToS : spv::Op::OpConvertFToU, t, {x});
 }
 
 Lanes Writer::bitcast(Type from, Type to, const Lanes &x) {
@@ -866,103 +842,6 @@ Id Writer::round_away(Scalar s, Id x) {
   Id up = emit(spv::Op::OpFOrdGreaterThanEqual, b, {fraction, constant_value(s, 0.5)});
   Id away = emit(spv::Op::OpFAdd, t, {whole, ext(GLSLstd450FSign, t, {x})});
   return emit(spv::Op::OpSelect, t, {up, away, whole});
-}
-
-Id Writer::erf(Scalar s, Id x0) {
-  // fdlibm's erff (the coefficients of its rational approximations; the same ranges), without
-  // branches: all three ranges are evaluated and selected. f16 goes through f32.
-  Id f = scalar_type(Scalar::F32), b = m_.type_bool();
-  Id x = s == Scalar::F32 ? x0 : emit(spv::Op::OpFConvert, f, {x0});
-  auto c = [&](double v) { return constant_value(Scalar::F32, v); };
-  auto add = [&](Id p, Id q) { return emit(spv::Op::OpFAdd, f, {p, q}); };
-  auto sub = [&](Id p, Id q) { return emit(spv::Op::OpFSub, f, {p, q}); };
-  auto mul = [&](Id p, Id q) { return emit(spv::Op::OpFMul, f, {p, q}); };
-  auto div = [&](Id p, Id q) { return emit(spv::Op::OpFDiv, f, {p, q}); };
-  auto select = [&](Id cond, Id p, Id q) { return emit(spv::Op::OpSelect, f, {cond, p, q}); };
-  auto poly = [&](Id z, std::initializer_list<double> coefficients) { // c0 + z*(c1 + z*(...))
-    const double *k = std::data(coefficients) + coefficients.size() - 1;
-    Id acc = c(*k);
-    while (k-- != std::data(coefficients))
-      acc = add(c(*k), mul(z, acc));
-    return acc;
-  };
-  Id ax = ext(GLSLstd450FAbs, f, {x});
-  // |x| < 0.84375: x + x * P(x^2) / Q(x^2)
-  Id z = mul(x, x);
-  Id small = add(x, mul(x, div(poly(z, {1.2837916613e-01, -3.2504209876e-01, -2.8481749818e-02,
-                                        -5.7702702470e-03, -2.3763017452e-05}),
-                               poly(z, {1.0, 3.9791721106e-01, 6.5022252500e-02, 5.0813062117e-03,
-                                        1.3249473704e-04, -3.9602282413e-06}))));
-  // 0.84375 <= |x| < 1.25: erx + P(s) / Q(s), s = |x| - 1
-  Id sm = sub(ax, c(1.0));
-  Id mid =
-      add(c(8.4506291151e-01),
-          div(poly(sm, {-2.3621185683e-03, 4.1485610604e-01, -3.7220788002e-01, 3.1834661961e-01,
-                        -1.1089469492e-01, 3.5478305072e-02, -2.1663755178e-03}),
-              poly(sm, {1.0, 1.0642088205e-01, 5.4039794207e-01, 7.1828655899e-02, 1.2617121637e-01,
-                        1.3637083583e-02, 1.1984500103e-02})));
-  // 1.25 <= |x| < 6: 1 - exp(-z^2 - 0.5625) * exp((z - |x|)(z + |x|) + R/S) / |x|
-  Id si = div(c(1.0), mul(ax, ax));
-  Id ra = poly(si, {-9.8649440333e-03, -6.9385856390e-01, -1.0558626175e+01, -6.2375331879e+01,
-                    -1.6239666748e+02, -1.8460508728e+02, -8.1287437439e+01, -9.8143291473e+00});
-  Id sa = poly(si, {1.0, 1.9651271820e+01, 1.3765776062e+02, 4.3456588745e+02, 6.4538726807e+02,
-                    4.2900814819e+02, 1.0863500214e+02, 6.5702495575e+00, -6.0424413532e-02});
-  Id rb = poly(si, {-9.8649431020e-03, -7.9928326607e-01, -1.7757955551e+01, -1.6063638306e+02,
-                    -6.3756646729e+02, -1.0250950928e+03, -4.8351919556e+02});
-  Id sb = poly(si, {1.0, 3.0338060379e+01, 3.2579251099e+02, 1.5367296143e+03, 3.1998581543e+03,
-                    2.5530502930e+03, 4.7452853394e+02, -2.2440952301e+01});
-  Id near = emit(spv::Op::OpFOrdLessThan, b, {ax, c(1.0 / 0.35)});
-  Id r = select(near, ra, rb), sden = select(near, sa, sb);
-  Id u = uint_type(32);
-  Id zt = emit(spv::Op::OpBitcast, f,
-               {emit(spv::Op::OpBitwiseAnd, u,
-                     {emit(spv::Op::OpBitcast, u, {ax}), constant(Scalar::U32, 0xffffe000u)})});
-  Id e1 = ext(GLSLstd450Exp, f, {sub(emit(spv::Op::OpFNegate, f, {mul(zt, zt)}), c(0.5625))});
-  Id e2 = ext(GLSLstd450Exp, f, {add(mul(sub(zt, ax), add(zt, ax)), div(r, sden))});
-  Id large = sub(c(1.0), div(mul(e1, e2), ax));
-  Id magnitude =
-      select(emit(spv::Op::OpFOrdGreaterThanEqual, b, {ax, c(6.0)}), c(1.0),
-             select(emit(spv::Op::OpFOrdGreaterThanEqual, b, {ax, c(1.25)}), large, mid));
-  Id negative = emit(spv::Op::OpFOrdLessThan, b, {x, c(0.0)});
-  Id signed_magnitude = select(negative, emit(spv::Op::OpFNegate, f, {magnitude}), magnitude);
-  // NaN fails every comparison and takes the small-argument formula, which propagates it.
-  Id result =
-      select(emit(spv::Op::OpFOrdGreaterThanEqual, b, {ax, c(0.84375)}), signed_magnitude, small);
-  return s == Scalar::F32 ? result : emit(spv::Op::OpFConvert, scalar_type(s), {result});
-}
-
-Id Writer::pow(Scalar s, Id x, Id y) {
-  // GLSL Pow is undefined for x < 0 and for x = 0, y <= 0; C pow is defined there. Pow(|x|, y)
-  // plus the sign and special cases of C (docs/ir.md §4.5).
-  Id t = scalar_type(s), b = m_.type_bool();
-  auto c = [&](double v) { return constant_value(s, v); };
-  auto select = [&](Id cond, Id p, Id q) { return emit(spv::Op::OpSelect, t, {cond, p, q}); };
-  auto lor = [&](Id p, Id q) { return emit(spv::Op::OpLogicalOr, b, {p, q}); };
-  auto land = [&](Id p, Id q) { return emit(spv::Op::OpLogicalAnd, b, {p, q}); };
-  auto eq = [&](Id p, Id q) { return emit(spv::Op::OpFOrdEqual, b, {p, q}); };
-  Id ax = ext(GLSLstd450FAbs, t, {x});
-  Id magnitude = ext(GLSLstd450Pow, t, {ax, y});
-  Id integral = eq(ext(GLSLstd450Floor, t, {y}), y);
-  Id half = emit(spv::Op::OpFMul, t, {y, c(0.5)});
-  Id odd =
-      land(integral, emit(spv::Op::OpFOrdNotEqual, b, {half, ext(GLSLstd450Floor, t, {half})}));
-  Id negative = emit(spv::Op::OpFOrdLessThan, b, {x, c(0)});
-  Id result = select(land(negative, odd), emit(spv::Op::OpFNegate, t, {magnitude}), magnitude);
-  result = select(land(negative, emit(spv::Op::OpLogicalNot, b, {integral})),
-                  constant(s, ir::from_double(s, std::nan(""))), result);
-  // x = ±0: y > 0 gives ±0 for odd y, else +0; y < 0 gives 1/x (±inf) for odd y, else +inf.
-  Id zero_x = eq(x, c(0));
-  Id positive_y = emit(spv::Op::OpFOrdGreaterThan, b, {y, c(0)});
-  Id at_zero = select(positive_y, select(odd, x, c(0)),
-                      select(odd, emit(spv::Op::OpFDiv, t, {c(1), x}), c(INFINITY)));
-  result = select(zero_x, at_zero, result);
-  // A NaN operand gives NaN, except for the ones below.
-  result = select(lor(emit(spv::Op::OpIsNan, b, {x}), emit(spv::Op::OpIsNan, b, {y})),
-                  constant(s, ir::from_double(s, std::nan(""))), result);
-  // pow(x, ±0) = 1 and pow(1, y) = 1 even for NaN; pow(-1, ±inf) = 1.
-  Id one = lor(eq(y, c(0)), eq(x, c(1)));
-  one = lor(one, land(eq(x, c(-1)), emit(spv::Op::OpIsInf, b, {y})));
-  return select(one, c(1), result);
 }
 
 Id Writer::fmod_exact(Scalar s, Id x, Id y) {
@@ -1141,16 +1020,14 @@ Id Writer::math(const ir::Operation &op, Scalar s, Id a, Id b, Id c) {
     return emit(spv::Op::OpSelect, t,
                 {emit(spv::Op::OpFOrdGreaterThan, bt, {ax, cst(0.625)}), large, small});
   }
-  case Opcode::Erf:
-    return erf(s, a);
   case Opcode::Floor:
     return ext(GLSLstd450Floor, t, {a});
   case Opcode::Ceil:
     return ext(GLSLstd450Ceil, t, {a});
   case Opcode::Round:
     return round_away(s, a);
-  case Opcode::Pow:
-    return pow(s, a, b);
+  case Opcode::Pow: // legalized: pow(|x|, y) with C's special cases around it
+    return ext(GLSLstd450Pow, t, {a, b});
   case Opcode::Fma:
     if (features_.fused_fma || s == Scalar::F64 || !features_.float64)
       return ext(GLSLstd450Fma, t, {a, b, c});
@@ -1586,11 +1463,61 @@ void Writer::emit_terminator(const ir::Operation &op) {
   }
 }
 
+/// One op: a short dispatch by op family.
 void Writer::emit_op(const ir::Operation &op) {
+  if (op.info().flags & ir::Terminator)
+    return emit_terminator(op);
+  if (!passes::is_legal(op))
+    passes::throw_not_legalized(op, "SPIR-V");
+  switch (op.info().signature) {
+  case ir::Signature::Constant:
+  case ir::Signature::Binary:
+  case ir::Signature::Unary:
+  case ir::Signature::Ternary:
+  case ir::Signature::Compare:
+  case ir::Signature::Select:
+    return emit_arith(op);
+  case ir::Signature::Cast:
+  case ir::Signature::Bitcast:
+  case ir::Signature::Splat:
+  case ir::Signature::VecBuild:
+  case ir::Signature::VecExtract:
+  case ir::Signature::VecInsert:
+    return emit_conversion(op);
+  case ir::Signature::Load:
+  case ir::Signature::Store:
+  case ir::Signature::BufferSize:
+  case ir::Signature::SharedAlloc:
+  case ir::Signature::LocalAlloc:
+    return emit_memory(op);
+  case ir::Signature::Builtin3:
+  case ir::Signature::Builtin1:
+  case ir::Signature::Sync:
+    return emit_builtin(op);
+  case ir::Signature::AtomicRmw:
+  case ir::Signature::AtomicCmpXchg:
+    return emit_atomic(op);
+  case ir::Signature::SubgroupUnary:
+  case ir::Signature::SubgroupShuffle:
+  case ir::Signature::SubgroupBallot:
+  case ir::Signature::SubgroupVote:
+  case ir::Signature::SubgroupElect:
+    return emit_subgroup(op);
+  case ir::Signature::If:
+    return emit_if(op);
+  case ir::Signature::For:
+    return emit_for(op);
+  case ir::Signature::While:
+    return emit_while(op);
+  default:
+    throw std::logic_error(fmt::format("op '{}' has no SPIR-V lowering", op.name()));
+  }
+}
+
+/// Constants, arithmetic, math, comparisons and select, lane by lane.
+void Writer::emit_arith(const ir::Operation &op) {
   const Opcode opc = op.opcode();
   const ir::OpInfo &info = op.info();
-  if (info.flags & ir::Terminator)
-    return emit_terminator(op);
   Type rt = op.num_results() ? op.result()->type() : Type();
   Scalar rs = rt.element();
   Id t = op.num_results() ? scalar_type(rs) : 0;
@@ -1601,43 +1528,14 @@ void Writer::emit_op(const ir::Operation &op) {
     bind(op.result(), std::move(out));
   };
   auto operand = [&](unsigned i, unsigned k) { return lane(op.operand(i), k); };
-
-  switch (info.signature) {
+  switch (op.info().signature) {
   case ir::Signature::Constant:
     return bind(op.result(),
                 {constant(rs, static_cast<uint64_t>(*op.attributes().get_int("value")))});
   case ir::Signature::Binary:
     if (info.type_class == ir::TypeClass::Float) // pow
       return per_lane([&](unsigned k) { return math(op, rs, operand(0, k), operand(1, k), 0); });
-    {
-      // Integer division must not trap and shifts must stay in range (docs/ir.md §4.2, §4.3):
-      // patch the divisor where it is 0 (or -1 with a MIN dividend), reduce the shift amount.
-      std::optional<uint64_t> rhs = constant_bits(op.operand(1));
-      unsigned width = ir::scalar_bits(rs);
-      bool guard_division =
-          (opc == Opcode::Div || opc == Opcode::Rem) && ir::is_integer(rs) &&
-          (!rhs || *rhs == 0 || (*rhs & ir::width_mask(width)) == ir::width_mask(width));
-      bool mask_shift = (opc == Opcode::Shl || opc == Opcode::Shr) && !(rhs && *rhs < width);
-      return per_lane([&](unsigned k) {
-        Id a = operand(0, k), b = operand(1, k);
-        if (guard_division) {
-          Id bt = m_.type_bool();
-          Id zero = emit(spv::Op::OpIEqual, bt, {b, constant(rs, 0)});
-          if (ir::is_signed(rs)) {
-            Id min = constant(rs, uint64_t(1) << (width - 1));
-            Id overflow =
-                emit(spv::Op::OpLogicalAnd, bt,
-                     {emit(spv::Op::OpIEqual, bt, {a, min}),
-                      emit(spv::Op::OpIEqual, bt, {b, constant(rs, ir::width_mask(width))})});
-            zero = emit(spv::Op::OpLogicalOr, bt, {zero, overflow});
-          }
-          b = emit(spv::Op::OpSelect, t, {zero, constant(rs, 1), b});
-        }
-        if (mask_shift)
-          b = emit(spv::Op::OpBitwiseAnd, t, {b, constant(rs, width - 1)});
-        return arith(opc, rs, a, b);
-      });
-    }
+    return per_lane([&](unsigned k) { return arith(opc, rs, operand(0, k), operand(1, k)); });
   case ir::Signature::Unary:
     if (info.type_class == ir::TypeClass::Float)
       return per_lane([&](unsigned k) { return math(op, rs, operand(0, k), 0, 0); });
@@ -1678,6 +1576,23 @@ void Writer::emit_op(const ir::Operation &op) {
                   {operand(0, vector_condition ? k : 0), operand(1, k), operand(2, k)});
     });
   }
+  default:
+    throw std::logic_error(fmt::format("emit_arith: op '{}' is not one", op.name()));
+  }
+}
+
+/// Casts, bitcasts and the vector ops (which cost nothing: vectors are scalarized).
+void Writer::emit_conversion(const ir::Operation &op) {
+  Type rt = op.num_results() ? op.result()->type() : Type();
+  Scalar rs = rt.element();
+  auto per_lane = [&](auto &&f) {
+    Lanes out;
+    for (unsigned k = 0; k < rt.lanes(); ++k)
+      out.push_back(f(k));
+    bind(op.result(), std::move(out));
+  };
+  auto operand = [&](unsigned i, unsigned k) { return lane(op.operand(i), k); };
+  switch (op.info().signature) {
   case ir::Signature::Cast: {
     Scalar from = op.operand(0)->type().element();
     return per_lane([&](unsigned k) { return cast(from, rs, operand(0, k)); });
@@ -1695,6 +1610,24 @@ void Writer::emit_op(const ir::Operation &op) {
     v[*op.attributes().get_int("lane")] = operand(1, 0);
     return bind(op.result(), std::move(v));
   }
+  default:
+    throw std::logic_error(fmt::format("emit_conversion: op '{}' is not one", op.name()));
+  }
+}
+
+/// Loads, stores, buffer sizes and shared/local arrays.
+void Writer::emit_memory(const ir::Operation &op) {
+  const ir::OpInfo &info = op.info();
+  Type rt = op.num_results() ? op.result()->type() : Type();
+  Scalar rs = rt.element();
+  Id t = op.num_results() ? scalar_type(rs) : 0;
+  auto per_lane = [&](auto &&f) {
+    Lanes out;
+    for (unsigned k = 0; k < rt.lanes(); ++k)
+      out.push_back(f(k));
+    bind(op.result(), std::move(out));
+  };
+  switch (op.info().signature) {
   case ir::Signature::Load:
     return per_lane([&](unsigned k) {
       Id pointer = element_pointer(op.operand(0), index_operand(op.operand(1), k));
@@ -1741,6 +1674,24 @@ void Writer::emit_op(const ir::Operation &op) {
     memory_[op.result()] = MemoryObject{var, storage};
     return;
   }
+  default:
+    throw std::logic_error(fmt::format("emit_memory: op '{}' is not one", op.name()));
+  }
+}
+
+/// Builtins (ids, sizes, subgroup ids) and barriers/fences.
+void Writer::emit_builtin(const ir::Operation &op) {
+  const Opcode opc = op.opcode();
+  Type rt = op.num_results() ? op.result()->type() : Type();
+  Scalar rs = rt.element();
+  Id t = op.num_results() ? scalar_type(rs) : 0;
+  auto per_lane = [&](auto &&f) {
+    Lanes out;
+    for (unsigned k = 0; k < rt.lanes(); ++k)
+      out.push_back(f(k));
+    bind(op.result(), std::move(out));
+  };
+  switch (op.info().signature) {
   case ir::Signature::Builtin3: {
     if (opc == Opcode::WorkgroupSize)
       return per_lane([&](unsigned k) { return u32(kernel_.workgroup_size()[k]); });
@@ -1793,9 +1744,36 @@ void Writer::emit_op(const ir::Operation &op) {
       emit_void(spv::Op::OpMemoryBarrier, {u32(kScopeDevice), u32(acquire_release | uniform)});
     return;
   }
+  default:
+    throw std::logic_error(fmt::format("emit_builtin: op '{}' is not one", op.name()));
+  }
+}
+
+/// Atomics on buffers and shared memory.
+void Writer::emit_atomic(const ir::Operation &op) {
+  switch (op.info().signature) {
   case ir::Signature::AtomicRmw:
   case ir::Signature::AtomicCmpXchg:
     return bind(op.result(), {atomic(op)});
+  default:
+    throw std::logic_error(fmt::format("emit_atomic: op '{}' is not one", op.name()));
+  }
+}
+
+/// Subgroup reductions, scans, shuffles, ballots, votes and elect.
+void Writer::emit_subgroup(const ir::Operation &op) {
+  const Opcode opc = op.opcode();
+  Type rt = op.num_results() ? op.result()->type() : Type();
+  Scalar rs = rt.element();
+  Id t = op.num_results() ? scalar_type(rs) : 0;
+  auto per_lane = [&](auto &&f) {
+    Lanes out;
+    for (unsigned k = 0; k < rt.lanes(); ++k)
+      out.push_back(f(k));
+    bind(op.result(), std::move(out));
+  };
+  auto operand = [&](unsigned i, unsigned k) { return lane(op.operand(i), k); };
+  switch (op.info().signature) {
   case ir::Signature::SubgroupUnary:
     m_.capability(spv::Capability::GroupNonUniform);
     return per_lane([&](unsigned k) { return subgroup_op(op, rs, operand(0, k)); });
@@ -1843,14 +1821,8 @@ void Writer::emit_op(const ir::Operation &op) {
   case ir::Signature::SubgroupElect:
     m_.capability(spv::Capability::GroupNonUniform);
     return bind(op.result(), {emit(spv::Op::OpGroupNonUniformElect, t, {u32(kScopeSubgroup)})});
-  case ir::Signature::If:
-    return emit_if(op);
-  case ir::Signature::For:
-    return emit_for(op);
-  case ir::Signature::While:
-    return emit_while(op);
   default:
-    throw std::logic_error(fmt::format("op '{}' has no SPIR-V lowering", op.name()));
+    throw std::logic_error(fmt::format("emit_subgroup: op '{}' is not one", op.name()));
   }
 }
 
@@ -1897,7 +1869,14 @@ std::optional<SpirvKernel> Writer::run() {
 
 std::optional<SpirvKernel> emit_spirv(const ir::Kernel &kernel, const TargetFeatures &features,
                                       std::vector<ir::Diagnostic> &errors) {
-  return Writer(kernel, features, errors).run();
+  // GLSL.std.450 has no erf, and its Pow leaves x < 0 and x = 0, y <= 0 undefined.
+  passes::LegalizeTarget target;
+  target.name = "spirv";
+  target.native_erf = false;
+  target.c_pow = false;
+  std::unique_ptr<ir::Module> legal = ir::copy_kernel(kernel);
+  passes::legalize(*legal, target);
+  return Writer(*legal->kernels().front(), features, errors).run();
 }
 
 } // namespace cubecc::codegen

@@ -1,6 +1,7 @@
 //===- pass_registry.cpp - The list of passes and the -O pipelines ----------------------------===//
 #include "cubecc/passes/pass_manager.h"
 
+#include "cubecc/passes/legalize.h"
 #include "cubecc/passes/passes.h"
 #include "cubecc/passes/print_hash.h"
 
@@ -14,6 +15,8 @@ const std::vector<PassInfo> &registered_passes() {
       {"canonicalize", "fold constants and apply algebraic identities", canonicalize},
       {"cse", "merge identical pure ops", cse},
       {"dce", "remove unused ops and effect-free ifs and loops", dce},
+      {"legalize", "pin unspecified results and expand math a target lacks (portable target)",
+       static_cast<void (*)(ir::Module &, PassContext &)>(legalize)},
       {"licm", "hoist loop-invariant pure ops out of loops", licm},
       {"print-hash", "print each kernel's structural hash (changes nothing)", print_hash},
       {"promote-locals", "turn locals accessed at constant indices (DSL Vars) into SSA values",

@@ -2,8 +2,9 @@
 //
 // Random kernels (random_ir.h) run in the reference interpreter before and after each pass and
 // after the -O1, -O2 and -O3 pipelines; their outputs must be bit-identical (no pass may
-// reassociate floats). CUBECC_DIFFERENTIAL_KERNELS sets how many kernels (default 200);
-// CUBECC_DIFFERENTIAL_SEED the first seed. A failure prints the seed, the pass and both IRs.
+// reassociate floats; `legalize` among them: its pinned values are the interpreter's).
+// CUBECC_DIFFERENTIAL_KERNELS sets how many kernels (default 200); CUBECC_DIFFERENTIAL_SEED the
+// first seed. A failure prints the seed, the pass and both IRs.
 //
 //===-----------------------------------------------------------------------------------------===//
 #include "cubecc/ir/interpreter.h"

@@ -1,0 +1,404 @@
+//===- legalize.cpp - One table of rewrites that pins the IR's semantics for every backend
+//-----===//
+//
+// Each row of kPatterns is (opcode, which ops it applies to on which target, rewrite). The driver
+// collects the kernel's ops first and rewrites each at most once: the ops a rewrite makes are not
+// visited again (an expansion of `pow` keeps a `pow` of |x| inside it).
+//
+//   div  x, y : int -> x / safe(y), 0 where y = 0, -x where y = -1 (signed: MIN / -1 wraps)
+//   rem  x, y : int -> x % safe(y), 0 where y = 0 or (signed) y = -1
+//           with safe(y) = select(y == 0 [|| y == -1], 1, y): the divisor the emitter sees is
+//           never 0 (nor -1 for signed types)
+//   shl/shr x, n    -> x shifted by and(n, N - 1)
+//   cast float -> int: converts select(lo <= x < hi, x, 0) (always in range), then MAX where
+//           x >= hi and (signed) MIN where x < lo; NaN gives 0 (docs/ir.md §4.6)
+//   erf  (no native erf): fdlibm's erff in f32 ops; f16/bf16 through f32
+//   pow  (no C pow): pow(|x|, y) plus C's sign and special cases
+//
+// The values chosen where the IR leaves them unspecified are the reference interpreter's
+// (ir/src/semantics.cpp), so legalized IR computes the same as the original on the interpreter.
+//
+//===-----------------------------------------------------------------------------------------===//
+#include "cubecc/passes/legalize.h"
+
+#include "cubecc/ir/builder.h"
+#include "cubecc/ir/semantics.h"
+#include "rewrite.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <initializer_list>
+#include <stdexcept>
+
+namespace cubecc::passes {
+namespace {
+
+using ir::Opcode;
+using ir::Scalar;
+using ir::Type;
+using ir::Value;
+
+/// The bits of a `const`, or of a `splat` of one.
+std::optional<uint64_t> constant_or_splat(const Value *v) {
+  const ir::Operation *def = v->defining_op();
+  if (def && def->opcode() == Opcode::Splat)
+    return detail::constant_bits(def->operand(0));
+  return detail::constant_bits(v);
+}
+
+const ir::Operation *defined_as(const Value *v, Opcode opcode) {
+  const ir::Operation *def = v->defining_op();
+  return def && def->opcode() == opcode ? def : nullptr;
+}
+
+/// Builds the replacement of one op: constants of the op's shape, short names for the ops.
+class Rewriter {
+public:
+  Rewriter(ir::Module &module, ir::Operation &op) : b_(module) {
+    b_.set_insertion_point_before(&op);
+    b_.set_location(op.location());
+  }
+
+  /// A constant of `t` (scalar or vector: splatted) with the given bits.
+  Value *bits(Type t, uint64_t value) {
+    Value *c =
+        b_.create(Opcode::Const, {}, {t.element_type()}, {{"value", static_cast<int64_t>(value)}})
+            ->result();
+    return t.is_vector() ? b_.create(Opcode::Splat, {c}, {t})->result() : c;
+  }
+  /// A float constant of `t`, rounded to its element type.
+  Value *real(Type t, double value) { return bits(t, ir::from_double(t.element(), value)); }
+
+  Value *op(Opcode opcode, std::initializer_list<Value *> operands) {
+    return b_.op(opcode, operands);
+  }
+  Value *select(Value *c, Value *a, Value *b) { return op(Opcode::Select, {c, a, b}); }
+  Value *cast(Value *v, Type to) { return b_.cast(v, to); }
+  Value *bitcast(Value *v, Type to) { return b_.create(Opcode::Bitcast, {v}, {to})->result(); }
+
+private:
+  ir::Builder b_;
+};
+
+//===--- Integer division, shifts, float-to-integer casts ----------------------------------===//
+
+/// Whether `divisor` is a constant or a guarded divisor (select(y == 0 [|| y == -1], 1, y)) that
+/// can be neither 0 nor, for signed types, -1.
+bool safe_divisor(const Value *divisor) {
+  Scalar s = divisor->type().element();
+  uint64_t all = ir::width_mask(ir::scalar_bits(s));
+  if (auto c = constant_or_splat(divisor))
+    return (*c & all) != 0 && (!ir::is_signed(s) || (*c & all) != all);
+  const ir::Operation *sel = defined_as(divisor, Opcode::Select);
+  if (!sel || constant_or_splat(sel->operand(1)) != uint64_t{1})
+    return false;
+  const Value *y = sel->operand(2);
+  auto is_compare_with = [&](const Value *v, uint64_t k) {
+    const ir::Operation *eq = defined_as(v, Opcode::Eq);
+    return eq && eq->operand(0) == y && constant_or_splat(eq->operand(1)) == k;
+  };
+  const Value *guard = sel->operand(0);
+  if (!ir::is_signed(s))
+    return is_compare_with(guard, 0);
+  const ir::Operation *either = defined_as(guard, Opcode::Or);
+  return either && is_compare_with(either->operand(0), 0) &&
+         is_compare_with(either->operand(1), all);
+}
+
+bool is_integer_division(const ir::Operation &op) {
+  return (op.opcode() == Opcode::Div || op.opcode() == Opcode::Rem) &&
+         ir::is_integer(op.result()->type().element());
+}
+
+Value *rewrite_division(Rewriter &r, ir::Operation &op) {
+  Type t = op.result()->type();
+  Scalar s = t.element();
+  Value *x = op.operand(0), *y = op.operand(1);
+  Value *zero = r.bits(t, 0);
+  Value *is_zero = r.op(Opcode::Eq, {y, zero});
+  Value *is_minus_one = nullptr, *bad = is_zero;
+  if (ir::is_signed(s)) {
+    is_minus_one = r.op(Opcode::Eq, {y, r.bits(t, ir::width_mask(ir::scalar_bits(s)))});
+    bad = r.op(Opcode::Or, {is_zero, is_minus_one});
+  }
+  Value *safe = r.select(bad, r.bits(t, 1), y);
+  Value *result = r.op(op.opcode(), {x, safe});
+  if (op.opcode() == Opcode::Rem) // x % 0 = 0, x % -1 = 0
+    return r.select(bad, zero, result);
+  if (is_minus_one) // x / -1 = -x (MIN / -1 = MIN)
+    result = r.select(is_minus_one, r.op(Opcode::Neg, {x}), result);
+  return r.select(is_zero, zero, result); // x / 0 = 0
+}
+
+bool safe_shift(const ir::Operation &op) {
+  unsigned width = ir::scalar_bits(op.result()->type().element());
+  const Value *n = op.operand(1);
+  if (auto c = constant_or_splat(n))
+    return (*c & ir::width_mask(width)) < width;
+  const ir::Operation *masked = defined_as(n, Opcode::And);
+  return masked && constant_or_splat(masked->operand(1)) == uint64_t{width - 1};
+}
+
+Value *rewrite_shift(Rewriter &r, ir::Operation &op) {
+  Type t = op.result()->type();
+  Value *amount = r.op(Opcode::And, {op.operand(1), r.bits(t, ir::scalar_bits(t.element()) - 1)});
+  return r.op(op.opcode(), {op.operand(0), amount});
+}
+
+bool is_float_to_int(const ir::Operation &op) {
+  return op.opcode() == Opcode::Cast && ir::is_float(op.operand(0)->type().element()) &&
+         ir::is_integer(op.result()->type().element());
+}
+
+/// The bounds of a float-to-integer cast in the source type: values in [lo, hi) convert without
+/// saturating. They are powers of two, so either exact or infinite in the source type.
+struct CastBounds {
+  uint64_t lo, hi;  ///< bits in the source type (lo: -2^(N-1), or -1.0 for unsigned targets)
+  bool lo_infinite; ///< -2^(N-1) rounds to -inf (f16 to i64): then the bound is exclusive
+};
+
+CastBounds cast_bounds(Scalar from, Scalar to) {
+  unsigned n = ir::scalar_bits(to);
+  bool sg = ir::is_signed(to);
+  double hi = std::ldexp(1.0, static_cast<int>(sg ? n - 1 : n));
+  double lo = sg ? -hi : -1.0;
+  CastBounds b{ir::from_double(from, lo), ir::from_double(from, hi), false};
+  b.lo_infinite = std::isinf(ir::to_double(from, b.lo));
+  return b;
+}
+
+/// The guard `lo <= x < hi` (`lo < x` where lo is -1.0 or -inf), false for NaN.
+Value *in_range(Rewriter &r, Value *x, Scalar to) {
+  Type t = x->type();
+  CastBounds b = cast_bounds(t.element(), to);
+  bool exclusive = !ir::is_signed(to) || b.lo_infinite;
+  Value *above_lo = r.op(exclusive ? Opcode::Gt : Opcode::Ge, {x, r.bits(t, b.lo)});
+  return r.op(Opcode::And, {above_lo, r.op(Opcode::Lt, {x, r.bits(t, b.hi)})});
+}
+
+/// Whether the cast's operand is select(lo <= x < hi, x, 0) for its own bounds.
+bool safe_cast(const ir::Operation &op) {
+  const ir::Operation *sel = defined_as(op.operand(0), Opcode::Select);
+  if (!sel || constant_or_splat(sel->operand(2)) != uint64_t{0})
+    return false;
+  const Value *x = sel->operand(1);
+  Scalar from = x->type().element(), to = op.result()->type().element();
+  CastBounds b = cast_bounds(from, to);
+  const ir::Operation *both = defined_as(sel->operand(0), Opcode::And);
+  if (!both)
+    return false;
+  bool exclusive = !ir::is_signed(to) || b.lo_infinite;
+  const ir::Operation *low = defined_as(both->operand(0), exclusive ? Opcode::Gt : Opcode::Ge);
+  const ir::Operation *high = defined_as(both->operand(1), Opcode::Lt);
+  return low && high && low->operand(0) == x && high->operand(0) == x &&
+         constant_or_splat(low->operand(1)) == b.lo && constant_or_splat(high->operand(1)) == b.hi;
+}
+
+Value *rewrite_float_to_int(Rewriter &r, ir::Operation &op) {
+  Value *x = op.operand(0);
+  Type from = x->type(), to = op.result()->type();
+  Scalar ts = to.element();
+  unsigned n = ir::scalar_bits(ts);
+  CastBounds b = cast_bounds(from.element(), ts);
+  Value *safe = r.select(in_range(r, x, ts), x, r.bits(from, 0));
+  Value *result = r.cast(safe, to);
+  uint64_t max = ir::is_signed(ts) ? ir::width_mask(n) >> 1 : ir::width_mask(n);
+  result = r.select(r.op(Opcode::Ge, {x, r.bits(from, b.hi)}), r.bits(to, max), result);
+  if (ir::is_signed(ts)) {
+    Value *below = r.op(b.lo_infinite ? Opcode::Le : Opcode::Lt, {x, r.bits(from, b.lo)});
+    result = r.select(below, r.bits(to, (ir::width_mask(n) >> 1) + 1), result);
+  }
+  return result;
+}
+
+//===--- Math expansions -----------------------------------------------------------------===//
+
+bool is_f16_bf16_or_f32(Scalar s) {
+  return s == Scalar::F16 || s == Scalar::BF16 || s == Scalar::F32;
+}
+
+/// fdlibm's erff (the coefficients of its rational approximations, the same ranges), without
+/// branches: all three ranges are evaluated and selected.
+Value *erf_f32(Rewriter &r, Value *x) {
+  Type f = x->type();
+  Type u = f.with_element(Scalar::U32);
+  auto c = [&](double v) { return r.real(f, v); };
+  auto add = [&](Value *p, Value *q) { return r.op(Opcode::Add, {p, q}); };
+  auto sub = [&](Value *p, Value *q) { return r.op(Opcode::Sub, {p, q}); };
+  auto mul = [&](Value *p, Value *q) { return r.op(Opcode::Mul, {p, q}); };
+  auto div = [&](Value *p, Value *q) { return r.op(Opcode::Div, {p, q}); };
+  auto poly = [&](Value *z, std::initializer_list<double> coefficients) { // c0 + z*(c1 + ...)
+    const double *k = std::data(coefficients) + coefficients.size() - 1;
+    Value *acc = c(*k);
+    while (k-- != std::data(coefficients))
+      acc = add(c(*k), mul(z, acc));
+    return acc;
+  };
+  Value *ax = r.op(Opcode::Abs, {x});
+  // |x| < 0.84375: x + x * P(x^2) / Q(x^2)
+  Value *z = mul(x, x);
+  Value *small =
+      add(x, mul(x, div(poly(z, {1.2837916613e-01, -3.2504209876e-01, -2.8481749818e-02,
+                                 -5.7702702470e-03, -2.3763017452e-05}),
+                        poly(z, {1.0, 3.9791721106e-01, 6.5022252500e-02, 5.0813062117e-03,
+                                 1.3249473704e-04, -3.9602282413e-06}))));
+  // 0.84375 <= |x| < 1.25: erx + P(s) / Q(s), s = |x| - 1
+  Value *sm = sub(ax, c(1.0));
+  Value *mid =
+      add(c(8.4506291151e-01),
+          div(poly(sm, {-2.3621185683e-03, 4.1485610604e-01, -3.7220788002e-01, 3.1834661961e-01,
+                        -1.1089469492e-01, 3.5478305072e-02, -2.1663755178e-03}),
+              poly(sm, {1.0, 1.0642088205e-01, 5.4039794207e-01, 7.1828655899e-02, 1.2617121637e-01,
+                        1.3637083583e-02, 1.1984500103e-02})));
+  // 1.25 <= |x| < 6: 1 - exp(-z^2 - 0.5625) * exp((z - |x|)(z + |x|) + R/S) / |x|
+  Value *si = div(c(1.0), mul(ax, ax));
+  Value *ra =
+      poly(si, {-9.8649440333e-03, -6.9385856390e-01, -1.0558626175e+01, -6.2375331879e+01,
+                -1.6239666748e+02, -1.8460508728e+02, -8.1287437439e+01, -9.8143291473e+00});
+  Value *sa = poly(si, {1.0, 1.9651271820e+01, 1.3765776062e+02, 4.3456588745e+02, 6.4538726807e+02,
+                        4.2900814819e+02, 1.0863500214e+02, 6.5702495575e+00, -6.0424413532e-02});
+  Value *rb = poly(si, {-9.8649431020e-03, -7.9928326607e-01, -1.7757955551e+01, -1.6063638306e+02,
+                        -6.3756646729e+02, -1.0250950928e+03, -4.8351919556e+02});
+  Value *sb = poly(si, {1.0, 3.0338060379e+01, 3.2579251099e+02, 1.5367296143e+03, 3.1998581543e+03,
+                        2.5530502930e+03, 4.7452853394e+02, -2.2440952301e+01});
+  Value *near = r.op(Opcode::Lt, {ax, c(1.0 / 0.35)});
+  Value *rs = r.select(near, ra, rb), *ss = r.select(near, sa, sb);
+  Value *zt = r.bitcast(r.op(Opcode::And, {r.bitcast(ax, u), r.bits(u, 0xffffe000u)}), f);
+  Value *e1 = r.op(Opcode::Exp, {sub(r.op(Opcode::Neg, {mul(zt, zt)}), c(0.5625))});
+  Value *e2 = r.op(Opcode::Exp, {add(mul(sub(zt, ax), add(zt, ax)), div(rs, ss))});
+  Value *large = sub(c(1.0), div(mul(e1, e2), ax));
+  Value *magnitude = r.select(r.op(Opcode::Ge, {ax, c(6.0)}), c(1.0),
+                              r.select(r.op(Opcode::Ge, {ax, c(1.25)}), large, mid));
+  Value *negative = r.op(Opcode::Lt, {x, c(0.0)});
+  Value *signed_magnitude = r.select(negative, r.op(Opcode::Neg, {magnitude}), magnitude);
+  // NaN fails every comparison and takes the small-argument formula, which propagates it.
+  return r.select(r.op(Opcode::Ge, {ax, c(0.84375)}), signed_magnitude, small);
+}
+
+Value *rewrite_erf(Rewriter &r, ir::Operation &op) {
+  Type t = op.result()->type();
+  if (t.element() == Scalar::F32)
+    return erf_f32(r, op.operand(0));
+  Type f = t.with_element(Scalar::F32);
+  return r.cast(erf_f32(r, r.cast(op.operand(0), f)), t);
+}
+
+/// C's pow from pow(|x|, y) (docs/ir.md §4.5): the sign for odd integral y, NaN for finite
+/// negative x and non-integral y, the zero, NaN and infinite cases.
+Value *rewrite_pow(Rewriter &r, ir::Operation &op) {
+  Value *x = op.operand(0), *y = op.operand(1);
+  Type t = x->type();
+  auto c = [&](double v) { return r.real(t, v); };
+  auto eq = [&](Value *p, Value *q) { return r.op(Opcode::Eq, {p, q}); };
+  auto lor = [&](Value *p, Value *q) { return r.op(Opcode::Or, {p, q}); };
+  auto land = [&](Value *p, Value *q) { return r.op(Opcode::And, {p, q}); };
+  auto is_nan = [&](Value *v) { return r.op(Opcode::Ne, {v, v}); };
+  Value *magnitude = r.op(Opcode::Pow, {r.op(Opcode::Abs, {x}), y});
+  Value *integral = eq(r.op(Opcode::Floor, {y}), y);
+  Value *half = r.op(Opcode::Mul, {y, c(0.5)});
+  Value *odd = land(integral, r.op(Opcode::Ne, {half, r.op(Opcode::Floor, {half})}));
+  Value *negative = r.op(Opcode::Lt, {x, c(0)});
+  Value *result = r.select(land(negative, odd), r.op(Opcode::Neg, {magnitude}), magnitude);
+  // x < 0 and y not an integer: NaN, except for x = -inf (then pow(inf, y), as C).
+  Value *finite_negative = land(negative, r.op(Opcode::Ne, {x, c(-INFINITY)}));
+  result = r.select(land(finite_negative, r.op(Opcode::Not, {integral})), c(NAN), result);
+  // x = ±0: y > 0 gives ±0 for odd y, else +0; y < 0 gives 1/x (±inf) for odd y, else +inf.
+  Value *at_zero = r.select(r.op(Opcode::Gt, {y, c(0)}), r.select(odd, x, c(0)),
+                            r.select(odd, r.op(Opcode::Div, {c(1), x}), c(INFINITY)));
+  result = r.select(eq(x, c(0)), at_zero, result);
+  // A NaN operand gives NaN, except for the ones below.
+  result = r.select(lor(is_nan(x), is_nan(y)), c(NAN), result);
+  // pow(x, ±0) = 1 and pow(1, y) = 1 even for NaN; pow(-1, ±inf) = 1.
+  Value *one = lor(eq(y, c(0)), eq(x, c(1)));
+  Value *y_infinite = eq(r.op(Opcode::Abs, {y}), c(INFINITY));
+  one = lor(one, land(eq(x, c(-1)), y_infinite));
+  return r.select(one, c(1), result);
+}
+
+//===--- The table ------------------------------------------------------------------------===//
+
+struct Pattern {
+  Opcode opcode;
+  const char *name; ///< the statistic counted per rewrite
+  bool (*applies)(const ir::Operation &op, const LegalizeTarget &target);
+  Value *(*rewrite)(Rewriter &r, ir::Operation &op);
+};
+
+const Pattern kPatterns[] = {
+    {Opcode::Div, "integer divisions guarded",
+     [](const ir::Operation &op, const LegalizeTarget &) {
+       return is_integer_division(op) && !safe_divisor(op.operand(1));
+     },
+     rewrite_division},
+    {Opcode::Rem, "integer divisions guarded",
+     [](const ir::Operation &op, const LegalizeTarget &) {
+       return is_integer_division(op) && !safe_divisor(op.operand(1));
+     },
+     rewrite_division},
+    {Opcode::Shl, "shift amounts masked",
+     [](const ir::Operation &op, const LegalizeTarget &) { return !safe_shift(op); },
+     rewrite_shift},
+    {Opcode::Shr, "shift amounts masked",
+     [](const ir::Operation &op, const LegalizeTarget &) { return !safe_shift(op); },
+     rewrite_shift},
+    {Opcode::Cast, "float-to-integer casts saturated",
+     [](const ir::Operation &op, const LegalizeTarget &) {
+       return is_float_to_int(op) && !safe_cast(op);
+     },
+     rewrite_float_to_int},
+    {Opcode::Erf, "erf expanded",
+     [](const ir::Operation &op, const LegalizeTarget &t) {
+       return !t.native_erf && is_f16_bf16_or_f32(op.result()->type().element());
+     },
+     rewrite_erf},
+    {Opcode::Pow, "pow special cases expanded",
+     [](const ir::Operation &op, const LegalizeTarget &t) {
+       return !t.c_pow && is_f16_bf16_or_f32(op.result()->type().element());
+     },
+     rewrite_pow},
+};
+
+} // namespace
+
+void legalize(ir::Module &module, const LegalizeTarget &target, PassContext *context) {
+  for (ir::Operation *op : detail::all_ops(module)) {
+    for (const Pattern &p : kPatterns) {
+      if (op->opcode() != p.opcode || !p.applies(*op, target))
+        continue;
+      Rewriter r(module, *op);
+      Value *replacement = p.rewrite(r, *op);
+      detail::replace_op(op, {replacement});
+      if (context)
+        context->count(p.name);
+      break;
+    }
+  }
+}
+
+void legalize(ir::Module &module, PassContext &context) {
+  legalize(module, LegalizeTarget::portable(), &context);
+}
+
+bool is_legal(const ir::Operation &op) {
+  switch (op.opcode()) {
+  case Opcode::Div:
+  case Opcode::Rem:
+    return !is_integer_division(op) || safe_divisor(op.operand(1));
+  case Opcode::Shl:
+  case Opcode::Shr:
+    return safe_shift(op);
+  case Opcode::Cast:
+    return !is_float_to_int(op) || safe_cast(op);
+  default:
+    return true;
+  }
+}
+
+void throw_not_legalized(const ir::Operation &op, std::string_view backend) {
+  throw std::logic_error(fmt::format("the {} emitter met op '{}' that the legalize pass did not "
+                                     "rewrite (docs/passes.md, Legal IR): a bug in cubecc",
+                                     backend, op.name()));
+}
+
+} // namespace cubecc::passes
