@@ -1266,6 +1266,16 @@ Words loop_control(const ir::Operation &op) {
           static_cast<uint32_t>(*unroll)};
 }
 
+/// The bits of `v` when it is a constant (or a splat of one).
+std::optional<uint64_t> constant_bits(const ir::Value *v) {
+  const ir::Operation *def = v->defining_op();
+  if (def && def->opcode() == Opcode::Splat)
+    def = def->operand(0)->defining_op();
+  if (!def || def->opcode() != Opcode::Const)
+    return std::nullopt;
+  return static_cast<uint64_t>(*def->attributes().get_int("value"));
+}
+
 /// Whether the next iv of `for` (iv + step, after a body that ran with iv < hi) can wrap around
 /// I. Not when step is a positive constant and every iv < hi leaves room for it: hi <= MAX - step
 /// + 1, so always for a step of 1, and for a larger step when hi is a constant that fits (a

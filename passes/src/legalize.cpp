@@ -1,5 +1,4 @@
-//===- legalize.cpp - One table of rewrites that pins the IR's semantics for every backend
-//-----===//
+//===- legalize.cpp - One table of rewrites pinning the IR's semantics for every backend ------===//
 //
 // Each row of kPatterns is (opcode, which ops it applies to on which target, rewrite). The driver
 // collects the kernel's ops first and rewrites each at most once: the ops a rewrite makes are not
