@@ -280,9 +280,10 @@ private:
               chance(0.2)};
       line("{} = local.alloc : local<{}, {}>", l.name, l.type, l.count);
       locals_.push_back(l);
-      if (chance(0.8))
-        for (uint32_t k = 0; k < l.count; ++k)
-          line("store {}, {}, {}", l.name, element_index(l, k), any(l.type));
+      // Every element is stored first, at a constant index: a fresh local's contents are
+      // unspecified (docs/ir.md), and these kernels also run on devices that do not zero them.
+      for (uint32_t k = 0; k < l.count; ++k)
+        line("store {}, {}, {}", l.name, constant("u32", fmt::format("{}", k)), any(l.type));
     }
   }
 

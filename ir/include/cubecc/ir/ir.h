@@ -265,6 +265,8 @@ public:
   Operation &operator=(const Operation &) = delete;
   /// `delete op` destroys the op and frees its block unless the block is in an arena.
   void operator delete(Operation *op, std::destroying_delete_t);
+  /// Called by `delete` only (public because std::unique_ptr names it); never call it directly.
+  ~Operation();
 
   Opcode opcode() const { return opcode_; }
   const OpInfo &info() const { return op_info(opcode_); }
@@ -312,7 +314,6 @@ private:
   friend class Use;
   Operation(Opcode opcode, Location loc, unsigned num_results, unsigned num_regions,
             unsigned num_operands, bool in_arena);
-  ~Operation();
   Value *results_begin() const {
     return reinterpret_cast<Value *>(const_cast<Operation *>(this) + 1);
   }
