@@ -218,6 +218,9 @@ SyntheticResult synthetic(size_t count, const std::string &path, int reps) {
   // A real kernel's launch metadata, renamed per entry.
   std::unique_ptr<ir::Module> axpy = trace(registered("axpy"));
   codegen::KernelAbi abi = codegen::KernelAbi::of(*axpy->kernels()[0]);
+  std::vector<std::string> parameter_names;
+  for (unsigned i = 0; i < axpy->kernels()[0]->body().num_arguments(); ++i)
+    parameter_names.push_back(axpy->kernels()[0]->body().argument(i)->name());
   const std::string fingerprint = codegen::TargetFeatures::vulkan_baseline().fingerprint();
   const std::string toolkit = codegen::cuda_toolkit();
 
@@ -231,6 +234,7 @@ SyntheticResult synthetic(size_t count, const std::string &path, int reps) {
     e.options = std::string(runtime::kRuntimeCompileOptions);
     e.name = fmt::format("synthetic_kernel_{:05}", i);
     e.configuration = "width=1";
+    e.parameter_names = parameter_names;
     abi.name = e.name;
     std::string spirv = random_bytes(rng, 4096);
     const uint32_t magic = 0x07230203; // SPIR-V's first word

@@ -12,6 +12,7 @@
 #include "cubecc/dsl/registry.h"
 #include "cubecc/ir/ir.h"
 #include "cubecc/ir/printer.h"
+#include "cubecc/ir/structural_hash.h"
 #include "cubecc/ir/verifier.h"
 #include "cubecc/passes/pass_manager.h"
 
@@ -54,6 +55,18 @@ void verify_one(benchmark::State &state, const cubecc::dsl::RegisteredKernel *ke
   }
 }
 
+/// The structural hash of the traced kernel: with the trace, the whole of the work an application
+/// does per kernel before it looks the kernel up in an environment bundle.
+void hash_one(benchmark::State &state, const cubecc::dsl::RegisteredKernel *kernel) {
+  cubecc::ir::Module module;
+  std::vector<cubecc::ir::Diagnostic> errors;
+  kernel->trace(module, *kernel, errors);
+  if (!errors.empty())
+    throw std::runtime_error(cubecc::ir::to_string(errors));
+  for (auto _ : state)
+    benchmark::DoNotOptimize(cubecc::ir::structural_hash(*module.kernels()[0]));
+}
+
 int count_ops(const cubecc::ir::Module &module) {
   int ops = 0;
   module.kernels()[0]->walk([&](cubecc::ir::Operation *) { ++ops; });
@@ -94,6 +107,9 @@ int main(int argc, char **argv) {
         ->Unit(benchmark::kMicrosecond);
   for (const cubecc::dsl::RegisteredKernel &k : cubecc::dsl::registered_kernels())
     benchmark::RegisterBenchmark(("verify/" + k.name).c_str(), verify_one, &k)
+        ->Unit(benchmark::kMicrosecond);
+  for (const cubecc::dsl::RegisteredKernel &k : cubecc::dsl::registered_kernels())
+    benchmark::RegisterBenchmark(("hash/" + k.name).c_str(), hash_one, &k)
         ->Unit(benchmark::kMicrosecond);
   for (const cubecc::dsl::RegisteredKernel &k : cubecc::dsl::registered_kernels())
     benchmark::RegisterBenchmark(("optimize/" + k.name).c_str(), optimize_one, &k)

@@ -31,9 +31,10 @@ struct TraceState {
   ir::Operation *last_if = nullptr;
   /// Components extracted from builtin vectors: (vector, lane) -> the extract's result.
   std::map<std::pair<ir::Value *, uint32_t>, ir::Value *> components;
-  /// The last source file interned and its id: most ops come from the file of the one before.
-  const char *last_file = nullptr;
-  uint32_t last_file_id = 0;
+  /// The source files interned so far, by the address of their name (std::source_location's
+  /// file names are string literals): a kernel's ops come from a handful of files (the kernel's
+  /// own and the DSL's headers), and comparing pointers is cheaper than comparing paths.
+  std::vector<std::pair<const char *, uint32_t>> files;
 };
 
 thread_local TraceState *current = nullptr;
@@ -46,12 +47,20 @@ TraceState &state(const Loc &loc) {
   return *current;
 }
 
-ir::Location location(TraceState &s, const Loc &loc) {
-  if (loc.file_name() != s.last_file) {
-    s.last_file = loc.file_name();
-    s.last_file_id = s.module.intern_file(s.last_file);
-  }
-  return ir::Location{s.last_file_id, loc.line(), loc.column()};
+/// The module's id of the source file `file`.
+uint32_t file_id(TraceState &s, const char *file) {
+  for (const auto &[name, id] : s.files)
+    if (name == file)
+      return id;
+  uint32_t id = s.module.intern_file(file);
+  s.files.emplace_back(file, id);
+  return id;
+}
+
+// Inlined: returned by value, the Location is packed into two registers and read back through
+// a stack slot that the CPU cannot forward, costing more than the rest of an op's emission.
+[[gnu::always_inline]] inline ir::Location location(TraceState &s, const Loc &loc) {
+  return ir::Location{file_id(s, loc.file_name()), loc.line(), loc.column()};
 }
 
 /// The builder, positioned at the end of the innermost open region, after checking that code

@@ -88,12 +88,18 @@ Value *Builder::op(Opcode opcode, std::initializer_list<Value *> operands) {
   return create(opcode, span, std::span<const Type>(&t, 1))->result();
 }
 
+Value *Builder::constant(Type type, int64_t bits) {
+  Operation *op = create(Opcode::Const, {}, {type});
+  op->attributes().set("value", bits); // inline: no vector to build
+  return op->result();
+}
+
 Value *Builder::const_int(Type type, int64_t value) {
   unsigned width = scalar_bits(type.element());
   uint64_t bits = static_cast<uint64_t>(value);
   if (width < 64)
     bits &= (uint64_t{1} << width) - 1;
-  return create(Opcode::Const, {}, {type}, {{"value", static_cast<int64_t>(bits)}})->result();
+  return constant(type, static_cast<int64_t>(bits));
 }
 
 Value *Builder::const_float(Type type, double value) {
@@ -114,12 +120,11 @@ Value *Builder::const_float(Type type, double value) {
   default:
     throw std::logic_error("ir::Builder: const_float needs a float type, got " + type.str());
   }
-  return create(Opcode::Const, {}, {type}, {{"value", bits}})->result();
+  return constant(type, bits);
 }
 
 Value *Builder::const_bool(bool value) {
-  return create(Opcode::Const, {}, {Type::scalar(Scalar::Bool)}, {{"value", value ? 1 : 0}})
-      ->result();
+  return constant(Type::scalar(Scalar::Bool), value ? 1 : 0);
 }
 
 Value *Builder::load(Value *memory, Value *index, Type result) {
@@ -127,9 +132,9 @@ Value *Builder::load(Value *memory, Value *index, Type result) {
 }
 
 Value *Builder::extract(Value *vector, uint32_t lane) {
-  return create(Opcode::VecExtract, {vector}, {vector->type().element_type()},
-                {{"lane", static_cast<int64_t>(lane)}})
-      ->result();
+  Operation *op = create(Opcode::VecExtract, {vector}, {vector->type().element_type()});
+  op->attributes().set("lane", static_cast<int64_t>(lane));
+  return op->result();
 }
 
 Operation *Builder::create_if(Value *condition, std::span<const Type> result_types) {

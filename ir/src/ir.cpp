@@ -70,10 +70,11 @@ void Arena::adopt(Arena &other) {
 //===- AttributeList -------------------------------------------------------------------------===//
 
 const AttributeValue *AttributeList::find(std::string_view name) const {
+  std::span<const NamedAttribute> all = entries();
   auto it =
-      std::lower_bound(entries_.begin(), entries_.end(), name,
+      std::lower_bound(all.begin(), all.end(), name,
                        [](const NamedAttribute &a, std::string_view n) { return a.name < n; });
-  return it != entries_.end() && it->name == name ? &it->value : nullptr;
+  return it != all.end() && it->name == name ? &it->value : nullptr;
 }
 
 std::optional<int64_t> AttributeList::get_int(std::string_view name) const {
@@ -84,31 +85,51 @@ std::optional<int64_t> AttributeList::get_int(std::string_view name) const {
 }
 
 void AttributeList::set(std::string name, AttributeValue value) {
+  if (many_.empty()) {
+    if (!one_) {
+      one_.emplace(NamedAttribute{std::move(name), std::move(value)});
+      return;
+    }
+    if (one_->name == name) {
+      one_->value = std::move(value);
+      return;
+    }
+    many_.reserve(2);
+    many_.push_back(std::move(*one_));
+    one_.reset();
+  }
   auto it =
-      std::lower_bound(entries_.begin(), entries_.end(), name,
+      std::lower_bound(many_.begin(), many_.end(), name,
                        [](const NamedAttribute &a, const std::string &n) { return a.name < n; });
-  if (it != entries_.end() && it->name == name)
+  if (it != many_.end() && it->name == name)
     it->value = std::move(value);
   else
-    entries_.insert(it, NamedAttribute{std::move(name), std::move(value)});
+    many_.insert(it, NamedAttribute{std::move(name), std::move(value)});
 }
 
 void AttributeList::assign(std::vector<NamedAttribute> attributes) {
-  if (attributes.size() <= 1) {
-    entries_ = std::move(attributes);
-    return;
-  }
-  entries_.clear();
+  one_.reset();
+  many_.clear();
   for (NamedAttribute &a : attributes)
     set(std::move(a.name), std::move(a.value));
 }
 
 bool AttributeList::remove(std::string_view name) {
-  auto it = std::find_if(entries_.begin(), entries_.end(),
+  if (many_.empty()) {
+    if (!one_ || one_->name != name)
+      return false;
+    one_.reset();
+    return true;
+  }
+  auto it = std::find_if(many_.begin(), many_.end(),
                          [&](const NamedAttribute &a) { return a.name == name; });
-  if (it == entries_.end())
+  if (it == many_.end())
     return false;
-  entries_.erase(it);
+  many_.erase(it);
+  if (many_.size() == 1) {
+    one_.emplace(std::move(many_[0]));
+    many_.clear();
+  }
   return true;
 }
 
@@ -204,10 +225,6 @@ Value *Region::add_argument(Type t, std::string name) {
 Region::iterator &Region::iterator::operator++() {
   op_ = op_->next();
   return *this;
-}
-
-Operation *Region::terminator() const {
-  return last_ && last_->is_terminator() ? last_ : nullptr;
 }
 
 Operation *Region::push_back(std::unique_ptr<Operation> op) {

@@ -5,17 +5,8 @@
 #include <array>
 
 namespace cubecc::ir {
-namespace {
-constexpr OpInfo kOps[] = {
-#define CUBECC_OP(id, name, sig, cls, flags)                                                       \
-  {Opcode::id, name, Signature::sig, TypeClass::cls, static_cast<uint32_t>(flags)},
-#include "cubecc/ir/ops.def"
-};
-} // namespace
+using detail::kOps;
 
-const OpInfo &op_info(Opcode op) {
-  return kOps[static_cast<unsigned>(op)];
-}
 std::span<const OpInfo> all_ops() {
   return kOps;
 }
@@ -91,18 +82,6 @@ int fixed_result_count(Signature sig) {
     return -1;
   default:
     return 1;
-  }
-}
-
-unsigned region_count(Signature sig) {
-  switch (sig) {
-  case Signature::If:
-  case Signature::While:
-    return 2;
-  case Signature::For:
-    return 1;
-  default:
-    return 0;
   }
 }
 

@@ -4,13 +4,69 @@
 #include <fmt/format.h>
 #include <xxhash.h>
 
-#include <unordered_map>
+#include <cstdint>
+#include <cstring>
+#include <vector>
 
 namespace cubecc::ir {
 namespace {
 
+/// Values numbered in the order they are defined: an open-addressing table keyed by address
+/// (one probe on average, no allocation per value).
+class ValueNumbers {
+public:
+  ValueNumbers() : slots_(1024) {}
+  /// Numbers `v` next, unless it already has a number (malformed IR defines it twice).
+  void insert(const Value *v) {
+    if (2 * (count_ + 1) > slots_.size())
+      grow();
+    if (place(v, count_))
+      ++count_;
+  }
+  /// The number of `v`, or ~0u if it was never defined.
+  uint32_t find(const Value *v) const {
+    for (size_t i = slot_of(v);; i = (i + 1) & (slots_.size() - 1)) {
+      if (slots_[i].value == v)
+        return slots_[i].number;
+      if (!slots_[i].value)
+        return ~0u;
+    }
+  }
+
+private:
+  struct Slot {
+    const Value *value = nullptr;
+    uint32_t number = 0;
+  };
+  size_t slot_of(const Value *v) const {
+    auto bits = reinterpret_cast<uintptr_t>(v);
+    return static_cast<size_t>((bits >> 4) * 0x9E3779B97F4A7C15ull >> 32) & (slots_.size() - 1);
+  }
+  bool place(const Value *v, uint32_t number) {
+    size_t i = slot_of(v);
+    while (slots_[i].value && slots_[i].value != v)
+      i = (i + 1) & (slots_.size() - 1);
+    if (slots_[i].value)
+      return false;
+    slots_[i] = {v, number};
+    return true;
+  }
+  void grow() {
+    std::vector<Slot> old(slots_.size() * 2);
+    old.swap(slots_);
+    for (const Slot &s : old)
+      if (s.value)
+        place(s.value, s.number);
+  }
+
+  std::vector<Slot> slots_;
+  uint32_t count_ = 0;
+};
+
 /// Feeds a canonical, unambiguous byte stream into XXH3-128: every field has a fixed width or a
-/// length prefix, and values are numbered in definition order.
+/// length prefix, and values are numbered in definition order. The fields are a few bytes each,
+/// so they are gathered in a buffer that XXH3 reads in large pieces (a streaming update per field
+/// cost four times the whole trace of a kernel); the digest is the same either way.
 class Hasher {
 public:
   Hasher() : state_(XXH3_createState()) {
@@ -30,14 +86,30 @@ public:
     region(k.body());
   }
 
-  void raw(const void *data, size_t size) { XXH3_128bits_update(state_, data, size); }
+  void raw(const void *data, size_t size) {
+    if (size > sizeof buffer_ - used_) {
+      flush();
+      if (size > sizeof buffer_) {
+        XXH3_128bits_update(state_, data, size);
+        return;
+      }
+    }
+    std::memcpy(buffer_ + used_, data, size);
+    used_ += size;
+  }
 
-  Hash128 digest() const {
+  Hash128 digest() {
+    flush();
     XXH128_hash_t h = XXH3_128bits_digest(state_);
     return Hash128{h.high64, h.low64};
   }
 
 private:
+  void flush() {
+    XXH3_128bits_update(state_, buffer_, used_);
+    used_ = 0;
+  }
+
   void tag(char c) { raw(&c, 1); }
   // Integers go in as little-endian bytes whatever the host's byte order.
   void u32(uint32_t v) {
@@ -68,7 +140,7 @@ private:
   }
 
   void define(const Value *v) {
-    numbers_.emplace(v, static_cast<uint32_t>(numbers_.size()));
+    numbers_.insert(v);
     type(v->type());
   }
 
@@ -100,11 +172,9 @@ private:
     tag('O');
     str(op.name());
     u32(op.num_operands());
-    for (Value *v : op.operands()) {
-      auto it = numbers_.find(v);
-      // A use that does not see its definition (malformed IR) still hashes deterministically.
-      u32(it == numbers_.end() ? ~0u : it->second);
-    }
+    // A use that does not see its definition (malformed IR) still hashes deterministically.
+    for (Value *v : op.operands())
+      u32(numbers_.find(v));
     attributes(op.attributes());
     u32(op.num_regions());
     for (unsigned r = 0; r < op.num_regions(); ++r)
@@ -115,7 +185,9 @@ private:
   }
 
   XXH3_state_t *state_;
-  std::unordered_map<const Value *, uint32_t> numbers_;
+  char buffer_[8192];
+  size_t used_ = 0;
+  ValueNumbers numbers_;
 };
 
 } // namespace

@@ -284,6 +284,39 @@ TEST(Storage, detached_ops_live_on_the_heap_and_a_region_grows_its_arguments) {
   EXPECT_EQ(k.parameter(0), p);
 }
 
+TEST(Storage, attribute_lists_keep_one_entry_inline_and_stay_sorted_and_comparable) {
+  AttributeList a, b;
+  EXPECT_TRUE(a.empty());
+  a.set("value", 7);
+  ASSERT_EQ(a.entries().size(), 1u);
+  EXPECT_EQ(a.get_int("value"), 7);
+  a.set("value", 8); // replaced, still one
+  EXPECT_EQ(a.entries().size(), 1u);
+  // A second and a third entry, inserted out of order: kept sorted by name.
+  a.set("lane", 2);
+  a.set("zeta", std::string("z"));
+  std::vector<std::string> names;
+  for (const NamedAttribute &n : a.entries())
+    names.push_back(n.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"lane", "value", "zeta"}));
+  EXPECT_EQ(a.get_int("value"), 8);
+  // Built in another order, through assign: equal.
+  b.assign({{"zeta", std::string("z")}, {"value", 1}, {"lane", 2}, {"value", 8}});
+  EXPECT_EQ(a, b);
+  // Back down to one entry and to none: equal to lists that never had more.
+  EXPECT_TRUE(a.remove("zeta"));
+  EXPECT_TRUE(a.remove("lane"));
+  EXPECT_FALSE(a.remove("lane"));
+  AttributeList one;
+  one.set("value", 8);
+  EXPECT_EQ(a, one);
+  EXPECT_EQ(a.find("lane"), nullptr);
+  EXPECT_TRUE(a.remove("value"));
+  EXPECT_TRUE(a.empty());
+  EXPECT_EQ(a, AttributeList());
+  EXPECT_FALSE(a.remove("value"));
+}
+
 TEST(Module, interns_each_file_once) {
   Module m;
   uint32_t a = m.intern_file("a.cpp");

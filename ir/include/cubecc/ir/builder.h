@@ -77,6 +77,9 @@ public:
   void ret() { create(Opcode::Return, {}, {}); }
 
 private:
+  /// A const op of `type` whose value attribute is `bits`.
+  Value *constant(Type type, int64_t bits);
+
   Module &module_;
   Region *region_ = nullptr;
   Operation *before_ = nullptr;

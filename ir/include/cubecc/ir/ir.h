@@ -24,6 +24,7 @@
 #include <functional>
 #include <memory>
 #include <new>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -54,11 +55,17 @@ struct NamedAttribute {
   friend bool operator==(const NamedAttribute &, const NamedAttribute &) = default;
 };
 
-/// Attributes kept sorted by name, so that equal sets compare, print and hash equal.
+/// Attributes kept sorted by name, so that equal sets compare, print and hash equal. Most ops
+/// carry none or one (a constant's value, a lane), so a single attribute is kept inline and only
+/// a second one moves the list to the heap: building a constant allocates nothing.
 class AttributeList {
 public:
-  const std::vector<NamedAttribute> &entries() const { return entries_; }
-  bool empty() const { return entries_.empty(); }
+  std::span<const NamedAttribute> entries() const {
+    if (!many_.empty())
+      return many_;
+    return one_ ? std::span<const NamedAttribute>(&*one_, 1) : std::span<const NamedAttribute>();
+  }
+  bool empty() const { return !one_ && many_.empty(); }
   const AttributeValue *find(std::string_view name) const;
   std::optional<int64_t> get_int(std::string_view name) const;
   /// Inserts or replaces.
@@ -66,10 +73,12 @@ public:
   /// Replaces the whole list with `attributes` (a later entry of one name wins).
   void assign(std::vector<NamedAttribute> attributes);
   bool remove(std::string_view name);
+  /// Equal sets have equal representations: one entry is always inline, two or more never.
   friend bool operator==(const AttributeList &, const AttributeList &) = default;
 
 private:
-  std::vector<NamedAttribute> entries_;
+  std::optional<NamedAttribute> one_; ///< the only entry, when there is exactly one
+  std::vector<NamedAttribute> many_;  ///< all the entries, when there are two or more
 };
 
 /// One operand slot of an operation, linked into the use list of the value it reads. Owned by
@@ -342,6 +351,10 @@ private:
   // Followed in the same block by: Value results[num_results_], Region regions[num_regions_],
   // Use uses[n], Value *operands[n] (n: the operand count at creation).
 };
+
+inline Operation *Region::terminator() const {
+  return last_ && last_->is_terminator() ? last_ : nullptr;
+}
 
 /// A GPU kernel: parameters (the body's arguments), workgroup size, attributes and a body.
 class Kernel {

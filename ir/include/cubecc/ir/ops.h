@@ -90,9 +90,31 @@ int fixed_operand_count(Signature sig);
 /// Result count fixed by a signature, or -1 when it varies (if, for, while).
 int fixed_result_count(Signature sig);
 /// Regions an op of this signature owns.
-unsigned region_count(Signature sig);
+constexpr unsigned region_count(Signature sig) {
+  switch (sig) {
+  case Signature::If:
+  case Signature::While:
+    return 2;
+  case Signature::For:
+    return 1;
+  default:
+    return 0;
+  }
+}
 
-const OpInfo &op_info(Opcode op);
+namespace detail {
+/// The op table, indexed by opcode. In the header so that op_info() is an inline load: every op
+/// built, matched or printed asks for its facts.
+inline constexpr OpInfo kOps[] = {
+#define CUBECC_OP(id, name, sig, cls, flags)                                                       \
+  {Opcode::id, name, Signature::sig, TypeClass::cls, static_cast<uint32_t>(flags)},
+#include "cubecc/ir/ops.def"
+};
+} // namespace detail
+
+inline const OpInfo &op_info(Opcode op) {
+  return detail::kOps[static_cast<unsigned>(op)];
+}
 inline std::string_view op_name(Opcode op) {
   return op_info(op).name;
 }
