@@ -198,8 +198,10 @@ private:
         "and", "or", "xor", "not", "and_eq", "or_eq", "xor_eq", "not_eq", "bitand", "bitor",
         "compl", "main", "select", "sin", "cos", "tan", "exp", "exp2", "log", "log2", "pow", "sqrt",
         "rsqrt", "fma", "floor", "ceil", "round", "erf", "tanh", "min", "max", "abs", "fabs",
-        "fmin", "fmax", "fmod", "signbit", "isnan", "isinf", "clamp", "printf", "malloc", "free",
-        "memcpy", "memset", "assert", "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize"};
+        "fmin", "fmax", "fmod", "signbit", "isnan", "isinf", "clamp", "asin", "acos", "atan",
+        "atan2", "sinh", "cosh", "asinh", "acosh", "atanh", "expm1", "log1p", "hypot", "trunc",
+        "printf", "malloc", "free", "memcpy", "memset", "assert", "threadIdx", "blockIdx",
+        "blockDim", "gridDim", "warpSize"};
     std::string name = clean;
     for (unsigned k = 1; reserved.count(name) || used_.count(name) || name.rfind("cubecc", 0) == 0;
          ++k)
@@ -459,6 +461,10 @@ std::string CEmitter::binary(Opcode op, Scalar s, const std::string &a, const st
     return fmt::format("({})({} >> {})", reg(s), a, b);
   case Opcode::Pow:
     return round(s, fmt::format("{}({}, {})", math_fn("pow", s), a, b));
+  case Opcode::Atan2:
+    return round(s, fmt::format("{}({}, {})", math_fn("atan2", s), a, b));
+  case Opcode::Hypot:
+    return round(s, fmt::format("{}({}, {})", math_fn("hypot", s), a, b));
   default:
     throw std::logic_error("binary: not a binary op");
   }
@@ -501,6 +507,30 @@ std::string CEmitter::unary(Opcode op, Scalar s, const std::string &a) {
     return call("ceil");
   case Opcode::Round:
     return call("round");
+  case Opcode::Trunc:
+    return call("trunc");
+  case Opcode::Tan:
+    return call("tan");
+  case Opcode::Asin:
+    return call("asin");
+  case Opcode::Acos:
+    return call("acos");
+  case Opcode::Atan:
+    return call("atan");
+  case Opcode::Sinh:
+    return call("sinh");
+  case Opcode::Cosh:
+    return call("cosh");
+  case Opcode::Asinh:
+    return call("asinh");
+  case Opcode::Acosh:
+    return call("acosh");
+  case Opcode::Atanh:
+    return call("atanh");
+  case Opcode::Expm1:
+    return call("expm1");
+  case Opcode::Log1p:
+    return call("log1p");
   default:
     throw std::logic_error("unary: not a unary op");
   }
@@ -655,6 +685,7 @@ void CEmitter::emit_op(const ir::Operation &op) {
   case ir::Signature::Unary:
   case ir::Signature::Ternary:
   case ir::Signature::Compare:
+  case ir::Signature::Classify:
   case ir::Signature::Select:
     return emit_arith(op);
   case ir::Signature::Cast:
@@ -731,6 +762,10 @@ void CEmitter::emit_arith(const ir::Operation &op) {
     });
   case ir::Signature::Compare:
     return define(r, [&](unsigned k) { return compare(opc, operand(0, k), operand(1, k)); });
+  case ir::Signature::Classify: // f16 and bf16 values live in float registers
+    return define(r, [&](unsigned k) {
+      return fmt::format("{}({})", opc == Opcode::IsNan ? "isnan" : "isinf", operand(0, k));
+    });
   case ir::Signature::Select:
     return define(r, [&](unsigned k) {
       return fmt::format("({} ? {} : {})", operand(0, k), operand(1, k), operand(2, k));
@@ -1228,6 +1263,7 @@ std::optional<CSource> emit_c_family(const ir::Kernel &kernel, const TargetFeatu
   target.name = dialect == CDialect::Hip ? "hip" : "cuda";
   target.native_erf = true;
   target.c_pow = true;
+  target.native_libm = true;
   std::unique_ptr<ir::Module> legal = ir::copy_kernel(kernel);
   passes::legalize(*legal, target);
   return CEmitter(*legal->kernels().front(), features, /*hip=*/dialect == CDialect::Hip, errors)

@@ -172,6 +172,7 @@ std::optional<std::string> run_plugin(const ir::Kernel &kernel, const CpuCompile
   target.name = "cpu";
   target.native_erf = true;
   target.c_pow = true;
+  target.native_libm = true;
   std::unique_ptr<ir::Module> legal = ir::copy_kernel(kernel);
   passes::legalize(*legal, target);
   std::string text = "module @cpu {\n" + ir::to_string(*legal->kernels().front()) + "}\n";

@@ -288,7 +288,8 @@ void Lowering::emit_op(const ir::Operation *op) {
   case ir::Signature::Unary:
   case ir::Signature::Binary:
   case ir::Signature::Ternary:
-  case ir::Signature::Compare: {
+  case ir::Signature::Compare:
+  case ir::Signature::Classify: {
     Scalar s = op->operand(0)->type().element();
     Parts out;
     for (unsigned k = 0; k < op->operand(0)->type().lanes(); ++k) {

@@ -216,6 +216,46 @@ Value *Lowering::math_call(Opcode op, Scalar s, Value *a, Value *b) {
   case Opcode::Pow:
     base = "pow";
     break;
+  // glibc 2.35 and later have libmvec variants of these too.
+  case Opcode::Tan:
+    base = "tan";
+    break;
+  case Opcode::Asin:
+    base = "asin";
+    break;
+  case Opcode::Acos:
+    base = "acos";
+    break;
+  case Opcode::Atan:
+    base = "atan";
+    break;
+  case Opcode::Atan2:
+    base = "atan2";
+    break;
+  case Opcode::Sinh:
+    base = "sinh";
+    break;
+  case Opcode::Cosh:
+    base = "cosh";
+    break;
+  case Opcode::Asinh:
+    base = "asinh";
+    break;
+  case Opcode::Acosh:
+    base = "acosh";
+    break;
+  case Opcode::Atanh:
+    base = "atanh";
+    break;
+  case Opcode::Expm1:
+    base = "expm1";
+    break;
+  case Opcode::Log1p:
+    base = "log1p";
+    break;
+  case Opcode::Hypot:
+    base = "hypot";
+    break;
   default:
     return nullptr;
   }
@@ -328,6 +368,13 @@ Value *Lowering::float_arith(Opcode op, Scalar s, Value *a, Value *b, Value *c) 
     return B_.CreateUnaryIntrinsic(llvm::Intrinsic::ceil, a);
   case Opcode::Round:
     return B_.CreateUnaryIntrinsic(llvm::Intrinsic::round, a);
+  case Opcode::Trunc:
+    return B_.CreateUnaryIntrinsic(llvm::Intrinsic::trunc, a);
+  case Opcode::IsNan:
+    return B_.CreateFCmpUNO(a, a);
+  case Opcode::IsInf:
+    return B_.CreateFCmpOEQ(B_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, a),
+                            llvm::ConstantFP::getInfinity(a->getType()));
   case Opcode::Fma:
     return B_.CreateIntrinsic(llvm::Intrinsic::fma, {a->getType()}, {a, b, c});
   default:

@@ -465,25 +465,13 @@ bool Writer::check_features() {
       ok &= !rows || features_.linear_subgroups ||
             (features_.subgroup_size != 0 && wg[0] % features_.subgroup_size == 0);
     }
-    // GLSL.std.450 has its transcendental functions for 16- and 32-bit floats only.
-    switch (op->opcode()) {
-    case Opcode::Exp:
-    case Opcode::Exp2:
-    case Opcode::Log:
-    case Opcode::Log2:
-    case Opcode::Sin:
-    case Opcode::Cos:
-    case Opcode::Tanh:
-    case Opcode::Erf:
-    case Opcode::Pow:
-      if (s == Scalar::F64)
-        unsupported(*op, fmt::format("'{}' on f64 (GLSL.std.450 defines it for 16- and 32-bit "
-                                     "floats only; compute in f32 with an explicit cast)",
-                                     op->name()));
-      break;
-    default:
-      break;
-    }
+    // GLSL.std.450 has its transcendental functions for 16- and 32-bit floats only (rsqrt is
+    // InverseSqrt, defined for f64; hypot is legalized into sqrt and division).
+    if (op->has_flag(ir::Approximate) && s == Scalar::F64 && op->opcode() != Opcode::Rsqrt &&
+        op->opcode() != Opcode::Hypot)
+      unsupported(*op, fmt::format("'{}' on f64 (GLSL.std.450 defines it for 16- and 32-bit "
+                                   "floats only; compute in f32 with an explicit cast)",
+                                   op->name()));
   });
   if (abi_.shared_bytes > features_.max_shared_bytes) {
     fail(nullptr, fmt::format("kernel '{}' uses {} bytes of shared memory; target '{}' has {}",
@@ -978,8 +966,8 @@ Id Writer::math(const ir::Operation &op, Scalar s, Id a, Id b, Id c) {
     // In f32, rounded once to bf16 (floor, ceil and round of a bf16 value are bf16 values).
     // fma: f32's single rounding then bf16's can differ from one rounding in rare halfway cases.
     Id r = math(op, Scalar::F32, a, b, c);
-    bool exact =
-        op.opcode() == Opcode::Floor || op.opcode() == Opcode::Ceil || op.opcode() == Opcode::Round;
+    bool exact = op.opcode() == Opcode::Floor || op.opcode() == Opcode::Ceil ||
+                 op.opcode() == Opcode::Round || op.opcode() == Opcode::Trunc;
     return exact ? r : round_bf16(r);
   }
   Id t = scalar_type(s);
@@ -1028,6 +1016,13 @@ Id Writer::math(const ir::Operation &op, Scalar s, Id a, Id b, Id c) {
     return round_away(s, a);
   case Opcode::Pow: // legalized: pow(|x|, y) with C's special cases around it
     return ext(GLSLstd450Pow, t, {a, b});
+  case Opcode::Trunc:
+    return ext(GLSLstd450Trunc, t, {a});
+  case Opcode::Tan:
+    return ext(GLSLstd450Tan, t, {a});
+  // asin, acos, atan, atan2, the hyperbolic functions but tanh, expm1, log1p and hypot are
+  // legalized (LegalizeTarget::native_libm): GLSL's asin, acos and atan are coarse, its sinh
+  // cancels near 0, and it has no expm1, log1p or hypot.
   case Opcode::Fma:
     if (features_.fused_fma || s == Scalar::F64 || !features_.float64)
       return ext(GLSLstd450Fma, t, {a, b, c});
@@ -1485,6 +1480,7 @@ void Writer::emit_op(const ir::Operation &op) {
   case ir::Signature::Unary:
   case ir::Signature::Ternary:
   case ir::Signature::Compare:
+  case ir::Signature::Classify:
   case ir::Signature::Select:
     return emit_arith(op);
   case ir::Signature::Cast:
@@ -1579,6 +1575,11 @@ void Writer::emit_arith(const ir::Operation &op) {
     Scalar s = op.operand(0)->type().element();
     return per_lane([&](unsigned k) { return compare(opc, s, operand(0, k), operand(1, k)); });
   }
+  case ir::Signature::Classify: // bf16 values live in f32 registers: the f32 test is theirs
+    return per_lane([&](unsigned k) {
+      return emit(opc == Opcode::IsNan ? spv::Op::OpIsNan : spv::Op::OpIsInf, m_.type_bool(),
+                  {operand(0, k)});
+    });
   case ir::Signature::Select: {
     bool vector_condition = op.operand(0)->type().is_vector();
     return per_lane([&](unsigned k) {
@@ -1883,6 +1884,7 @@ std::optional<SpirvKernel> emit_spirv(const ir::Kernel &kernel, const TargetFeat
   passes::LegalizeTarget target;
   target.name = "spirv";
   target.native_erf = false;
+  target.native_libm = false; // GLSL.std.450 lacks expm1, log1p, hypot; its asin... are coarse
   target.c_pow = false;
   std::unique_ptr<ir::Module> legal = ir::copy_kernel(kernel);
   passes::legalize(*legal, target);

@@ -52,6 +52,9 @@ Type Builder::infer_result_type(Opcode opcode, std::span<Value *const> operands)
     need(2);
     same();
     return operands[0]->type().with_element(Scalar::Bool);
+  case Signature::Classify:
+    need(1);
+    return operands[0]->type().with_element(Scalar::Bool);
   case Signature::Select:
     need(3);
     return operands[1]->type();

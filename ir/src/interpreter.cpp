@@ -551,7 +551,8 @@ private:
     case Signature::Unary:
     case Signature::Binary:
     case Signature::Ternary:
-    case Signature::Compare: {
+    case Signature::Compare:
+    case Signature::Classify: {
       Type t = op.operand(0)->type();
       for (unsigned l = 0; l < t.lanes(); ++l) {
         uint64_t a = get(op.operand(0), inv, l);

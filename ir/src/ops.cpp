@@ -31,6 +31,7 @@ int fixed_operand_count(Signature sig) {
   case Signature::Return:
     return 0;
   case Signature::Unary:
+  case Signature::Classify:
   case Signature::Cast:
   case Signature::Bitcast:
   case Signature::Splat:

@@ -201,10 +201,32 @@ uint64_t evaluate_lane(Opcode op, Scalar s, uint64_t a, uint64_t b, uint64_t c) 
     CUBECC_MATH1(Floor, std::floor(x))
     CUBECC_MATH1(Ceil, std::ceil(x))
     CUBECC_MATH1(Round, std::round(x))
+    CUBECC_MATH1(Tan, std::tan(x))
+    CUBECC_MATH1(Asin, std::asin(x))
+    CUBECC_MATH1(Acos, std::acos(x))
+    CUBECC_MATH1(Atan, std::atan(x))
+    CUBECC_MATH1(Sinh, std::sinh(x))
+    CUBECC_MATH1(Cosh, std::cosh(x))
+    CUBECC_MATH1(Asinh, std::asinh(x))
+    CUBECC_MATH1(Acosh, std::acosh(x))
+    CUBECC_MATH1(Atanh, std::atanh(x))
+    CUBECC_MATH1(Expm1, std::expm1(x))
+    CUBECC_MATH1(Log1p, std::log1p(x))
+    CUBECC_MATH1(Trunc, std::trunc(x))
 #undef CUBECC_MATH1
   case Opcode::Pow:
     return float_op(
         s, [](auto x, auto y, auto) { return std::pow(x, y); }, a, b);
+  case Opcode::Atan2:
+    return float_op(
+        s, [](auto y, auto x, auto) { return std::atan2(y, x); }, a, b);
+  case Opcode::Hypot:
+    return float_op(
+        s, [](auto x, auto y, auto) { return std::hypot(x, y); }, a, b);
+  case Opcode::IsNan:
+    return std::isnan(to_double(s, a)) ? 1 : 0;
+  case Opcode::IsInf:
+    return std::isinf(to_double(s, a)) ? 1 : 0;
   case Opcode::Fma:
     return float_op(
         s, [](auto x, auto y, auto z) { return std::fma(x, y, z); }, a, b, c);

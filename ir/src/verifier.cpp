@@ -417,6 +417,15 @@ private:
         return error(&op, fmt::format("result must be {}, not {}", expected.str(), result().str()));
       return;
     }
+    case Signature::Classify: {
+      Type t = operand(0);
+      if (!want_value(op, 0, t) || !check_class(op, t))
+        return;
+      Type expected = t.with_element(Scalar::Bool);
+      if (result() != expected)
+        return error(&op, fmt::format("result must be {}, not {}", expected.str(), result().str()));
+      return;
+    }
     case Signature::Select: {
       Type c = operand(0), t = operand(1);
       if (!want_value(op, 1, t))

@@ -21,22 +21,10 @@ using ir::Opcode;
 using ir::Operation;
 using ir::Value;
 
+/// Whether the host may compute `op` in place of the device: not when its accuracy is the
+/// target's, so that a kernel computes the same whether or not its operands are constants.
 bool foldable(Opcode op) {
-  switch (op) {
-  case Opcode::Exp:
-  case Opcode::Exp2:
-  case Opcode::Log:
-  case Opcode::Log2:
-  case Opcode::Sin:
-  case Opcode::Cos:
-  case Opcode::Tanh:
-  case Opcode::Erf:
-  case Opcode::Pow:
-  case Opcode::Rsqrt:
-    return false;
-  default:
-    return true;
-  }
+  return !(ir::op_info(op).flags & ir::Approximate);
 }
 
 /// Folds a scalar op whose operands are all constants.
@@ -44,7 +32,8 @@ bool fold(ir::Module &m, Operation *op, PassContext &ctx) {
   ir::Signature sig = op->info().signature;
   bool elementwise = sig == ir::Signature::Unary || sig == ir::Signature::Binary ||
                      sig == ir::Signature::Ternary || sig == ir::Signature::Compare ||
-                     sig == ir::Signature::Cast || sig == ir::Signature::Select;
+                     sig == ir::Signature::Classify || sig == ir::Signature::Cast ||
+                     sig == ir::Signature::Select;
   if (!elementwise || !foldable(op->opcode()) || !op->result()->type().is_scalar())
     return false;
   uint64_t bits[3] = {0, 0, 0};

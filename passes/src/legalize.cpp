@@ -283,6 +283,232 @@ Value *rewrite_erf(Rewriter &r, ir::Operation &op) {
   return r.cast(erf_f32(r, r.cast(op.operand(0), f)), t);
 }
 
+/// An op on f16 and bf16 computed by `f32` in f32 and rounded once to the type.
+template <class F> Value *through_f32(Rewriter &r, ir::Operation &op, F &&f32) {
+  Type t = op.result()->type();
+  if (t.element() == Scalar::F32)
+    return f32(op.operand(0));
+  Type f = t.with_element(Scalar::F32);
+  return r.cast(f32(r.cast(op.operand(0), f)), t);
+}
+
+/// c0 + z * (c1 + z * (c2 + ...)) in `t`.
+Value *polynomial(Rewriter &r, Type t, Value *z, std::initializer_list<double> coefficients) {
+  const double *k = std::data(coefficients) + coefficients.size() - 1;
+  Value *acc = r.real(t, *k);
+  while (k-- != std::data(coefficients))
+    acc = r.op(Opcode::Add, {r.real(t, *k), r.op(Opcode::Mul, {z, acc})});
+  return acc;
+}
+
+/// expm1 in f32: the Taylor series (to x^10 / 10!, below f32's precision) for |x| < 0.5, where
+/// exp(x) - 1 cancels; exp(x) - 1 beyond (exp's error grows by at most 2.6 there).
+Value *expm1_f32(Rewriter &r, Value *x) {
+  Type f = x->type();
+  // x * (1 + x/2! + x^2/3! + ... + x^9/10!)
+  Value *p = polynomial(r, f, x,
+                        {1.0, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040,
+                         1.0 / 40320, 1.0 / 362880, 1.0 / 3628800});
+  Value *small = r.op(Opcode::Mul, {x, p});
+  Value *large = r.op(Opcode::Sub, {r.op(Opcode::Exp, {x}), r.real(f, 1)});
+  // NaN fails the comparison and takes exp(NaN) - 1 = NaN; ±inf give +inf and -1.
+  return r.select(r.op(Opcode::Lt, {r.op(Opcode::Abs, {x}), r.real(f, 0.5)}), small, large);
+}
+
+/// log1p in f32: 2 atanh(s) with s = x / (2 + x), a series in s^2 (to s^11, below f32's
+/// precision) where 1 + x lies in (1/sqrt 2, sqrt 2); log(1 + x) beyond, where 1 + x's rounding
+/// moves the result by less than 1.5 ULP.
+Value *log1p_f32(Rewriter &r, Value *x) {
+  Type f = x->type();
+  Value *s = r.op(Opcode::Div, {x, r.op(Opcode::Add, {r.real(f, 2), x})});
+  Value *z = r.op(Opcode::Mul, {s, s});
+  Value *series = polynomial(r, f, z, {1.0, 1.0 / 3, 1.0 / 5, 1.0 / 7, 1.0 / 9, 1.0 / 11});
+  Value *near = r.op(Opcode::Mul, {r.op(Opcode::Add, {s, s}), series});
+  Value *far = r.op(Opcode::Log, {r.op(Opcode::Add, {r.real(f, 1), x})});
+  Value *inside = r.op(Opcode::And, {r.op(Opcode::Gt, {x, r.real(f, -0.29289321881345247)}),
+                                     r.op(Opcode::Lt, {x, r.real(f, 0.41421356237309503)})});
+  // NaN fails both comparisons and takes log(1 + NaN) = NaN; -1 gives -inf, below it NaN.
+  return r.select(inside, near, far);
+}
+
+/// The sign of `x` on the magnitude `m` (m >= 0 or NaN): select(x < 0, -m, m), and -0 for -0.
+Value *with_sign_of(Rewriter &r, Value *x, Value *m) {
+  Type f = x->type();
+  Value *negative = r.op(Opcode::Lt, {x, r.real(f, 0)});
+  // -0: x < 0 is false, but the result must be -0 (the functions below are odd).
+  Value *neg_zero = r.op(Opcode::And, {r.op(Opcode::Eq, {x, r.real(f, 0)}),
+                                       r.op(Opcode::Ne, {r.bitcast(x, f.with_element(Scalar::U32)),
+                                                         r.bits(f.with_element(Scalar::U32), 0)})});
+  return r.select(r.op(Opcode::Or, {negative, neg_zero}), r.op(Opcode::Neg, {m}), m);
+}
+
+/// atan in f32, Cephes' atanf: |x| reduced to [0, tan(pi/8)] by pi/2 - atan(1/|x|) above
+/// tan(3pi/8) and pi/4 + atan((|x| - 1) / (|x| + 1)) above tan(pi/8); an odd polynomial there.
+Value *atan_f32(Rewriter &r, Value *x) {
+  Type f = x->type();
+  auto c = [&](double v) { return r.real(f, v); };
+  Value *ax = r.op(Opcode::Abs, {x});
+  Value *big = r.op(Opcode::Gt, {ax, c(2.414213562373095)});
+  Value *mid = r.op(Opcode::Gt, {ax, c(0.4142135623730950)});
+  Value *reduced = r.select(
+      big, r.op(Opcode::Div, {c(-1), ax}),
+      r.select(mid,
+               r.op(Opcode::Div, {r.op(Opcode::Sub, {ax, c(1)}), r.op(Opcode::Add, {ax, c(1)})}),
+               ax));
+  Value *base = r.select(big, c(1.5707963267948966), r.select(mid, c(0.7853981633974483), c(0)));
+  Value *z = r.op(Opcode::Mul, {reduced, reduced});
+  Value *p = polynomial(r, f, z,
+                        {-3.33329491539e-1, 1.99777106478e-1, -1.38776856032e-1, 8.05374449538e-2});
+  Value *t = r.op(Opcode::Add, {r.op(Opcode::Mul, {r.op(Opcode::Mul, {p, z}), reduced}), reduced});
+  // +inf reduces to -1/inf = -0 and gives pi/2; NaN stays NaN through the polynomial.
+  return with_sign_of(r, x, r.op(Opcode::Add, {base, t}));
+}
+
+/// atan2(y, x) in f32: atan(y / x), moved by pi into the left half plane, with C's zero,
+/// infinite and NaN cases.
+Value *atan2_f32(Rewriter &r, Value *y, Value *x) {
+  Type f = x->type();
+  Type u = f.with_element(Scalar::U32);
+  auto c = [&](double v) { return r.real(f, v); };
+  auto eq = [&](Value *p, Value *q) { return r.op(Opcode::Eq, {p, q}); };
+  auto lor = [&](Value *p, Value *q) { return r.op(Opcode::Or, {p, q}); };
+  auto land = [&](Value *p, Value *q) { return r.op(Opcode::And, {p, q}); };
+  const double pi = 3.14159265358979323846;
+  // x's sign bit: -0 counts as negative (atan2(+0, -0) = pi).
+  Value *x_negative = r.op(
+      Opcode::Ne, {r.op(Opcode::And, {r.bitcast(x, u), r.bits(u, 0x80000000u)}), r.bits(u, 0)});
+  Value *a = atan_f32(r, r.op(Opcode::Div, {y, x}));
+  // Left half plane: the angle is atan(y / x) + pi with y's sign.
+  Value *left = r.op(Opcode::Add, {a, with_sign_of(r, y, c(pi))});
+  Value *result = r.select(x_negative, left, a);
+  // y = ±0 (y / x is ±0 or NaN): ±0 for x > 0 or +0, ±pi for x < 0 or -0; x = ±0 with y != 0
+  // gives ±pi/2 already (y / 0 = ±inf).
+  Value *y_zero = eq(y, c(0));
+  result = r.select(y_zero, with_sign_of(r, y, r.select(x_negative, c(pi), c(0))), result);
+  // Both infinite: ±pi/4 or ±3pi/4.
+  Value *x_inf = eq(r.op(Opcode::Abs, {x}), c(INFINITY));
+  Value *y_inf = eq(r.op(Opcode::Abs, {y}), c(INFINITY));
+  result = r.select(land(x_inf, y_inf),
+                    with_sign_of(r, y, r.select(x_negative, c(3 * pi / 4), c(pi / 4))), result);
+  Value *nan = lor(r.op(Opcode::Ne, {x, x}), r.op(Opcode::Ne, {y, y}));
+  return r.select(nan, c(NAN), result);
+}
+
+/// sqrt((1 - x)(1 + x)): sqrt(1 - x^2) without cancellation near |x| = 1 (NaN for |x| > 1).
+Value *sqrt_one_minus_square(Rewriter &r, Value *x) {
+  Type f = x->type();
+  return r.op(Opcode::Sqrt, {r.op(Opcode::Mul, {r.op(Opcode::Sub, {r.real(f, 1), x}),
+                                                r.op(Opcode::Add, {r.real(f, 1), x})})});
+}
+
+/// sinh in f32: Cephes' odd polynomial for |x| <= 1 (exp(x) - exp(-x) cancels there); beyond,
+/// (e - 1/e) / 2 with e = exp(|x|), and (exp(|x|/2) / 2) * exp(|x|/2) where exp(|x|) overflows
+/// before sinh does.
+Value *sinh_cosh_f32(Rewriter &r, Value *x, bool cosh) {
+  Type f = x->type();
+  auto c = [&](double v) { return r.real(f, v); };
+  auto mul = [&](Value *p, Value *q) { return r.op(Opcode::Mul, {p, q}); };
+  Value *ax = r.op(Opcode::Abs, {x});
+  Value *e = r.op(Opcode::Exp, {ax});
+  Value *inverse = r.op(Opcode::Div, {c(0.5), e});
+  Value *half_e = mul(c(0.5), e);
+  Value *h = r.op(Opcode::Exp, {mul(ax, c(0.5))});
+  Value *huge = mul(mul(c(0.5), h), h);
+  Value *moderate = r.op(cosh ? Opcode::Add : Opcode::Sub, {half_e, inverse});
+  Value *magnitude = r.select(r.op(Opcode::Gt, {ax, c(88.0)}), huge, moderate);
+  if (cosh) // no cancellation: e + 1/e is accurate everywhere; NaN propagates
+    return magnitude;
+  Value *z = mul(x, x);
+  Value *p = polynomial(r, f, z, {1.66667160211e-1, 8.33028376239e-3, 2.03721912945e-4});
+  Value *small = r.op(Opcode::Add, {mul(mul(p, z), x), x});
+  return r.select(r.op(Opcode::Gt, {ax, c(1.0)}), with_sign_of(r, x, magnitude), small);
+}
+
+/// asinh in f32, Cephes' asinhf: an odd polynomial below |x| = 0.5, log(2|x|) above 1500,
+/// log(|x| + sqrt(x^2 + 1)) between.
+Value *asinh_f32(Rewriter &r, Value *x) {
+  Type f = x->type();
+  auto c = [&](double v) { return r.real(f, v); };
+  auto mul = [&](Value *p, Value *q) { return r.op(Opcode::Mul, {p, q}); };
+  Value *ax = r.op(Opcode::Abs, {x});
+  Value *z = mul(x, x);
+  Value *p =
+      polynomial(r, f, z, {-1.6666288134e-1, 7.4847586088e-2, -4.2699340972e-2, 2.0122003309e-2});
+  Value *small = r.op(Opcode::Add, {mul(mul(p, z), x), x});
+  Value *middle = r.op(
+      Opcode::Log, {r.op(Opcode::Add, {ax, r.op(Opcode::Sqrt, {r.op(Opcode::Add, {z, c(1)})})})});
+  Value *large = r.op(Opcode::Add, {r.op(Opcode::Log, {ax}), c(0.6931471805599453)});
+  Value *magnitude = r.select(r.op(Opcode::Gt, {ax, c(1500)}), large, middle);
+  // ±0 stays ±0 (the polynomial's negative leading term would make -0 + -0 * ... = +0).
+  small = r.select(r.op(Opcode::Eq, {x, c(0)}), x, small);
+  // NaN fails the comparison and takes the polynomial, which propagates it.
+  return r.select(r.op(Opcode::Ge, {ax, c(0.5)}), with_sign_of(r, x, magnitude), small);
+}
+
+/// acosh in f32, Cephes' acoshf: sqrt(2z) P(z) with z = x - 1 below z = 0.5, log(2x) above
+/// 1500, log(x + sqrt(z (x + 1))) between; NaN below 1.
+Value *acosh_f32(Rewriter &r, Value *x) {
+  Type f = x->type();
+  auto c = [&](double v) { return r.real(f, v); };
+  auto mul = [&](Value *p, Value *q) { return r.op(Opcode::Mul, {p, q}); };
+  Value *z = r.op(Opcode::Sub, {x, c(1)});
+  Value *p = polynomial(
+      r, f, z,
+      {1.4142135263e0, -1.1784741703e-1, 2.6454905019e-2, -7.5272886713e-3, 1.7596881071e-3});
+  Value *near = mul(p, r.op(Opcode::Sqrt, {z})); // sqrt(2) is in p's first coefficient
+  Value *middle =
+      r.op(Opcode::Log,
+           {r.op(Opcode::Add, {x, r.op(Opcode::Sqrt, {mul(z, r.op(Opcode::Add, {x, c(1)}))})})});
+  Value *large = r.op(Opcode::Add, {r.op(Opcode::Log, {x}), c(0.6931471805599453)});
+  Value *result = r.select(r.op(Opcode::Gt, {x, c(1500)}), large,
+                           r.select(r.op(Opcode::Lt, {z, c(0.5)}), near, middle));
+  return r.select(r.op(Opcode::Lt, {x, c(1)}), c(NAN), result); // sqrt(z < 0) is NaN too
+}
+
+/// atanh in f32, Cephes' atanhf: an odd polynomial below |x| = 0.5, log((1 + x) / (1 - x)) / 2
+/// beyond (±inf at ±1, NaN past it).
+Value *atanh_f32(Rewriter &r, Value *x) {
+  Type f = x->type();
+  auto c = [&](double v) { return r.real(f, v); };
+  auto mul = [&](Value *p, Value *q) { return r.op(Opcode::Mul, {p, q}); };
+  Value *ax = r.op(Opcode::Abs, {x});
+  Value *z = mul(x, x);
+  Value *p = polynomial(
+      r, f, z,
+      {3.33337300303e-1, 1.99782164500e-1, 1.46691431730e-1, 8.24370301058e-2, 1.81740078349e-1});
+  Value *small = r.op(Opcode::Add, {mul(mul(p, z), x), x});
+  Value *large =
+      mul(c(0.5),
+          r.op(Opcode::Log,
+               {r.op(Opcode::Div, {r.op(Opcode::Add, {c(1), x}), r.op(Opcode::Sub, {c(1), x})})}));
+  return r.select(r.op(Opcode::Ge, {ax, c(0.5)}), large, small);
+}
+
+/// hypot as max * sqrt(1 + (min / max)^2), which overflows only where the result does; C's
+/// special cases: an infinite operand gives +inf (even with a NaN), else a NaN gives NaN.
+Value *hypot_any(Rewriter &r, Value *x, Value *y) {
+  Type f = x->type();
+  Value *ax = r.op(Opcode::Abs, {x}), *ay = r.op(Opcode::Abs, {y});
+  Value *m = r.op(Opcode::Max, {ax, ay}), *n = r.op(Opcode::Min, {ax, ay});
+  Value *q = r.op(Opcode::Div, {n, m});
+  Value *h =
+      r.op(Opcode::Mul,
+           {m, r.op(Opcode::Sqrt, {r.op(Opcode::Add, {r.real(f, 1), r.op(Opcode::Mul, {q, q})})})});
+  h = r.select(r.op(Opcode::Eq, {m, r.real(f, 0)}), r.real(f, 0), h); // 0 / 0
+  Value *nan = r.op(Opcode::Or, {r.op(Opcode::IsNan, {x}), r.op(Opcode::IsNan, {y})});
+  h = r.select(nan, r.real(f, NAN), h); // min and max would drop a NaN
+  Value *inf = r.op(Opcode::Or, {r.op(Opcode::IsInf, {x}), r.op(Opcode::IsInf, {y})});
+  return r.select(inf, r.real(f, INFINITY), h);
+}
+
+Value *rewrite_hypot(Rewriter &r, ir::Operation &op) {
+  Type t = op.result()->type();
+  if (t.element() == Scalar::F32 || t.element() == Scalar::F64)
+    return hypot_any(r, op.operand(0), op.operand(1));
+  Type f = t.with_element(Scalar::F32);
+  return r.cast(hypot_any(r, r.cast(op.operand(0), f), r.cast(op.operand(1), f)), t);
+}
+
 /// C's pow from pow(|x|, y) (docs/ir.md §4.5): the sign for odd integral y, NaN for finite
 /// negative x and non-integral y, the zero, NaN and infinite cases.
 Value *rewrite_pow(Rewriter &r, ir::Operation &op) {
@@ -356,6 +582,91 @@ const Pattern kPatterns[] = {
        return !t.c_pow && is_f16_bf16_or_f32(op.result()->type().element());
      },
      rewrite_pow},
+    {Opcode::Expm1, "expm1 expanded",
+     [](const ir::Operation &op, const LegalizeTarget &t) {
+       return !t.native_libm && is_f16_bf16_or_f32(op.result()->type().element());
+     },
+     [](Rewriter &r, ir::Operation &op) {
+       return through_f32(r, op, [&](Value *x) { return expm1_f32(r, x); });
+     }},
+    {Opcode::Log1p, "log1p expanded",
+     [](const ir::Operation &op, const LegalizeTarget &t) {
+       return !t.native_libm && is_f16_bf16_or_f32(op.result()->type().element());
+     },
+     [](Rewriter &r, ir::Operation &op) {
+       return through_f32(r, op, [&](Value *x) { return log1p_f32(r, x); });
+     }},
+    {Opcode::Asin, "asin expanded",
+     [](const ir::Operation &op, const LegalizeTarget &t) {
+       return !t.native_libm && is_f16_bf16_or_f32(op.result()->type().element());
+     },
+     [](Rewriter &r, ir::Operation &op) {
+       return through_f32(r, op,
+                          [&](Value *x) { return atan2_f32(r, x, sqrt_one_minus_square(r, x)); });
+     }},
+    {Opcode::Acos, "acos expanded",
+     [](const ir::Operation &op, const LegalizeTarget &t) {
+       return !t.native_libm && is_f16_bf16_or_f32(op.result()->type().element());
+     },
+     [](Rewriter &r, ir::Operation &op) {
+       return through_f32(r, op,
+                          [&](Value *x) { return atan2_f32(r, sqrt_one_minus_square(r, x), x); });
+     }},
+    {Opcode::Atan, "atan expanded",
+     [](const ir::Operation &op, const LegalizeTarget &t) {
+       return !t.native_libm && is_f16_bf16_or_f32(op.result()->type().element());
+     },
+     [](Rewriter &r, ir::Operation &op) {
+       return through_f32(r, op, [&](Value *x) { return atan_f32(r, x); });
+     }},
+    {Opcode::Atan2, "atan2 expanded",
+     [](const ir::Operation &op, const LegalizeTarget &t) {
+       return !t.native_libm && is_f16_bf16_or_f32(op.result()->type().element());
+     },
+     [](Rewriter &r, ir::Operation &op) {
+       Type t = op.result()->type();
+       if (t.element() == Scalar::F32)
+         return atan2_f32(r, op.operand(0), op.operand(1));
+       Type f = t.with_element(Scalar::F32);
+       return r.cast(atan2_f32(r, r.cast(op.operand(0), f), r.cast(op.operand(1), f)), t);
+     }},
+    {Opcode::Sinh, "sinh expanded",
+     [](const ir::Operation &op, const LegalizeTarget &t) {
+       return !t.native_libm && is_f16_bf16_or_f32(op.result()->type().element());
+     },
+     [](Rewriter &r, ir::Operation &op) {
+       return through_f32(r, op, [&](Value *x) { return sinh_cosh_f32(r, x, false); });
+     }},
+    {Opcode::Cosh, "cosh expanded",
+     [](const ir::Operation &op, const LegalizeTarget &t) {
+       return !t.native_libm && is_f16_bf16_or_f32(op.result()->type().element());
+     },
+     [](Rewriter &r, ir::Operation &op) {
+       return through_f32(r, op, [&](Value *x) { return sinh_cosh_f32(r, x, true); });
+     }},
+    {Opcode::Asinh, "asinh expanded",
+     [](const ir::Operation &op, const LegalizeTarget &t) {
+       return !t.native_libm && is_f16_bf16_or_f32(op.result()->type().element());
+     },
+     [](Rewriter &r, ir::Operation &op) {
+       return through_f32(r, op, [&](Value *x) { return asinh_f32(r, x); });
+     }},
+    {Opcode::Acosh, "acosh expanded",
+     [](const ir::Operation &op, const LegalizeTarget &t) {
+       return !t.native_libm && is_f16_bf16_or_f32(op.result()->type().element());
+     },
+     [](Rewriter &r, ir::Operation &op) {
+       return through_f32(r, op, [&](Value *x) { return acosh_f32(r, x); });
+     }},
+    {Opcode::Atanh, "atanh expanded",
+     [](const ir::Operation &op, const LegalizeTarget &t) {
+       return !t.native_libm && is_f16_bf16_or_f32(op.result()->type().element());
+     },
+     [](Rewriter &r, ir::Operation &op) {
+       return through_f32(r, op, [&](Value *x) { return atanh_f32(r, x); });
+     }},
+    {Opcode::Hypot, "hypot expanded",
+     [](const ir::Operation &, const LegalizeTarget &t) { return !t.native_libm; }, rewrite_hypot},
 };
 
 } // namespace

@@ -339,10 +339,15 @@ OpCase arith_case(Scalar s) {
   std::vector<std::string> compares = {"eq", "ne"};
   if (numeric)
     compares.insert(compares.end(), {"lt", "le", "gt", "ge"});
+  if (is_float(s)) // the classifications (one operand) over the same special values
+    compares.insert(compares.end(), {"is_nan", "is_inf"});
   Buffer cmp = output("cmp", Scalar::U8, compares.size() * kArithN, 0x77);
   Buffer cmpw = output("cmpw", Scalar::U32, compares.size() * kArithN, 0x77777777);
   for (size_t k = 0; k < compares.size(); ++k) {
-    std::string r = body.op(fmt::format("{} {}, {}", compares[k], va, vb), "bool");
+    bool classify = compares[k].rfind("is_", 0) == 0;
+    std::string r = body.op(classify ? fmt::format("{} {}", compares[k], va)
+                                     : fmt::format("{} {}, {}", compares[k], va, vb),
+                            "bool");
     std::string idx = offset_index(body, i, k * kArithN);
     body.line(fmt::format("store %cmp, {}, {}", idx, body.op("cast " + r, "u8")));
     body.line(fmt::format("store %cmpw, {}, {}", idx, body.op("cast " + r, "u32")));
@@ -515,6 +520,83 @@ std::vector<MathOp> math_ops(Scalar s) {
        },
        "inherited from exp2(y * log2(x)): log2 error (2^-21 absolute in [0.5, 2] else 3 ULP), "
        "times |y|, plus exp2's (3 + 2|t|) ULP, +1 for the reference"});
+  // The trigonometric, hyperbolic and C99 functions. Vulkan bounds them only by inheritance
+  // from formulas (atan and atan2: 4096 ULP), and lavapipe's asin, acos and atan are off by 10^-4
+  // and its sinh cancels near 0: on Vulkan all but tan are the legalize pass's expansions
+  // (docs/passes.md, Cephes' f32 algorithms over exp, log, sqrt and division). Their error is
+  // then inherited from Vulkan's exp ((3 + 2|x|) ULP, grown at most 3 times by the formula) or
+  // log (2^-21 absolute near 1: 32 ULP); f16 and bf16 compute in f32 and round once. CUDA, HIP
+  // and the CPU call their libraries (a few ULP).
+  auto bounded = [&](const char *op, std::vector<double> special, double lo, double hi,
+                     std::function<Tolerance(std::array<double, 3>, double)> tolerance,
+                     std::string bound) {
+    ops.push_back({op, 1, with(special, [=](std::mt19937_64 &r) { return uniform(r, lo, hi); }),
+                   tolerance, bound});
+  };
+  double f16_ulps = 2; // an f32 result (a few f32 ULP) rounded to f16, +1 for the reference
+  auto exp_based = [=](std::array<double, 3> in, double) {
+    return Tolerance{h ? f16_ulps : 3 * (exp_ulps + 2 * std::fabs(in[0])) + reference, 0};
+  };
+  std::string exp_bound = h ? "2 ULP: computed in f32, rounded once (+1 for the reference)"
+                            : "3 (3 + 2|x|) ULP: Vulkan's exp through the expansion, +1 for "
+                              "the reference";
+  std::string log_bound = h ? "2 ULP: computed in f32, rounded once (+1 for the reference)"
+                            : "32 ULP: Vulkan's log (2^-21 absolute near 1) through the "
+                              "expansion";
+  std::string div_bound = h ? "2 ULP: computed in f32, rounded once (+1 for the reference)"
+                            : "6 ULP: the expansion's 4 (division and sqrt are exact on "
+                              "lavapipe), +1 for the reference, +1 margin";
+  bounded("tan", {0.0, -0.0, kNaN, 1, -1, 0.785, -1.5}, -1.5, 1.5, ulps(h ? 4 : 8),
+          h ? "4 ULP: the device's tan (Vulkan: inherited from sin / cos)"
+            : "8 ULP: the device's tan (Vulkan: inherited from sin / cos)");
+  bounded("asin", {0.0, -0.0, kNaN, 1, -1, 0.5, -0.5, 1.5}, -1, 1, ulps(h ? f16_ulps : 6),
+          div_bound);
+  bounded("acos", {0.0, -0.0, kNaN, 1, -1, 0.5, -0.5, 1.5}, -1, 1, ulps(h ? f16_ulps : 6),
+          div_bound);
+  bounded("atan", {0.0, -0.0, kNaN, kInf, -kInf, 1, -1, 1e4}, -100, 100, ulps(h ? f16_ulps : 6),
+          div_bound);
+  bounded("sinh", {0.0, -0.0, kNaN, kInf, -kInf, 1, -1, 0.01}, -10, 10, exp_based, exp_bound);
+  bounded("cosh", {0.0, -0.0, kNaN, kInf, -kInf, 1, -1, 0.01}, -10, 10, exp_based, exp_bound);
+  bounded("expm1", {0.0, -0.0, kNaN, kInf, -kInf, 1e-3, -1e-3, 0.5, -0.5}, -10, 10, exp_based,
+          exp_bound);
+  bounded("asinh", {0.0, -0.0, kNaN, kInf, -kInf, 1, -1, 0.01}, -100, 100, ulps(h ? f16_ulps : 32),
+          log_bound);
+  bounded("acosh", {1, kNaN, kInf, 0.5, 2, 1.5, 10}, 1, 100, ulps(h ? f16_ulps : 32), log_bound);
+  bounded("atanh", {0.0, -0.0, kNaN, 1, -1, 0.5, -0.5, 0.01}, -0.99, 0.99, ulps(h ? f16_ulps : 32),
+          log_bound);
+  bounded("log1p", {0.0, -0.0, kNaN, kInf, -1, 1e-3, -1e-3, 0.5, -0.3, -2}, -0.9, 100,
+          ulps(h ? f16_ulps : 32), log_bound);
+  auto pairs = [=](std::vector<std::array<double, 3>> special, double lo, double hi) {
+    return [=](size_t k, std::mt19937_64 &r) -> std::array<double, 3> {
+      if (k < special.size())
+        return special[k];
+      return {uniform(r, lo, hi), uniform(r, lo, hi), 0};
+    };
+  };
+  ops.push_back({"atan2", 2,
+                 pairs({{0, 1, 0},
+                        {-0.0, 1, 0},
+                        {0, -1, 0},
+                        {1, 0, 0},
+                        {-1, -0.0, 0},
+                        {kInf, kInf, 0},
+                        {kNaN, 1, 0},
+                        {1, -kInf, 0}},
+                       -100, 100),
+                 ulps(h ? f16_ulps : 6), div_bound});
+  ops.push_back(
+      {"hypot", 2,
+       pairs({{3, 4, 0},
+              {0, 0, 0},
+              {-0.0, 0, 0},
+              {kInf, kNaN, 0},
+              {kNaN, -kInf, 0},
+              {kNaN, 1, 0},
+              {max, max, 0},
+              {1e-3, 1e3, 0}},
+             -1000, 1000),
+       ulps(h ? 3 : 4),
+       fmt::format("{} ULP: C's hypot, or max * sqrt(1 + (min / max)^2) (legalized)", h ? 3 : 4)});
   ops.push_back({"fma", 3,
                  [=](size_t k, std::mt19937_64 &r) -> std::array<double, 3> {
                    static const std::array<double, 3> special[] = {
@@ -529,7 +611,9 @@ std::vector<MathOp> math_ops(Scalar s) {
 }
 
 /// Ops that GLSL.std.450 lacks on f64; Vulkan refuses them with a message naming each.
-const char *const kNoF64[] = {"exp", "exp2", "log", "log2", "sin", "cos", "tanh", "erf", "pow"};
+const char *const kNoF64[] = {"exp",  "exp2", "log",   "log2",  "sin",   "cos",   "tanh",
+                              "erf",  "pow",  "tan",   "asin",  "acos",  "atan",  "atan2",
+                              "sinh", "cosh", "asinh", "acosh", "atanh", "expm1", "log1p"};
 
 /// Which f64 math ops a case holds: those every Vulkan device runs, those GLSL.std.450 lacks
 /// (always refused), or fma (refused where the device does not fuse Fma: a single rounding

@@ -84,6 +84,22 @@ const MathOp kOps[] = {
     {"tanh", 1, [](long double a, long double, long double) { return std::tanh(a); }, -5, 5},
     {"erf", 1, [](long double a, long double, long double) { return std::erf(a); }, -4, 4},
     {"pow", 2, [](long double a, long double b, long double) { return std::pow(a, b); }, 0.5, 4},
+    {"tan", 1, [](long double a, long double, long double) { return std::tan(a); }, -1.5, 1.5},
+    {"asin", 1, [](long double a, long double, long double) { return std::asin(a); }, -1, 1},
+    {"acos", 1, [](long double a, long double, long double) { return std::acos(a); }, -1, 1},
+    {"atan", 1, [](long double a, long double, long double) { return std::atan(a); }, -10, 10},
+    {"atan2", 2, [](long double a, long double b, long double) { return std::atan2(a, b); }, -10,
+     10},
+    {"sinh", 1, [](long double a, long double, long double) { return std::sinh(a); }, -10, 10},
+    {"cosh", 1, [](long double a, long double, long double) { return std::cosh(a); }, -10, 10},
+    {"asinh", 1, [](long double a, long double, long double) { return std::asinh(a); }, -100, 100},
+    {"acosh", 1, [](long double a, long double, long double) { return std::acosh(a); }, 1, 100},
+    {"atanh", 1, [](long double a, long double, long double) { return std::atanh(a); }, -0.99,
+     0.99},
+    {"expm1", 1, [](long double a, long double, long double) { return std::expm1(a); }, -10, 10},
+    {"log1p", 1, [](long double a, long double, long double) { return std::log1p(a); }, -0.9, 100},
+    {"hypot", 2, [](long double a, long double b, long double) { return std::hypot(a, b); }, -100,
+     100},
 };
 
 const Scalar kTypes[] = {Scalar::F32, Scalar::F16, Scalar::BF16, Scalar::F64};
@@ -110,6 +126,19 @@ const Bound kBounds[] = {
     {"tanh", 8, 4},
     {"erf", 4, 4},
     {"pow", 64, 4},
+    {"tan", 8, 4},
+    {"asin", 4, 4},
+    {"acos", 4, 4},
+    {"atan", 4, 4},
+    {"atan2", 4, 4},
+    {"sinh", 16, 4},
+    {"cosh", 16, 4},
+    {"asinh", 8, 4},
+    {"acosh", 8, 4},
+    {"atanh", 8, 4},
+    {"expm1", 16, 4},
+    {"log1p", 8, 4},
+    {"hypot", 4, 4},
 };
 
 const Bound &bound_of(const std::string &op) {
@@ -353,9 +382,11 @@ std::string table_markdown(const std::map<std::pair<std::string, Scalar>, std::v
      << "Devices measured: " << fmt::format("{}", fmt::join(present, ", ")) << ".\n\n"
      << "Where the backends differ, it is the target's own library: CUDA and HIP call the vendor's "
         "libdevice/ocml, the cpu device glibc's libm and libmvec, Vulkan the driver's "
-        "GLSL.std.450; `erf` and C's `pow` special cases are the legalize pass's expansion on "
-        "Vulkan (the same IR on every device that lacks them), `rem` and `fma` are exact on "
-        "every backend.\n\n"
+        "GLSL.std.450; `erf`, `asin`, `acos`, `atan`, `atan2`, `sinh`, `cosh`, `asinh`, `acosh`, "
+        "`atanh`, `expm1`, `log1p`, `hypot` and C's `pow` special cases are the legalize pass's "
+        "expansions on Vulkan (the same IR on "
+        "every device that lacks them), "
+        "`rem` and `fma` are exact on every backend.\n\n"
      << "| op | type | bound (ULP) |";
   for (const char *d : kDevices)
     md << " " << d << " |";

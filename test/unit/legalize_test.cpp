@@ -286,5 +286,86 @@ TEST(Legalize, expanded_pow_follows_c_and_expanded_erf_stays_within_two_ulp) {
   RecordProperty("erf_f32_max_ulp", static_cast<int>(worst_erf));
 }
 
+/// The expansions for targets without the C library's functions (docs/passes.md): run in the
+/// interpreter (whose exp, log and sqrt are glibc's, within 1 ULP), each must stay within its
+/// bound of C's function computed in double and rounded once.
+TEST(Legalize, expanded_libm_functions_follow_c_within_a_few_ulp) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+  constexpr float kMax = std::numeric_limits<float>::max();
+  constexpr float kTiny = std::numeric_limits<float>::denorm_min();
+  struct Function {
+    const char *op;
+    bool binary;
+    double (*reference)(double, double);
+    float lo, hi; ///< the random inputs' range (special ones are added to every function)
+    int bound;    ///< ULP
+  };
+  const Function functions[] = {
+      {"expm1", false, [](double x, double) { return std::expm1(x); }, -20, 20, 3},
+      {"log1p", false, [](double x, double) { return std::log1p(x); }, -1, 50, 3},
+      {"hypot", true, [](double x, double y) { return std::hypot(x, y); }, -1e3f, 1e3f, 3},
+      {"atan", false, [](double x, double) { return std::atan(x); }, -50, 50, 3},
+      {"atan2", true, [](double y, double x) { return std::atan2(y, x); }, -10, 10, 4},
+      {"asin", false, [](double x, double) { return std::asin(x); }, -1, 1, 4},
+      {"acos", false, [](double x, double) { return std::acos(x); }, -1, 1, 4},
+      {"sinh", false, [](double x, double) { return std::sinh(x); }, -12, 12, 4},
+      {"cosh", false, [](double x, double) { return std::cosh(x); }, -12, 12, 4},
+      {"asinh", false, [](double x, double) { return std::asinh(x); }, -2000, 2000, 4},
+      {"acosh", false, [](double x, double) { return std::acosh(x); }, 1, 2000, 4},
+      {"atanh", false, [](double x, double) { return std::atanh(x); }, -1, 1, 4},
+  };
+  std::vector<float> special = {0.0f,   -0.0f,  1.0f,    -1.0f,   0.5f,    -0.5f,   0.49999997f,
+                                -0.29f, 0.414f, 0.415f,  3.0f,    kInf,    -kInf,   kNaN,
+                                1e-30f, -1e-7f, kTiny,   kMax,    88.5f,   -89.0f,  -1.5f,
+                                1e20f,  1e-20f, 1.0001f, 0.9999f, 2.4142f, 1500.5f, 1e-3f};
+  for (const Function &fn : functions) {
+    std::vector<float> x, y;
+    for (float p : special)
+      for (float q : fn.binary ? special : std::vector<float>{1.0f})
+        x.push_back(p), y.push_back(q);
+    std::mt19937 rng(13);
+    std::uniform_real_distribution<float> range(fn.lo, fn.hi), unit(-1, 1);
+    std::uniform_int_distribution<int> exponent(-30, 30);
+    while (x.size() % 64 != 0 || x.size() < 4096) {
+      x.push_back(x.size() % 4 == 0 ? std::ldexp(unit(rng), exponent(rng)) : range(rng));
+      y.push_back(x.size() % 3 == 0 ? std::ldexp(unit(rng), exponent(rng)) : range(rng));
+    }
+    std::string call = fn.binary ? fmt::format("{} %x, %y", fn.op) : fmt::format("{} %x", fn.op);
+    auto module = parse_and_legalize(fmt::format(R"(module @m {{
+  kernel @k(%a: buffer<f32, read>, %b: buffer<f32, read>, %out: buffer<f32, readwrite>) workgroup(64, 1, 1) {{
+    %gid = global_id : u32x3
+    %i = vec.extract %gid {{lane = 0}} : u32
+    %x = load %a, %i : f32
+    %y = load %b, %i : f32
+    %r = {} : f32
+    store %out, %i, %r
+    return
+  }}
+}}
+)",
+                                                 call));
+    ASSERT_TRUE(module);
+    EXPECT_EQ(ir::to_string(*module).find(std::string(" = ") + fn.op + " "), std::string::npos)
+        << fn.op << " was not expanded";
+    ir::HostBuffer ba = buffer(Scalar::F32, x), bb = buffer(Scalar::F32, y);
+    ir::HostBuffer out = buffer(Scalar::F32, std::vector<float>(x.size()));
+    run(*module->kernels()[0], {&ba, &bb, &out}, x.size());
+    std::vector<float> got = read<float>(out);
+    int64_t worst = 0;
+    for (size_t k = 0; k < x.size(); ++k) {
+      float want = static_cast<float>(fn.reference(x[k], y[k]));
+      worst = std::max(worst, ulps(got[k], want));
+      EXPECT_LE(ulps(got[k], want), fn.bound)
+          << fn.op << "(" << x[k] << (fn.binary ? fmt::format(", {}", y[k]) : "")
+          << ") = " << got[k] << ", want " << want;
+      if (got[k] == 0 && want == 0) { // the sign of a zero result is C's too
+        EXPECT_EQ(std::signbit(got[k]), std::signbit(want)) << fn.op << "(" << x[k] << ")";
+      }
+    }
+    RecordProperty(std::string(fn.op) + "_f32_max_ulp", static_cast<int>(worst));
+  }
+}
+
 } // namespace
 } // namespace cubecc

@@ -346,6 +346,18 @@ CUBECC_DSL_UNARY_MATH(erf, Erf, Float)
 CUBECC_DSL_UNARY_MATH(floor, Floor, Float)
 CUBECC_DSL_UNARY_MATH(ceil, Ceil, Float)
 CUBECC_DSL_UNARY_MATH(round, Round, Float)
+CUBECC_DSL_UNARY_MATH(trunc, Trunc, Float)
+CUBECC_DSL_UNARY_MATH(tan, Tan, Float)
+CUBECC_DSL_UNARY_MATH(asin, Asin, Float)
+CUBECC_DSL_UNARY_MATH(acos, Acos, Float)
+CUBECC_DSL_UNARY_MATH(atan, Atan, Float)
+CUBECC_DSL_UNARY_MATH(sinh, Sinh, Float)
+CUBECC_DSL_UNARY_MATH(cosh, Cosh, Float)
+CUBECC_DSL_UNARY_MATH(asinh, Asinh, Float)
+CUBECC_DSL_UNARY_MATH(acosh, Acosh, Float)
+CUBECC_DSL_UNARY_MATH(atanh, Atanh, Float)
+CUBECC_DSL_UNARY_MATH(expm1, Expm1, Float)
+CUBECC_DSL_UNARY_MATH(log1p, Log1p, Float)
 CUBECC_DSL_UNARY_MATH(abs, Abs, Signed)
 #undef CUBECC_DSL_UNARY_MATH
 
@@ -363,6 +375,32 @@ template <class A, class B>
 requires detail::BinaryOperands<A, B>
 auto pow(const A &a, const B &b) {
   return detail::binary<ir::Opcode::Pow, detail::Need::Float>(a, b);
+}
+
+/// The angle of the point (x, y) from the x axis, in (-pi, pi]: C's atan2(y, x).
+template <class A, class B>
+requires detail::BinaryOperands<A, B>
+auto atan2(const A &y, const B &x) {
+  return detail::binary<ir::Opcode::Atan2, detail::Need::Float>(y, x);
+}
+/// sqrt(x * x + y * y) without overflow or underflow in between: C's hypot.
+template <class A, class B>
+requires detail::BinaryOperands<A, B>
+auto hypot(const A &x, const B &y) {
+  return detail::binary<ir::Opcode::Hypot, detail::Need::Float>(x, y);
+}
+
+/// Whether `x` is a NaN (a bool, or a bool vector of x's lanes).
+template <ExprLike A> auto is_nan(const A &x) {
+  using T = value_of<A>;
+  detail::check_class<detail::Need::Float, T>();
+  return detail::make_node<ir::Opcode::IsNan, typename BoolLike<T>::type>(x.dsl_node());
+}
+/// Whether `x` is +inf or -inf (a bool, or a bool vector of x's lanes).
+template <ExprLike A> auto is_inf(const A &x) {
+  using T = value_of<A>;
+  detail::check_class<detail::Need::Float, T>();
+  return detail::make_node<ir::Opcode::IsInf, typename BoolLike<T>::type>(x.dsl_node());
 }
 
 /// a * b + c with one rounding.

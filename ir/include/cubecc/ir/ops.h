@@ -16,6 +16,7 @@ enum class Signature : uint8_t {
   Binary,          ///< (T, T) -> T
   Ternary,         ///< (T, T, T) -> T
   Compare,         ///< (T, T) -> bool with T's lanes
+  Classify,        ///< (T) -> bool with T's lanes
   Select,          ///< (bool with T's lanes or bool, T, T) -> T
   Cast,            ///< (T) -> U, same lanes
   Bitcast,         ///< (T) -> U, same total bits
@@ -69,6 +70,7 @@ enum OpFlag : uint32_t {
   Subgroup = 1u << 7,     ///< a subgroup collective: every invocation of the subgroup takes part
   HasRegions = 1u << 8,   ///< owns regions
   Terminator = 1u << 9,   ///< ends a region
+  Approximate = 1u << 10, ///< accuracy is the target's (docs/ir.md §4.2): never folded on the host
 };
 
 enum class Opcode : uint16_t {

@@ -27,6 +27,12 @@ struct LegalizeTarget {
   /// `pow` with C's special cases (x < 0, x = ±0, NaN and infinite operands). GLSL's Pow is
   /// undefined there: without it `pow` becomes pow(|x|, y) plus C's sign and special cases.
   bool c_pow = false;
+  /// The inverse trigonometric and hyperbolic functions and C99's `expm1`, `log1p` and `hypot`
+  /// from the target's math library, to a few ULP. Without it (GLSL.std.450 either lacks them or
+  /// computes asin, acos and atan to 10^-4 and sinh near 0 by cancellation): Cephes' f32
+  /// algorithms over exp, log, sqrt and division (f16, bf16 and f32; f64 is refused by the
+  /// backend), and `hypot` as max * sqrt(1 + (min / max)^2) with C's special cases (every type).
+  bool native_libm = false;
 
   /// Every expansion on: what `cubecc-opt --passes=legalize` and the tests use.
   static LegalizeTarget portable() { return {}; }
