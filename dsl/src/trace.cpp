@@ -124,6 +124,18 @@ ir::Value *emit_extract(ir::Value *vector, uint32_t lane, const Loc &loc) {
   return builder_at(loc).extract(vector, lane);
 }
 
+ir::Value *emit_n(ir::Opcode op, std::span<ir::Value *const> operands, ir::Type type,
+                  const Loc &loc) {
+  return builder_at(loc).create(op, operands, std::span<const ir::Type>(&type, 1))->result();
+}
+
+ir::Value *emit_insert(ir::Value *vector, ir::Value *value, uint32_t lane, const Loc &loc) {
+  ir::Operation *op =
+      builder_at(loc).create(ir::Opcode::VecInsert, {vector, value}, {vector->type()});
+  op->attributes().set("lane", int64_t{lane});
+  return op->result();
+}
+
 ir::Value *builtin_component(ir::Value *vector, uint32_t lane) {
   TraceState &s = state(Loc::current());
   ir::Value *&slot = s.components[{vector, lane}];
@@ -163,6 +175,19 @@ ir::Value *add_parameter(ir::Type type, const char *name) {
 void begin_if(ir::Value *condition, const Loc &loc) {
   ir::Operation *op = builder_at(loc).create_if(condition, {});
   push_region(op->region(0));
+}
+
+ir::Value *emit_if_value(ir::Value *condition, ir::Type type,
+                         const std::function<ir::Value *()> &then_value,
+                         const std::function<ir::Value *()> &else_value, const Loc &loc) {
+  ir::Operation *op = builder_at(loc).create_if(condition, std::span<const ir::Type>(&type, 1));
+  for (unsigned branch = 0; branch < 2; ++branch) {
+    push_region(op->region(branch));
+    ir::Value *value = branch == 0 ? then_value() : else_value();
+    builder_at(loc).create(ir::Opcode::Yield, {value});
+    current->regions.pop_back();
+  }
+  return op->result();
 }
 
 void end_then() {

@@ -66,7 +66,11 @@ struct Unroll {
 namespace detail {
 
 template <class L, class H> struct LoopIndex {
-  using type = int32_t; // both bounds are C++ integers
+  // Both bounds are C++ integers: their common type, so `for_(0u, 16u, ...)` counts in uint32_t.
+  static_assert(std::is_integral_v<L> && std::is_integral_v<H> && !std::is_same_v<L, bool> &&
+                    !std::is_same_v<H, bool>,
+                "cubecc: for_ bounds must be integers");
+  using type = KernelInteger<std::common_type_t<L, H>>;
 };
 template <class L, class H>
 requires(ExprLike<H> && !ExprLike<L>) struct LoopIndex<L, H> {
@@ -95,18 +99,36 @@ void for_impl(const L &lo, const H &hi, const S &step, F &&body, int unroll, con
 
 /// for (i = lo; i < hi; i += 1) body(i). The bounds are evaluated once.
 template <class L, class H, class F>
-requires std::invocable<F, Val<typename detail::LoopIndex<L, H>::type>>
-void for_(const L &lo, const H &hi, F &&body, const Loc &loc = Loc::current()) {
+requires std::invocable<F>
+void for_(const L &, const H &, F &&, const Loc & = Loc::current()) {
+  static_assert(dependent_false<F>, "cubecc: for_'s body takes the loop index: write [&](auto i) "
+                                    "or [&](dsl::Val<T> i) with T the type of the bounds");
+}
+
+/// for (i = lo; i < hi; i += 1) body(i). The bounds are evaluated once. The index has the type
+/// of the kernel-value bound, or the common type of two C++ bounds (0u and 16u: uint32_t).
+template <class L, class H, class F>
+requires(!std::invocable<F>) void for_(const L &lo, const H &hi, F &&body,
+                                       const Loc &loc = Loc::current()) {
   using I = typename detail::LoopIndex<L, H>::type;
+  static_assert(std::invocable<F, Val<I>>,
+                "cubecc: for_'s body must take the loop index as dsl::Val<T> with T the type of "
+                "the bounds (the kernel value's, or int32_t / uint32_t for C++ int / unsigned "
+                "bounds), or as auto");
   detail::for_impl<I>(lo, hi, 1, std::forward<F>(body), 0, loc);
 }
 
 /// for (i = lo; i < hi; i += step) body(i), with an optional unrolling hint.
 template <class L, class H, class S, class F>
-requires std::invocable<F, Val<typename detail::LoopIndex<L, H>::type>>
-void for_(const L &lo, const H &hi, const S &step, F &&body, Unroll unroll = {},
-          const Loc &loc = Loc::current()) {
+requires(!std::is_same_v<std::remove_cvref_t<F>, Loc>) void for_(const L &lo, const H &hi,
+                                                                 const S &step, F &&body,
+                                                                 Unroll unroll = {},
+                                                                 const Loc &loc = Loc::current()) {
   using I = typename detail::LoopIndex<L, H>::type;
+  static_assert(std::invocable<F, Val<I>>,
+                "cubecc: for_'s body must take the loop index as dsl::Val<T> with T the type of "
+                "the bounds (the kernel value's, or int32_t / uint32_t for C++ int / unsigned "
+                "bounds), or as auto");
   detail::for_impl<I>(lo, hi, step, std::forward<F>(body), unroll.factor, loc);
 }
 

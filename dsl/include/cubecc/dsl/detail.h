@@ -11,8 +11,10 @@
 #include "cubecc/ir/types.h"
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <source_location>
+#include <span>
 #include <stdexcept>
 #include <string>
 
@@ -51,6 +53,11 @@ void emit_void(ir::Opcode op, std::initializer_list<ir::Value *> operands, const
 ir::Value *emit_int_constant(ir::Type type, int64_t value, const Loc &loc);
 ir::Value *emit_float_constant(ir::Type type, double value, const Loc &loc);
 ir::Value *emit_extract(ir::Value *vector, uint32_t lane, const Loc &loc);
+/// An op with any number of operands and one result of `type`.
+ir::Value *emit_n(ir::Opcode op, std::span<ir::Value *const> operands, ir::Type type,
+                  const Loc &loc);
+/// A copy of `vector` with lane `lane` replaced by `value`.
+ir::Value *emit_insert(ir::Value *vector, ir::Value *value, uint32_t lane, const Loc &loc);
 /// Lane `lane` of a builtin vector, extracted once, right after the builtin (so that every use
 /// the builtin dominates can share it).
 ir::Value *builtin_component(ir::Value *vector, uint32_t lane);
@@ -63,6 +70,11 @@ ir::Value *add_parameter(ir::Type type, const char *name);
 // Structured control flow. Each `begin_*` opens a region for the body to fill; the matching
 // `end_*` closes it with a terminator (unless the body already ended with break_/continue_).
 void begin_if(ir::Value *condition, const Loc &loc);
+/// An if with one result of `type`: `then_value()` emitted in the then-branch and
+/// `else_value()` in the else-branch give the value each yields (dsl::load with a mask).
+ir::Value *emit_if_value(ir::Value *condition, ir::Type type,
+                         const std::function<ir::Value *()> &then_value,
+                         const std::function<ir::Value *()> &else_value, const Loc &loc);
 void end_then();
 void begin_else(const Loc &loc);
 void end_if();

@@ -443,11 +443,151 @@ template <KernelType To, ExprLike A> auto bitcast(const A &a) {
   return detail::make_node<ir::Opcode::Bitcast, To>(a.dsl_node());
 }
 
+/// A vector with every lane equal to the C++ number `x`, of x's kernel type: splat<4>(0.5f) is
+/// a Vec<float, 4>, splat<4>(1u) a Vec<uint32_t, 4>, splat<4>(1) a Vec<int32_t, 4>.
+template <int N, class X>
+requires Literal<X>
+auto splat(const X &x) {
+  return detail::make_const<Vec<detail::KernelTypeOf<std::remove_cvref_t<X>>, N>>(x);
+}
+
 /// A vector with every lane equal to `x`.
 template <int N, ExprLike A> auto splat(const A &x) {
   using T = value_of<A>;
   static_assert(lanes_of<T> == 1, "cubecc: dsl::splat takes a scalar");
   return detail::make_node<ir::Opcode::Splat, Vec<T, N>>(x.dsl_node());
+}
+
+//===- Vectors from lanes, lanes by index, horizontal operations ------------------------------===//
+//
+// Like the operators, these build expression nodes: nothing is emitted until the expression is
+// materialized, and then in a fixed order (operands left to right), whatever order the C++
+// compiler evaluates function arguments in (the IR, and so the structural hash, must not depend
+// on the compiler).
+
+namespace detail {
+
+template <class T, class... Lanes> struct VecBuildExpr {
+  using dsl_value_type = Vec<T, sizeof...(Lanes)>;
+  std::tuple<Lanes...> lanes;
+  VecBuildExpr dsl_node() const { return *this; }
+  ir::Value *emit(const Loc &loc) const {
+    return std::apply(
+        [&](const auto &...l) {
+          ir::Value *values[] = {l.emit(loc)...}; // a braced list is evaluated left to right
+          return emit_n(ir::Opcode::VecBuild, values, ir_type<dsl_value_type>(), loc);
+        },
+        lanes);
+  }
+};
+
+template <int L, class V, class X> struct WithLaneExpr {
+  using dsl_value_type = typename V::dsl_value_type;
+  V vector;
+  X value;
+  WithLaneExpr dsl_node() const { return *this; }
+  ir::Value *emit(const Loc &loc) const {
+    ir::Value *v = vector.emit(loc);
+    return emit_insert(v, value.emit(loc), L, loc);
+  }
+};
+
+template <class V, class K> struct LaneExpr {
+  using dsl_value_type = scalar_of<typename V::dsl_value_type>;
+  V vector;
+  K index;
+  LaneExpr dsl_node() const { return *this; }
+  ir::Value *emit(const Loc &loc) const {
+    using I = typename K::dsl_value_type;
+    ir::Value *v = vector.emit(loc);
+    ir::Value *k = index.emit(loc);
+    ir::Value *picked = emit_extract(v, 0, loc);
+    for (int l = 1; l < lanes_of<typename V::dsl_value_type>; ++l) {
+      ir::Value *is_l =
+          detail::emit(ir::Opcode::Eq, {k, make_const<I>(l).emit(loc)}, ir_type<bool>(), loc);
+      picked = detail::emit(ir::Opcode::Select,
+                            {is_l, emit_extract(v, static_cast<uint32_t>(l), loc), picked},
+                            ir_type<dsl_value_type>(), loc);
+    }
+    return picked;
+  }
+};
+
+/// The lanes of a vector combined left to right by `Op`: ((v0 op v1) op v2) ...
+template <ir::Opcode Op, class V> struct HorizontalExpr {
+  using dsl_value_type = scalar_of<typename V::dsl_value_type>;
+  V vector;
+  HorizontalExpr dsl_node() const { return *this; }
+  ir::Value *emit(const Loc &loc) const {
+    ir::Value *v = vector.emit(loc);
+    ir::Value *acc = emit_extract(v, 0, loc);
+    for (int l = 1; l < lanes_of<typename V::dsl_value_type>; ++l)
+      acc = detail::emit(Op, {acc, emit_extract(v, static_cast<uint32_t>(l), loc)},
+                         ir_type<dsl_value_type>(), loc);
+    return acc;
+  }
+};
+
+template <ir::Opcode Op, Need need, class V> auto horizontal(const V &v) {
+  static_assert(ExprLike<V>, "cubecc: a horizontal operation needs a kernel vector");
+  using T = value_of<V>;
+  static_assert(lanes_of<T> > 1, "cubecc: a horizontal operation needs a vector, not a scalar");
+  check_class<need, T>();
+  return HorizontalExpr<Op, node_of<V>>{v.dsl_node()};
+}
+
+} // namespace detail
+
+/// A vector of kernel type T from 2 to 16 lanes, in order: vec<float>(a, b, 0.0f, 1.0f) is a
+/// Vec<float, 4> (C++ numbers adopt T).
+template <KernelType T, class... Lanes> auto vec(const Lanes &...lanes) {
+  constexpr int N = sizeof...(Lanes);
+  static_assert(N == 2 || N == 3 || N == 4 || N == 8 || N == 16,
+                "cubecc: dsl::vec takes 2, 3, 4, 8 or 16 lanes");
+  static_assert(lanes_of<T> == 1, "cubecc: dsl::vec<T>'s T is the lanes' scalar type");
+  return detail::VecBuildExpr<T, decltype(detail::node_as<T>(lanes))...>{
+      {detail::node_as<T>(lanes)...}};
+}
+
+/// A copy of `v` with lane L (comptime) replaced by `x`; `w = dsl::with_lane<1>(w, x)` writes a
+/// lane of a Var in place.
+template <int L, class V, class X> auto with_lane(const V &v, const X &x) {
+  static_assert(ExprLike<V>, "cubecc: with_lane needs a kernel vector");
+  using T = value_of<V>;
+  static_assert(lanes_of<T> > 1, "cubecc: with_lane needs a vector, not a scalar");
+  static_assert(L >= 0 && L < lanes_of<T>, "cubecc: vector lane out of range");
+  auto value = detail::node_as<scalar_of<T>>(x);
+  return detail::WithLaneExpr<L, node_of<V>, decltype(value)>{v.dsl_node(), value};
+}
+
+/// Lane `k` of `v`, k a kernel integer (a runtime index): lane 0 when k is out of range.
+template <class V, class K> auto lane(const V &v, const K &k) {
+  static_assert(ExprLike<V> && lanes_of<value_of<V>> > 1, "cubecc: dsl::lane needs a vector");
+  static_assert(ExprLike<K>, "cubecc: dsl::lane's index must be a kernel integer; a comptime "
+                             "lane is v.lane<L>()");
+  if constexpr (ExprLike<K>)
+    static_assert(IntegerType<value_of<K>> && lanes_of<value_of<K>> == 1,
+                  "cubecc: dsl::lane's index must be a kernel integer scalar");
+  return detail::LaneExpr<node_of<V>, node_of<K>>{v.dsl_node(), k.dsl_node()};
+}
+
+/// The sum of v's lanes, left to right (floats: rounded at each step, in that order).
+template <class V> auto hsum(const V &v) {
+  return detail::horizontal<ir::Opcode::Add, detail::Need::Numeric>(v);
+}
+/// The smallest of v's lanes (floats: min's NaN rule, ir.md §4.2).
+template <class V> auto hmin(const V &v) {
+  return detail::horizontal<ir::Opcode::Min, detail::Need::Numeric>(v);
+}
+/// The largest of v's lanes.
+template <class V> auto hmax(const V &v) {
+  return detail::horizontal<ir::Opcode::Max, detail::Need::Numeric>(v);
+}
+/// The dot product hsum(a * b): lanes multiplied, then added left to right (no fma).
+template <class A, class B>
+requires detail::BinaryOperands<A, B>
+auto dot(const A &a, const B &b) {
+  return hsum(a * b);
 }
 
 } // namespace cubecc::dsl

@@ -285,6 +285,11 @@ private:
 /// A mutable local variable. Reading it in an expression loads its current value; assigning
 /// stores. (It lives in invocation-private memory; the optimizer promotes it to registers.)
 template <KernelType T> class Var : public CompoundAssign<Var<T>, T> {
+  // Memory holds no bool (docs/ir.md): a Var<bool> keeps 0 or 1 in a u8 (promote-locals turns
+  // it into an SSA bool again).
+  using Storage = std::conditional_t<
+      BoolType<T>, std::conditional_t<lanes_of<T> == 1, uint8_t, Vec<uint8_t, lanes_of<T>>>, T>;
+
 public:
   template <class E>
   requires(!std::is_same_v<std::remove_cvref_t<E>, Var>)
@@ -297,13 +302,21 @@ public:
     *this = Stored<T>(other, loc);
   }
 
-  LoadExpr<T, ConstExpr<uint32_t>> dsl_node() const {
-    return {slot_, detail::make_const<uint32_t>(0)};
+  auto dsl_node() const {
+    LoadExpr<Storage, ConstExpr<uint32_t>> load{slot_, detail::make_const<uint32_t>(0)};
+    if constexpr (BoolType<T>)
+      return OpExpr<ir::Opcode::Ne, T, decltype(load), ConstExpr<Storage>>{
+          {load, detail::make_const<Storage>(0)}};
+    else
+      return load;
   }
 
   const Var &operator=(Stored<T> s) const {
     ir::Value *zero = detail::make_const<uint32_t>(0).emit(s.loc);
-    detail::emit_void(ir::Opcode::Store, {slot_, zero, s.value}, s.loc);
+    ir::Value *value = s.value;
+    if constexpr (BoolType<T>) // true -> 1, false -> 0
+      value = detail::emit(ir::Opcode::Cast, {value}, ir_type<Storage>(), s.loc);
+    detail::emit_void(ir::Opcode::Store, {slot_, zero, value}, s.loc);
     return *this;
   }
   // Taking a non-const reference keeps this copy assignment from competing with
@@ -316,11 +329,45 @@ public:
 private:
   static ir::Value *allocate(const Loc &loc) {
     return detail::emit_alloc(ir::Opcode::LocalAlloc,
-                              ir::Type::local(detail::ScalarTraits<scalar_of<T>>::scalar,
-                                              static_cast<uint32_t>(lanes_of<T>)),
+                              ir::Type::local(detail::ScalarTraits<scalar_of<Storage>>::scalar,
+                                              static_cast<uint32_t>(lanes_of<Storage>)),
                               loc);
   }
   ir::Value *slot_;
 };
+
+namespace detail {
+template <class C, class E, class O> struct MaskedLoadExpr {
+  using dsl_value_type = typename E::dsl_value_type;
+  C mask;
+  E element; ///< the load, emitted only in the branch where the mask holds
+  O other;
+  MaskedLoadExpr dsl_node() const { return *this; }
+  ir::Value *emit(const Loc &loc) const {
+    return emit_if_value(
+        mask.emit(loc), ir_type<dsl_value_type>(), [&] { return element.emit(loc); },
+        [&] { return other.emit(loc); }, loc);
+  }
+};
+} // namespace detail
+
+/// `memory[index]` where `mask` is true and `other` where it is false, without reading memory
+/// where it is false (an index out of bounds under a false mask is never read): a guarded load,
+/// as Triton's `tl.load(ptr, mask, other)`. An expression, like `memory[index]`:
+///   dsl::Val<float> x = dsl::load(in, i, i < n, 0.0f);
+template <class M, class I, class C, class O>
+auto load(const M &memory, const I &index, const C &mask, const O &other) {
+  using E = node_of<decltype(memory[index])>;
+  using T = typename E::dsl_value_type;
+  static_assert(ExprLike<C>, "cubecc: dsl::load's mask must be a kernel bool (a comparison, "
+                             "say); a C++ bool is comptime: use a plain C++ if");
+  if constexpr (ExprLike<C>) {
+    static_assert(std::is_same_v<value_of<C>, bool>,
+                  "cubecc: dsl::load's mask must be a kernel bool (a comparison, say)");
+    auto fallback = detail::node_as<T>(other);
+    return detail::MaskedLoadExpr<node_of<C>, E, decltype(fallback)>{
+        mask.dsl_node(), memory[index].dsl_node(), fallback};
+  }
+}
 
 } // namespace cubecc::dsl

@@ -87,6 +87,20 @@ template <KernelType T> ir::Type ir_type() {
     return ir::Type::vector(s, lanes_of<T>);
 }
 
+namespace detail {
+/// The kernel integer type of a C++ integer type (int -> int32_t, unsigned -> uint32_t, long ->
+/// int64_t, size_t -> uint64_t).
+template <class C>
+using KernelInteger =
+    std::conditional_t<sizeof(C) <= 4, std::conditional_t<std::is_signed_v<C>, int32_t, uint32_t>,
+                       std::conditional_t<std::is_signed_v<C>, int64_t, uint64_t>>;
+/// The kernel type of a C++ number: float, double and bool as they are, integers as above.
+template <class C>
+using KernelTypeOf =
+    std::conditional_t<std::is_floating_point_v<C> || std::is_same_v<C, bool>, C,
+                       KernelInteger<std::conditional_t<std::is_integral_v<C>, C, int>>>;
+} // namespace detail
+
 /// T with its scalar replaced by bool: the result type of a comparison.
 template <class T> struct BoolLike { using type = bool; };
 template <class T, int N> struct BoolLike<Vec<T, N>> { using type = Vec<bool, N>; };

@@ -1,0 +1,245 @@
+//===- dsl_reach_test.cpp - DSL constructs beyond the basics, traced and run on every device
+//---===//
+//
+// Kernels written with the DSL conveniences that a peer's suite needed (issue 19): a masked load
+// that never reads where its mask is false, for_ over C++ unsigned bounds (a uint32_t index), a
+// Var<bool>, splat of a plain C++ number, vectors built from lanes with a lane replaced or picked
+// by a runtime index and horizontal sum/min/max/dot, and the inverse trigonometric, hyperbolic
+// and C99 functions with is_nan / is_inf. Each kernel is traced once, then run on interp, vulkan
+// and cpu (and cuda and hip where they open), and its outputs are compared with a host reference.
+//
+//===-----------------------------------------------------------------------------------------===//
+#include "device_launcher.h"
+
+#include "cubecc/dsl.h"
+#include "cubecc/ir/printer.h"
+
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <deque>
+#include <limits>
+
+namespace dsl = cubecc::dsl;
+
+namespace {
+
+// out[i] = in[i + 2], or -1 where i + 2 is past the end of `in`: those elements are never read
+// (the interpreter refuses an out-of-bounds read, so an unguarded load would fail the launch).
+void masked_shift(dsl::Tensor<const float> in, dsl::Tensor<float> out) {
+  dsl::Val<uint32_t> i = dsl::global_id().x;
+  dsl::if_(i < out.size(), [&] {
+    dsl::Val<uint32_t> j = i + 2u;
+    out[i] = dsl::load(in, j, j < in.size(), -1.0f);
+  });
+}
+
+// out[i] = the sum of x[4i .. 4i + 3], negated when any of them is negative; half[4i .. 4i + 3]
+// are halved as one float4 times splat<4>(0.5f).
+void unsigned_loop_and_bool_var(dsl::Tensor<const float> x, dsl::Tensor<float> out,
+                                dsl::Tensor<float> half) {
+  dsl::Val<uint32_t> i = dsl::global_id().x;
+  dsl::if_(i < out.size(), [&] {
+    dsl::Var<float> sum = 0.0f;
+    dsl::Var<bool> any_negative = false;
+    dsl::for_(0u, 4u, [&](dsl::Val<uint32_t> k) { // C++ unsigned bounds: a uint32_t index
+      dsl::Val<float> v = x[i * 4u + k];
+      sum += v;
+      dsl::if_(v < 0.0f, [&] { any_negative = true; });
+    });
+    out[i] = dsl::select(any_negative, -sum, sum);
+    half.store<4>(i * 4u, half.load<4>(i * 4u) * dsl::splat<4>(0.5f));
+  });
+}
+
+// The functions added to the DSL, and the classifications of their results.
+void more_math(dsl::Tensor<const float> x, dsl::Tensor<float> out, dsl::Tensor<uint32_t> flags) {
+  dsl::Val<uint32_t> i = dsl::global_id().x;
+  dsl::if_(i < x.size(), [&] {
+    dsl::Val<float> v = x[i];
+    dsl::Val<float> unit = v * 0.1f; // in (-1, 1)
+    out[i * 4u] = dsl::atan2(v, 1.5f) + dsl::hypot(v, 2.0f) + dsl::tan(unit) + dsl::asin(unit) +
+                  dsl::acos(unit) + dsl::atan(v);
+    out[i * 4u + 1u] = dsl::sinh(unit) + dsl::cosh(unit) + dsl::asinh(v) +
+                       dsl::acosh(dsl::abs(v) + 1.0f) + dsl::atanh(unit * 0.5f);
+    out[i * 4u + 2u] = dsl::expm1(unit) + dsl::log1p(dsl::abs(v)) + dsl::trunc(v);
+    dsl::Val<float> r = dsl::log(v); // NaN below 0, -inf at 0
+    out[i * 4u + 3u] = r;
+    flags[i] = dsl::cast<uint32_t>(dsl::is_nan(r)) + dsl::cast<uint32_t>(dsl::is_inf(r)) * 2u;
+  });
+}
+
+// Vectors from lanes, a lane replaced, a lane picked by a runtime index, horizontal operations.
+void vectors(dsl::Tensor<const float> x, dsl::Tensor<const uint32_t> pick, dsl::Tensor<float> out) {
+  dsl::Val<uint32_t> i = dsl::global_id().x;
+  dsl::if_(i < pick.size(), [&] {
+    dsl::Val<uint32_t> b = i * 4u;
+    dsl::Val<dsl::Vec<float, 4>> v = dsl::vec<float>(x[b], x[b + 1u], x[b + 2u], x[b + 3u]);
+    dsl::Var<dsl::Vec<float, 4>> w = v;
+    w = dsl::with_lane<2>(w, 10.0f);
+    out[i * 5u] = dsl::hsum(w);
+    out[i * 5u + 1u] = dsl::hmin(v);
+    out[i * 5u + 2u] = dsl::hmax(v);
+    out[i * 5u + 3u] = dsl::dot(v, w);
+    out[i * 5u + 4u] = dsl::lane(v, pick[i]); // lane 0 when pick[i] > 3
+  });
+}
+
+std::unique_ptr<cubecc::ir::Module> traced(dsl::TraceResult result) {
+  EXPECT_TRUE(result.module) << cubecc::ir::to_string(result.errors);
+  return std::move(result.module);
+}
+
+/// The arguments of a launch: Tensor<T> parameters as buffer, shape, stride.
+class Args {
+public:
+  template <class T>
+  size_t tensor(cubecc::ir::Scalar element, const std::vector<T> &data, uint32_t elements) {
+    cubecc::ir::HostBuffer &b = buffers_.emplace_back(
+        cubecc::ir::HostBuffer{element, std::vector<uint8_t>(data.size() * sizeof(T))});
+    std::memcpy(b.bytes.data(), data.data(), b.bytes.size());
+    args_.push_back({&b, {}});
+    args_.push_back({nullptr, {elements}});
+    args_.push_back({nullptr, {1}});
+    return buffers_.size() - 1;
+  }
+  template <class T> std::vector<T> read(size_t handle) const {
+    const cubecc::ir::HostBuffer &b = buffers_[handle];
+    std::vector<T> out(b.bytes.size() / sizeof(T));
+    std::memcpy(out.data(), b.bytes.data(), b.bytes.size());
+    return out;
+  }
+  std::span<const cubecc::ir::Argument> args() const { return args_; }
+
+private:
+  std::deque<cubecc::ir::HostBuffer> buffers_;
+  std::vector<cubecc::ir::Argument> args_;
+};
+
+class DslReach : public ::testing::TestWithParam<std::string> {
+protected:
+  void SetUp() override { CUBECC_SKIP_IF_DEVICE_ABSENT(GetParam()); }
+  void run(const cubecc::ir::Kernel &kernel, const Args &args, uint32_t workgroups) {
+    cubecc::ir::LaunchConfig config;
+    config.num_workgroups = {workgroups, 1, 1};
+    std::vector<cubecc::ir::Diagnostic> problems = cubecc::test::run_on_device(
+        cubecc::test::shared_device(GetParam()), kernel, args.args(), config);
+    ASSERT_TRUE(problems.empty()) << cubecc::ir::to_string(problems);
+  }
+};
+
+TEST_P(DslReach, a_masked_load_reads_only_where_its_mask_is_true) {
+  auto module = traced(dsl::trace<masked_shift>("masked_shift", {.workgroup = {64, 1, 1}}));
+  ASSERT_TRUE(module);
+  const uint32_t n = 100;
+  std::vector<float> in(n);
+  for (uint32_t k = 0; k < n; ++k)
+    in[k] = 0.25f * static_cast<float>(k) - 3;
+  Args args;
+  args.tensor(cubecc::ir::Scalar::F32, in, n);
+  size_t out = args.tensor(cubecc::ir::Scalar::F32, std::vector<float>(n, 7.0f), n);
+  run(*module->kernels()[0], args, (n + 63) / 64);
+  std::vector<float> got = args.read<float>(out);
+  for (uint32_t k = 0; k < n; ++k)
+    EXPECT_EQ(got[k], k + 2 < n ? in[k + 2] : -1.0f) << "element " << k;
+}
+
+TEST_P(DslReach, unsigned_loop_bounds_a_bool_var_and_a_splatted_literal) {
+  auto module = traced(dsl::trace<unsigned_loop_and_bool_var>("unsigned_loop_and_bool_var",
+                                                              {.workgroup = {64, 1, 1}}));
+  ASSERT_TRUE(module);
+  const uint32_t n = 70;
+  std::vector<float> x(4 * n), half(4 * n);
+  for (uint32_t k = 0; k < 4 * n; ++k) {
+    x[k] = (k % 7 == 3 && k % 8 < 4) ? -1.5f : 0.5f * static_cast<float>(k % 5);
+    half[k] = static_cast<float>(k);
+  }
+  Args args;
+  args.tensor(cubecc::ir::Scalar::F32, x, 4 * n);
+  size_t out = args.tensor(cubecc::ir::Scalar::F32, std::vector<float>(n, 7.0f), n);
+  size_t halves = args.tensor(cubecc::ir::Scalar::F32, half, 4 * n);
+  run(*module->kernels()[0], args, (n + 63) / 64);
+  std::vector<float> got = args.read<float>(out), got_half = args.read<float>(halves);
+  for (uint32_t k = 0; k < n; ++k) {
+    float sum = 0;
+    bool negative = false;
+    for (uint32_t j = 0; j < 4; ++j) {
+      sum += x[4 * k + j];
+      negative |= x[4 * k + j] < 0;
+    }
+    EXPECT_EQ(got[k], negative ? -sum : sum) << "element " << k;
+    for (uint32_t j = 0; j < 4; ++j)
+      EXPECT_EQ(got_half[4 * k + j], half[4 * k + j] * 0.5f) << "lane " << j << " of " << k;
+  }
+}
+
+TEST_P(DslReach, inverse_trigonometric_hyperbolic_and_c99_functions_and_classifications) {
+  auto module = traced(dsl::trace<more_math>("more_math", {.workgroup = {64, 1, 1}}));
+  ASSERT_TRUE(module);
+  std::vector<float> x = {0.0f, -0.0f, 1.0f, -1.0f, 2.5f, -7.25f, 9.5f, 0.001f, -0.5f, 3.0f};
+  while (x.size() < 64)
+    x.push_back(static_cast<float>(x.size() % 19) * 0.5f - 4.5f);
+  const uint32_t n = static_cast<uint32_t>(x.size());
+  Args args;
+  args.tensor(cubecc::ir::Scalar::F32, x, n);
+  size_t out = args.tensor(cubecc::ir::Scalar::F32, std::vector<float>(4 * n, 7.0f), 4 * n);
+  size_t flags = args.tensor(cubecc::ir::Scalar::U32, std::vector<uint32_t>(n, 9), n);
+  run(*module->kernels()[0], args, 1);
+  std::vector<float> got = args.read<float>(out);
+  std::vector<uint32_t> got_flags = args.read<uint32_t>(flags);
+  for (uint32_t k = 0; k < n; ++k) {
+    double v = x[k], unit = static_cast<float>(x[k] * 0.1f);
+    double want[3] = {std::atan2(v, 1.5) + std::hypot(v, 2.0) + std::tan(unit) + std::asin(unit) +
+                          std::acos(unit) + std::atan(v),
+                      std::sinh(unit) + std::cosh(unit) + std::asinh(v) +
+                          std::acosh(std::fabs(v) + 1) + std::atanh(unit * 0.5),
+                      std::expm1(unit) + std::log1p(std::fabs(v)) + std::trunc(v)};
+    // Sums of six float results, each within a few ULP (docs/precision.md): a relative bound.
+    for (int f = 0; f < 3; ++f)
+      EXPECT_NEAR(got[4 * k + f], want[f], 1e-5 * (1 + std::fabs(want[f])))
+          << "sum " << f << " at x = " << x[k];
+    double r = std::log(v);
+    uint32_t want_flags = (std::isnan(r) ? 1u : 0u) + (std::isinf(r) ? 2u : 0u);
+    EXPECT_EQ(got_flags[k], want_flags) << "log(" << x[k] << ") = " << got[4 * k + 3];
+  }
+}
+
+TEST_P(DslReach, vectors_from_lanes_a_lane_by_runtime_index_and_horizontal_operations) {
+  auto module = traced(dsl::trace<vectors>("vectors", {.workgroup = {64, 1, 1}}));
+  ASSERT_TRUE(module);
+  const uint32_t n = 40;
+  std::vector<float> x(4 * n);
+  std::vector<uint32_t> pick(n);
+  for (uint32_t k = 0; k < 4 * n; ++k)
+    x[k] = static_cast<float>((k * 37) % 23) * 0.375f - 4;
+  for (uint32_t k = 0; k < n; ++k)
+    pick[k] = k % 6;
+  Args args;
+  args.tensor(cubecc::ir::Scalar::F32, x, 4 * n);
+  args.tensor(cubecc::ir::Scalar::U32, pick, n);
+  size_t out = args.tensor(cubecc::ir::Scalar::F32, std::vector<float>(5 * n, 7.0f), 5 * n);
+  run(*module->kernels()[0], args, 1);
+  std::vector<float> got = args.read<float>(out);
+  for (uint32_t k = 0; k < n; ++k) {
+    const float *v = &x[4 * k];
+    float w[4] = {v[0], v[1], 10.0f, v[3]};
+    float sum = ((w[0] + w[1]) + w[2]) + w[3];
+    float lo = std::min(std::min(std::min(v[0], v[1]), v[2]), v[3]);
+    float hi = std::max(std::max(std::max(v[0], v[1]), v[2]), v[3]);
+    float p[4] = {v[0] * w[0], v[1] * w[1], v[2] * w[2], v[3] * w[3]};
+    float dot = ((p[0] + p[1]) + p[2]) + p[3];
+    EXPECT_EQ(got[5 * k], sum) << "hsum at " << k;
+    EXPECT_EQ(got[5 * k + 1], lo) << "hmin at " << k;
+    EXPECT_EQ(got[5 * k + 2], hi) << "hmax at " << k;
+    EXPECT_EQ(got[5 * k + 3], dot) << "dot at " << k;
+    EXPECT_EQ(got[5 * k + 4], v[pick[k] < 4 ? pick[k] : 0]) << "lane " << pick[k] << " at " << k;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, DslReach,
+                         ::testing::Values("interp", "vulkan", "cpu", "cuda", "hip"),
+                         [](const auto &info) { return info.param; });
+
+} // namespace

@@ -1,0 +1,26 @@
+// Kernels for test/lit/dsl/reach.test: the DSL constructs of docs/dsl.md beyond the basics.
+#include <cubecc/dsl.h>
+
+namespace dsl = cubecc::dsl;
+
+void masked_shift(dsl::Tensor<const float> in, dsl::Tensor<float> out) {
+  dsl::Val<uint32_t> i = dsl::global_id().x;
+  out[i] = dsl::load(in, i + 2u, i + 2u < in.size(), -1.0f);
+}
+
+void unsigned_loop(dsl::Tensor<float> y) {
+  dsl::Var<bool> seen = false;
+  dsl::for_(0u, 4u, [&](dsl::Val<uint32_t> k) { dsl::if_(y[k] < 0.0f, [&] { seen = true; }); });
+  y.store<4>(0u, y.load<4>(0u) * dsl::splat<4>(0.5f));
+  dsl::if_(seen, [&] { y[0u] = 0.0f; });
+}
+
+void vectors(dsl::Tensor<float> y, dsl::Scalar<uint32_t> k) {
+  dsl::Val<dsl::Vec<float, 4>> v = dsl::vec<float>(y[0u], y[1u], 2.0f, 3.0f);
+  dsl::Val<dsl::Vec<float, 4>> w = dsl::with_lane<1>(v, 5.0f);
+  y[0u] = dsl::hsum(w) + dsl::dot(v, w) + dsl::lane(v, k);
+}
+
+static const bool registered = dsl::register_kernel<masked_shift>("masked_shift") &&
+                               dsl::register_kernel<unsigned_loop>("unsigned_loop") &&
+                               dsl::register_kernel<vectors>("vectors");
