@@ -29,6 +29,7 @@
 #include <cmath>
 #include <initializer_list>
 #include <stdexcept>
+#include <type_traits>
 
 namespace cubecc::passes {
 namespace {
@@ -275,21 +276,25 @@ Value *erf_f32(Rewriter &r, Value *x) {
   return r.select(r.op(Opcode::Ge, {ax, c(0.84375)}), signed_magnitude, small);
 }
 
-Value *rewrite_erf(Rewriter &r, ir::Operation &op) {
+/// The rewrite of a unary (or binary) op by `f32`, an expansion in f32 ops: on f16 and bf16 the
+/// operands are converted to f32 and the result rounded once to the type.
+template <auto f32> Value *through_f32(Rewriter &r, ir::Operation &op) {
   Type t = op.result()->type();
-  if (t.element() == Scalar::F32)
-    return erf_f32(r, op.operand(0));
   Type f = t.with_element(Scalar::F32);
-  return r.cast(erf_f32(r, r.cast(op.operand(0), f)), t);
+  auto in = [&](unsigned i) {
+    return t.element() == Scalar::F32 ? op.operand(i) : r.cast(op.operand(i), f);
+  };
+  Value *result;
+  if constexpr (std::is_invocable_v<decltype(f32), Rewriter &, Value *, Value *>)
+    result = f32(r, in(0), in(1));
+  else
+    result = f32(r, in(0));
+  return t.element() == Scalar::F32 ? result : r.cast(result, t);
 }
 
-/// An op on f16 and bf16 computed by `f32` in f32 and rounded once to the type.
-template <class F> Value *through_f32(Rewriter &r, ir::Operation &op, F &&f32) {
-  Type t = op.result()->type();
-  if (t.element() == Scalar::F32)
-    return f32(op.operand(0));
-  Type f = t.with_element(Scalar::F32);
-  return r.cast(f32(r.cast(op.operand(0), f)), t);
+/// Whether `op` is on f16, bf16 or f32 and the target lacks the C library's function.
+bool lacks_libm_f32(const ir::Operation &op, const LegalizeTarget &t) {
+  return !t.native_libm && is_f16_bf16_or_f32(op.result()->type().element());
 }
 
 /// c0 + z * (c1 + z * (c2 + ...)) in `t`.
@@ -422,6 +427,20 @@ Value *sinh_cosh_f32(Rewriter &r, Value *x, bool cosh) {
   Value *p = polynomial(r, f, z, {1.66667160211e-1, 8.33028376239e-3, 2.03721912945e-4});
   Value *small = r.op(Opcode::Add, {mul(mul(p, z), x), x});
   return r.select(r.op(Opcode::Gt, {ax, c(1.0)}), with_sign_of(r, x, magnitude), small);
+}
+
+Value *sinh_f32(Rewriter &r, Value *x) {
+  return sinh_cosh_f32(r, x, false);
+}
+Value *cosh_f32(Rewriter &r, Value *x) {
+  return sinh_cosh_f32(r, x, true);
+}
+/// asin(x) = atan2(x, sqrt(1 - x^2)), acos(x) = atan2(sqrt(1 - x^2), x): NaN beyond |x| = 1.
+Value *asin_f32(Rewriter &r, Value *x) {
+  return atan2_f32(r, x, sqrt_one_minus_square(r, x));
+}
+Value *acos_f32(Rewriter &r, Value *x) {
+  return atan2_f32(r, sqrt_one_minus_square(r, x), x);
 }
 
 /// asinh in f32, Cephes' asinhf: an odd polynomial below |x| = 0.5, log(2|x|) above 1500,
@@ -576,95 +595,23 @@ const Pattern kPatterns[] = {
      [](const ir::Operation &op, const LegalizeTarget &t) {
        return !t.native_erf && is_f16_bf16_or_f32(op.result()->type().element());
      },
-     rewrite_erf},
+     through_f32<erf_f32>},
     {Opcode::Pow, "pow special cases expanded",
      [](const ir::Operation &op, const LegalizeTarget &t) {
        return !t.c_pow && is_f16_bf16_or_f32(op.result()->type().element());
      },
      rewrite_pow},
-    {Opcode::Expm1, "expm1 expanded",
-     [](const ir::Operation &op, const LegalizeTarget &t) {
-       return !t.native_libm && is_f16_bf16_or_f32(op.result()->type().element());
-     },
-     [](Rewriter &r, ir::Operation &op) {
-       return through_f32(r, op, [&](Value *x) { return expm1_f32(r, x); });
-     }},
-    {Opcode::Log1p, "log1p expanded",
-     [](const ir::Operation &op, const LegalizeTarget &t) {
-       return !t.native_libm && is_f16_bf16_or_f32(op.result()->type().element());
-     },
-     [](Rewriter &r, ir::Operation &op) {
-       return through_f32(r, op, [&](Value *x) { return log1p_f32(r, x); });
-     }},
-    {Opcode::Asin, "asin expanded",
-     [](const ir::Operation &op, const LegalizeTarget &t) {
-       return !t.native_libm && is_f16_bf16_or_f32(op.result()->type().element());
-     },
-     [](Rewriter &r, ir::Operation &op) {
-       return through_f32(r, op,
-                          [&](Value *x) { return atan2_f32(r, x, sqrt_one_minus_square(r, x)); });
-     }},
-    {Opcode::Acos, "acos expanded",
-     [](const ir::Operation &op, const LegalizeTarget &t) {
-       return !t.native_libm && is_f16_bf16_or_f32(op.result()->type().element());
-     },
-     [](Rewriter &r, ir::Operation &op) {
-       return through_f32(r, op,
-                          [&](Value *x) { return atan2_f32(r, sqrt_one_minus_square(r, x), x); });
-     }},
-    {Opcode::Atan, "atan expanded",
-     [](const ir::Operation &op, const LegalizeTarget &t) {
-       return !t.native_libm && is_f16_bf16_or_f32(op.result()->type().element());
-     },
-     [](Rewriter &r, ir::Operation &op) {
-       return through_f32(r, op, [&](Value *x) { return atan_f32(r, x); });
-     }},
-    {Opcode::Atan2, "atan2 expanded",
-     [](const ir::Operation &op, const LegalizeTarget &t) {
-       return !t.native_libm && is_f16_bf16_or_f32(op.result()->type().element());
-     },
-     [](Rewriter &r, ir::Operation &op) {
-       Type t = op.result()->type();
-       if (t.element() == Scalar::F32)
-         return atan2_f32(r, op.operand(0), op.operand(1));
-       Type f = t.with_element(Scalar::F32);
-       return r.cast(atan2_f32(r, r.cast(op.operand(0), f), r.cast(op.operand(1), f)), t);
-     }},
-    {Opcode::Sinh, "sinh expanded",
-     [](const ir::Operation &op, const LegalizeTarget &t) {
-       return !t.native_libm && is_f16_bf16_or_f32(op.result()->type().element());
-     },
-     [](Rewriter &r, ir::Operation &op) {
-       return through_f32(r, op, [&](Value *x) { return sinh_cosh_f32(r, x, false); });
-     }},
-    {Opcode::Cosh, "cosh expanded",
-     [](const ir::Operation &op, const LegalizeTarget &t) {
-       return !t.native_libm && is_f16_bf16_or_f32(op.result()->type().element());
-     },
-     [](Rewriter &r, ir::Operation &op) {
-       return through_f32(r, op, [&](Value *x) { return sinh_cosh_f32(r, x, true); });
-     }},
-    {Opcode::Asinh, "asinh expanded",
-     [](const ir::Operation &op, const LegalizeTarget &t) {
-       return !t.native_libm && is_f16_bf16_or_f32(op.result()->type().element());
-     },
-     [](Rewriter &r, ir::Operation &op) {
-       return through_f32(r, op, [&](Value *x) { return asinh_f32(r, x); });
-     }},
-    {Opcode::Acosh, "acosh expanded",
-     [](const ir::Operation &op, const LegalizeTarget &t) {
-       return !t.native_libm && is_f16_bf16_or_f32(op.result()->type().element());
-     },
-     [](Rewriter &r, ir::Operation &op) {
-       return through_f32(r, op, [&](Value *x) { return acosh_f32(r, x); });
-     }},
-    {Opcode::Atanh, "atanh expanded",
-     [](const ir::Operation &op, const LegalizeTarget &t) {
-       return !t.native_libm && is_f16_bf16_or_f32(op.result()->type().element());
-     },
-     [](Rewriter &r, ir::Operation &op) {
-       return through_f32(r, op, [&](Value *x) { return atanh_f32(r, x); });
-     }},
+    {Opcode::Expm1, "expm1 expanded", lacks_libm_f32, through_f32<expm1_f32>},
+    {Opcode::Log1p, "log1p expanded", lacks_libm_f32, through_f32<log1p_f32>},
+    {Opcode::Asin, "asin expanded", lacks_libm_f32, through_f32<asin_f32>},
+    {Opcode::Acos, "acos expanded", lacks_libm_f32, through_f32<acos_f32>},
+    {Opcode::Atan, "atan expanded", lacks_libm_f32, through_f32<atan_f32>},
+    {Opcode::Atan2, "atan2 expanded", lacks_libm_f32, through_f32<atan2_f32>},
+    {Opcode::Sinh, "sinh expanded", lacks_libm_f32, through_f32<sinh_f32>},
+    {Opcode::Cosh, "cosh expanded", lacks_libm_f32, through_f32<cosh_f32>},
+    {Opcode::Asinh, "asinh expanded", lacks_libm_f32, through_f32<asinh_f32>},
+    {Opcode::Acosh, "acosh expanded", lacks_libm_f32, through_f32<acosh_f32>},
+    {Opcode::Atanh, "atanh expanded", lacks_libm_f32, through_f32<atanh_f32>},
     {Opcode::Hypot, "hypot expanded",
      [](const ir::Operation &, const LegalizeTarget &t) { return !t.native_libm; }, rewrite_hypot},
 };
