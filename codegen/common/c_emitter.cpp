@@ -296,6 +296,7 @@ private:
   }
   std::string binary(Opcode op, Scalar s, const std::string &a, const std::string &b);
   std::string unary(Opcode op, Scalar s, const std::string &a);
+  std::string bit_count(Opcode op, Scalar s, const std::string &a);
   std::string compare(Opcode op, const std::string &a, const std::string &b);
   std::string cast(Scalar from, Scalar to, const std::string &x);
   std::string load_element(const ir::Value *memory, const std::string &index);
@@ -459,6 +460,16 @@ std::string CEmitter::binary(Opcode op, Scalar s, const std::string &a, const st
     return fmt::format("({})(({})(({}){} << {}))", reg(s), unsigned_of(s), wide_of(s), a, b);
   case Opcode::Shr:
     return fmt::format("({})({} >> {})", reg(s), a, b);
+  case Opcode::MulHi: {
+    unsigned w = ir::scalar_bits(s);
+    bool sgn = ir::is_signed(s);
+    if (w == 64)
+      return fmt::format("{}({}, {})", sgn ? "__mul64hi" : "__umul64hi", a, b);
+    if (w == 32)
+      return fmt::format("{}({}, {})", sgn ? "__mulhi" : "__umulhi", a, b);
+    const char *wide = sgn ? "i32" : "u32"; // the exact product fits
+    return fmt::format("({})((({}){} * ({}){}) >> {})", reg(s), wide, a, wide, b, w);
+  }
   case Opcode::Pow:
     return round(s, fmt::format("{}({}, {})", math_fn("pow", s), a, b));
   case Opcode::Atan2:
@@ -467,6 +478,40 @@ std::string CEmitter::binary(Opcode op, Scalar s, const std::string &a, const st
     return round(s, fmt::format("{}({}, {})", math_fn("hypot", s), a, b));
   default:
     throw std::logic_error("binary: not a binary op");
+  }
+}
+
+/// popcount, clz, ctz, ffs and bitreverse through the 32- and 64-bit intrinsics that CUDA and
+/// HIP share; narrower operands are zero-extended and the result corrected for the width.
+std::string CEmitter::bit_count(Opcode op, Scalar s, const std::string &a) {
+  unsigned w = ir::scalar_bits(s);
+  std::string r = reg(s);
+  if (w == 64) {
+    switch (op) {
+    case Opcode::Popcount:
+      return fmt::format("({})__popcll((u64){})", r, a);
+    case Opcode::Clz:
+      return fmt::format("({})__clzll((i64){})", r, a);
+    case Opcode::Ctz:
+      return fmt::format("({})__clzll((i64)__brevll((u64){}))", r, a);
+    case Opcode::Ffs:
+      return fmt::format("({})__ffsll((i64){})", r, a);
+    default:
+      return fmt::format("({})__brevll((u64){})", r, a);
+    }
+  }
+  std::string x = fmt::format("(u32)({}){}", unsigned_of(s), a); // zero-extended
+  switch (op) {
+  case Opcode::Popcount:
+    return fmt::format("({})__popc({})", r, x);
+  case Opcode::Clz:
+    return fmt::format("({})(__clz((i32){}) - {})", r, x, 32 - w);
+  case Opcode::Ctz: // __ffs is 1 + the index of the lowest set bit, 0 for 0
+    return fmt::format("({})({} == 0u ? {} : __ffs((i32){}) - 1)", r, x, w, x);
+  case Opcode::Ffs:
+    return fmt::format("({})__ffs((i32){})", r, x);
+  default:
+    return fmt::format("({})(__brev({}) >> {})", r, x, 32 - w);
   }
 }
 
@@ -481,6 +526,12 @@ std::string CEmitter::unary(Opcode op, Scalar s, const std::string &a) {
              : fmt::format("({} < 0 ? {} : {})", a, wrap(s, "0", "-", a), a);
   case Opcode::Not:
     return s == Scalar::Bool ? fmt::format("(!{})", a) : fmt::format("({})(~{})", reg(s), a);
+  case Opcode::Popcount:
+  case Opcode::Clz:
+  case Opcode::Ctz:
+  case Opcode::Ffs:
+  case Opcode::BitReverse:
+    return bit_count(op, s, a);
   case Opcode::Sqrt:
     return call("sqrt");
   case Opcode::Rsqrt:
@@ -1264,6 +1315,7 @@ std::optional<CSource> emit_c_family(const ir::Kernel &kernel, const TargetFeatu
   target.native_erf = true;
   target.c_pow = true;
   target.native_libm = true;
+  target.native_bit_ops = true; // the __popc, __clz, __brev, __mulhi ... intrinsics (CUDA and HIP)
   std::unique_ptr<ir::Module> legal = ir::copy_kernel(kernel);
   passes::legalize(*legal, target);
   return CEmitter(*legal->kernels().front(), features, /*hip=*/dialect == CDialect::Hip, errors)

@@ -173,6 +173,8 @@ std::optional<std::string> run_plugin(const ir::Kernel &kernel, const CpuCompile
   target.native_erf = true;
   target.c_pow = true;
   target.native_libm = true;
+  target.native_bit_ops = true;
+  target.native_saturating = true;
   std::unique_ptr<ir::Module> legal = ir::copy_kernel(kernel);
   passes::legalize(*legal, target);
   std::string text = "module @cpu {\n" + ir::to_string(*legal->kernels().front()) + "}\n";

@@ -419,6 +419,30 @@ Value *Lowering::int_arith(Opcode op, Scalar s, Value *a, Value *b, Value *c) {
     return B_.CreateShl(a, b);
   case Opcode::Shr:
     return sgn ? B_.CreateAShr(a, b) : B_.CreateLShr(a, b);
+  case Opcode::Popcount:
+    return B_.CreateUnaryIntrinsic(llvm::Intrinsic::ctpop, a);
+  case Opcode::Clz: // defined for 0: the width
+    return B_.CreateBinaryIntrinsic(llvm::Intrinsic::ctlz, a, B_.getFalse());
+  case Opcode::Ctz:
+    return B_.CreateBinaryIntrinsic(llvm::Intrinsic::cttz, a, B_.getFalse());
+  case Opcode::Ffs:
+    return B_.CreateSelect(B_.CreateICmpEQ(a, k(0)), k(0),
+                           B_.CreateAdd(int_arith(Opcode::Ctz, s, a, nullptr, nullptr), k(1)));
+  case Opcode::BitReverse:
+    return B_.CreateUnaryIntrinsic(llvm::Intrinsic::bitreverse, a);
+  case Opcode::MulHi: {                    // the exact product in twice the width
+    unsigned w = t->getScalarSizeInBits(); // `t` may be a vector (one lane per invocation)
+    Type *wide = t->getWithNewBitWidth(2 * w);
+    auto ext = [&](Value *v) { return sgn ? B_.CreateSExt(v, wide) : B_.CreateZExt(v, wide); };
+    Value *p = B_.CreateMul(ext(a), ext(b));
+    return B_.CreateTrunc(B_.CreateLShr(p, llvm::ConstantInt::get(wide, w)), t);
+  }
+  case Opcode::AddSat:
+    return B_.CreateBinaryIntrinsic(sgn ? llvm::Intrinsic::sadd_sat : llvm::Intrinsic::uadd_sat, a,
+                                    b);
+  case Opcode::SubSat:
+    return B_.CreateBinaryIntrinsic(sgn ? llvm::Intrinsic::ssub_sat : llvm::Intrinsic::usub_sat, a,
+                                    b);
   case Opcode::Eq:
     return B_.CreateICmpEQ(a, b);
   case Opcode::Ne:

@@ -8,6 +8,7 @@
 
 #include "cubecc/ir/float16.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -172,6 +173,33 @@ uint64_t evaluate_lane(Opcode op, Scalar s, uint64_t a, uint64_t b, uint64_t c) 
     return (a << (b & (w - 1))) & m; // an amount >= the width is unspecified: taken modulo
   case Opcode::Shr:
     return sgn ? static_cast<uint64_t>(sa >> (b & (w - 1))) & m : a >> (b & (w - 1));
+  case Opcode::Popcount:
+    return static_cast<uint64_t>(std::popcount(a & m));
+  case Opcode::Clz:
+    return static_cast<uint64_t>(std::countl_zero(a & m)) - (64 - w);
+  case Opcode::Ctz:
+    return (a & m) == 0 ? w : static_cast<uint64_t>(std::countr_zero(a));
+  case Opcode::Ffs:
+    return (a & m) == 0 ? 0 : static_cast<uint64_t>(std::countr_zero(a)) + 1;
+  case Opcode::BitReverse: {
+    uint64_t r = 0;
+    for (unsigned k = 0; k < w; ++k)
+      r |= ((a >> k) & 1) << (w - 1 - k);
+    return r;
+  }
+  case Opcode::MulHi: { // the high half of the exact 2w-bit product
+    __int128 p =
+        sgn ? __int128(sa) * sb : static_cast<__int128>(static_cast<unsigned __int128>(a) * b);
+    return static_cast<uint64_t>(p >> w) & m;
+  }
+  case Opcode::AddSat:
+  case Opcode::SubSat: { // the exact result clamped to the type's range
+    __int128 x = sgn ? __int128(sa) : __int128(a), y = sgn ? __int128(sb) : __int128(b);
+    __int128 r = op == Opcode::AddSat ? x + y : x - y;
+    __int128 lo = sgn ? -(__int128(1) << (w - 1)) : 0;
+    __int128 hi = sgn ? (__int128(1) << (w - 1)) - 1 : __int128(m);
+    return static_cast<uint64_t>(std::clamp(r, lo, hi)) & m;
+  }
   case Opcode::Eq:
     return flt ? to_double(s, a) == to_double(s, b) : a == b;
   case Opcode::Ne:

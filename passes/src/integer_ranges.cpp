@@ -28,6 +28,13 @@ IntegerRange clamp_to(ir::Scalar s, __int128 lo, __int128 hi) {
   return {static_cast<int64_t>(lo), static_cast<int64_t>(hi)};
 }
 
+/// [lo, hi] with each bound clamped to the type's range: the range of a saturating result.
+IntegerRange saturate(ir::Scalar s, __int128 lo, __int128 hi) {
+  IntegerRange f = full(s);
+  return {static_cast<int64_t>(std::clamp<__int128>(lo, f.lo, f.hi)),
+          static_cast<int64_t>(std::clamp<__int128>(hi, f.lo, f.hi))};
+}
+
 bool is_integer_scalar(const ir::Value *v) {
   return v->type().is_scalar() && ir::is_integer(v->type().element());
 }
@@ -454,6 +461,18 @@ void IntegerRanges::op(const ir::Operation &o) {
       // (amounts of the width or more are taken modulo the width: not tracked)
       if (r(0).lo >= 0 && r(1).lo >= 0 && r(1).hi < static_cast<int64_t>(ir::scalar_bits(s)))
         set(o.result(), {r(0).lo >> r(1).hi, r(0).hi >> r(1).lo});
+      return;
+    case ir::Opcode::Popcount:
+    case ir::Opcode::Clz:
+    case ir::Opcode::Ctz:
+    case ir::Opcode::Ffs: // a bit count or position: 0 ... N
+      set(o.result(), {0, static_cast<int64_t>(ir::scalar_bits(s))});
+      return;
+    case ir::Opcode::AddSat: // monotonic: the bounds saturate too
+      set(o.result(), saturate(s, __int128(r(0).lo) + r(1).lo, __int128(r(0).hi) + r(1).hi));
+      return;
+    case ir::Opcode::SubSat:
+      set(o.result(), saturate(s, __int128(r(0).lo) - r(1).hi, __int128(r(0).hi) - r(1).lo));
       return;
     case ir::Opcode::Min:
       set(o.result(), {std::min(r(0).lo, r(1).lo), std::min(r(0).hi, r(1).hi)});

@@ -13,6 +13,10 @@
 //           x >= hi and (signed) MIN where x < lo; NaN gives 0 (docs/ir.md §4.6)
 //   erf  (no native erf): fdlibm's erff in f32 ops; f16/bf16 through f32
 //   pow  (no C pow): pow(|x|, y) plus C's sign and special cases
+//   popcount, clz, ctz, ffs, bitreverse, mulhi (no native bit ops): shifts, masks and
+//           multiplications in the operands' width
+//   add_sat, sub_sat (no native saturating arithmetic): the wrapped result, or the limit where
+//           it overflowed
 //
 // The values chosen where the IR leaves them unspecified are the reference interpreter's
 // (ir/src/semantics.cpp), so legalized IR computes the same as the original on the interpreter.
@@ -560,6 +564,161 @@ Value *rewrite_pow(Rewriter &r, ir::Operation &op) {
   return r.select(one, c(1), result);
 }
 
+//===--- Bit counting, mulhi and saturating arithmetic --------------------------------------===//
+//
+// Expanded in the operands' own width (no wider type is needed, so a target without 64-bit
+// integers can still count the bits of a u32), on the unsigned type of that width: signed
+// operands are bitcast first and the result bitcast back.
+
+Scalar unsigned_of(Scalar s) {
+  switch (ir::scalar_bits(s)) {
+  case 8:
+    return Scalar::U8;
+  case 16:
+    return Scalar::U16;
+  case 32:
+    return Scalar::U32;
+  default:
+    return Scalar::U64;
+  }
+}
+
+/// The bits-of-width-w pattern that repeats `unit` (w a multiple of unit's width).
+uint64_t repeat(uint64_t unit, unsigned unit_bits, unsigned w) {
+  uint64_t r = 0;
+  for (unsigned k = 0; k < w; k += unit_bits)
+    r |= unit << k;
+  return r & ir::width_mask(w);
+}
+
+/// Popcount of an unsigned value (SWAR: pairs, nibbles, then a multiply that sums the bytes).
+Value *popcount_u(Rewriter &r, Value *x) {
+  Type t = x->type();
+  unsigned w = ir::scalar_bits(t.element());
+  auto c = [&](uint64_t v) { return r.bits(t, v); };
+  auto shr = [&](Value *v, unsigned n) { return r.op(Opcode::Shr, {v, c(n)}); };
+  auto band = [&](Value *v, uint64_t m) { return r.op(Opcode::And, {v, c(m)}); };
+  x = r.op(Opcode::Sub, {x, band(shr(x, 1), repeat(0x5, 4, w))});
+  x = r.op(Opcode::Add, {band(x, repeat(0x3, 4, w)), band(shr(x, 2), repeat(0x3, 4, w))});
+  x = band(r.op(Opcode::Add, {x, shr(x, 4)}), repeat(0x0f, 8, w));
+  if (w > 8)
+    x = shr(r.op(Opcode::Mul, {x, c(repeat(0x01, 8, w))}), w - 8);
+  return x;
+}
+
+/// Every bit below the highest set bit set too.
+Value *smear_right(Rewriter &r, Value *x) {
+  unsigned w = ir::scalar_bits(x->type().element());
+  for (unsigned n = 1; n < w; n *= 2)
+    x = r.op(Opcode::Or, {x, r.op(Opcode::Shr, {x, r.bits(x->type(), n)})});
+  return x;
+}
+
+Value *bit_reverse_u(Rewriter &r, Value *x) {
+  Type t = x->type();
+  unsigned w = ir::scalar_bits(t.element());
+  static constexpr uint64_t kUnits[] = {0x1, 0x3, 0xf, 0xff, 0xffff, 0xffffffff};
+  for (unsigned n = 1, k = 0; n < w; n *= 2, ++k) {
+    // Swap each pair of adjacent n-bit groups.
+    Value *m = r.bits(t, repeat(kUnits[k], 2 * n, w)), *sh = r.bits(t, n);
+    Value *low = r.op(Opcode::And, {r.op(Opcode::Shr, {x, sh}), m});
+    Value *high = r.op(Opcode::Shl, {r.op(Opcode::And, {x, m}), sh});
+    x = r.op(Opcode::Or, {low, high});
+  }
+  return x;
+}
+
+/// The high half of the unsigned product, from products of half-width halves (none overflows).
+Value *mulhi_u(Rewriter &r, Value *a, Value *b) {
+  Type t = a->type();
+  unsigned h = ir::scalar_bits(t.element()) / 2;
+  Value *mask = r.bits(t, ir::width_mask(h)), *sh = r.bits(t, h);
+  auto lo = [&](Value *v) { return r.op(Opcode::And, {v, mask}); };
+  auto hi = [&](Value *v) { return r.op(Opcode::Shr, {v, sh}); };
+  auto mul = [&](Value *x, Value *y) { return r.op(Opcode::Mul, {x, y}); };
+  auto add = [&](Value *x, Value *y) { return r.op(Opcode::Add, {x, y}); };
+  Value *ll = mul(lo(a), lo(b)), *hl = mul(hi(a), lo(b)), *lh = mul(lo(a), hi(b));
+  Value *hh = mul(hi(a), hi(b));
+  Value *cross = add(add(hi(ll), lo(hl)), lh);
+  return add(add(hh, hi(hl)), hi(cross));
+}
+
+/// Rewrites an integer op through `f` on the unsigned type of its width.
+template <Value *(*f)(Rewriter &, ir::Operation &, Value *, Value *)>
+Value *through_unsigned(Rewriter &r, ir::Operation &op) {
+  Type t = op.result()->type();
+  Type u = t.with_element(unsigned_of(t.element()));
+  bool sgn = ir::is_signed(t.element());
+  auto in = [&](unsigned k) -> Value * {
+    if (k >= op.num_operands())
+      return nullptr;
+    return sgn ? r.bitcast(op.operand(k), u) : op.operand(k);
+  };
+  Value *result = f(r, op, in(0), in(1));
+  return sgn ? r.bitcast(result, t) : result;
+}
+
+Value *expand_popcount(Rewriter &r, ir::Operation &, Value *x, Value *) {
+  return popcount_u(r, x);
+}
+Value *expand_clz(Rewriter &r, ir::Operation &, Value *x, Value *) {
+  unsigned w = ir::scalar_bits(x->type().element());
+  return r.op(Opcode::Sub, {r.bits(x->type(), w), popcount_u(r, smear_right(r, x))});
+}
+/// ctz(x) = popcount(~x & (x - 1)): the trailing zeros become the only ones (all N for 0).
+Value *expand_ctz(Rewriter &r, ir::Operation &, Value *x, Value *) {
+  Value *below = r.op(Opcode::Sub, {x, r.bits(x->type(), 1)});
+  return popcount_u(r, r.op(Opcode::And, {r.op(Opcode::Not, {x}), below}));
+}
+/// ffs(x) = popcount(x ^ (x - 1)) = ctz(x) + 1 for x != 0; 0 for 0.
+Value *expand_ffs(Rewriter &r, ir::Operation &, Value *x, Value *) {
+  Value *zero = r.bits(x->type(), 0);
+  Value *ones = popcount_u(r, r.op(Opcode::Xor, {x, r.op(Opcode::Sub, {x, r.bits(x->type(), 1)})}));
+  return r.select(r.op(Opcode::Eq, {x, zero}), zero, ones);
+}
+Value *expand_bitreverse(Rewriter &r, ir::Operation &, Value *x, Value *) {
+  return bit_reverse_u(r, x);
+}
+/// Signed: the unsigned high half minus b where a < 0 and a where b < 0 (two's complement).
+Value *expand_mulhi(Rewriter &r, ir::Operation &op, Value *a, Value *b) {
+  Value *hi = mulhi_u(r, a, b);
+  if (!ir::is_signed(op.result()->type().element()))
+    return hi;
+  Type t = a->type();
+  Value *zero = r.bits(t, 0), *sign = r.bits(t, uint64_t{1} << (ir::scalar_bits(t.element()) - 1));
+  auto negative = [&](Value *v) { return r.op(Opcode::Ne, {r.op(Opcode::And, {v, sign}), zero}); };
+  hi = r.op(Opcode::Sub, {hi, r.select(negative(a), b, zero)});
+  return r.op(Opcode::Sub, {hi, r.select(negative(b), a, zero)});
+}
+
+/// Saturating add and subtract: the wrapped result where it did not overflow.
+Value *rewrite_saturating(Rewriter &r, ir::Operation &op) {
+  Type t = op.result()->type();
+  Scalar s = t.element();
+  unsigned w = ir::scalar_bits(s);
+  bool add = op.opcode() == Opcode::AddSat;
+  Value *a = op.operand(0), *b = op.operand(1);
+  Value *wrapped = r.op(add ? Opcode::Add : Opcode::Sub, {a, b});
+  if (!ir::is_signed(s)) // a carry or borrow shows as a result on the wrong side of a
+    return r.select(r.op(add ? Opcode::Lt : Opcode::Gt, {wrapped, a}),
+                    r.bits(t, add ? ir::width_mask(w) : 0), wrapped);
+  // Overflow iff the result's sign differs from a's and (add) b's / (sub) not b's.
+  Value *zero = r.bits(t, 0);
+  Value *flips = r.op(Opcode::Xor, {a, wrapped});
+  Value *other = r.op(Opcode::Xor, {add ? b : a, add ? wrapped : b});
+  Value *overflow = r.op(Opcode::Lt, {r.op(Opcode::And, {flips, other}), zero});
+  Value *limit = r.select(r.op(Opcode::Lt, {a, zero}), r.bits(t, uint64_t{1} << (w - 1)),
+                          r.bits(t, ir::width_mask(w - 1)));
+  return r.select(overflow, limit, wrapped);
+}
+
+bool lacks_bit_ops(const ir::Operation &, const LegalizeTarget &t) {
+  return !t.native_bit_ops;
+}
+bool lacks_saturating(const ir::Operation &, const LegalizeTarget &t) {
+  return !t.native_saturating;
+}
+
 //===--- The table ------------------------------------------------------------------------===//
 
 struct Pattern {
@@ -612,6 +771,14 @@ const Pattern kPatterns[] = {
     {Opcode::Asinh, "asinh expanded", lacks_libm_f32, through_f32<asinh_f32>},
     {Opcode::Acosh, "acosh expanded", lacks_libm_f32, through_f32<acosh_f32>},
     {Opcode::Atanh, "atanh expanded", lacks_libm_f32, through_f32<atanh_f32>},
+    {Opcode::Popcount, "popcount expanded", lacks_bit_ops, through_unsigned<expand_popcount>},
+    {Opcode::Clz, "clz expanded", lacks_bit_ops, through_unsigned<expand_clz>},
+    {Opcode::Ctz, "ctz expanded", lacks_bit_ops, through_unsigned<expand_ctz>},
+    {Opcode::Ffs, "ffs expanded", lacks_bit_ops, through_unsigned<expand_ffs>},
+    {Opcode::BitReverse, "bitreverse expanded", lacks_bit_ops, through_unsigned<expand_bitreverse>},
+    {Opcode::MulHi, "mulhi expanded", lacks_bit_ops, through_unsigned<expand_mulhi>},
+    {Opcode::AddSat, "saturating arithmetic expanded", lacks_saturating, rewrite_saturating},
+    {Opcode::SubSat, "saturating arithmetic expanded", lacks_saturating, rewrite_saturating},
     {Opcode::Hypot, "hypot expanded",
      [](const ir::Operation &, const LegalizeTarget &t) { return !t.native_libm; }, rewrite_hypot},
 };

@@ -5,8 +5,9 @@
 // that never reads where its mask is false, for_ over C++ unsigned bounds (a uint32_t index), a
 // Var<bool>, splat of a plain C++ number, vectors built from lanes with a lane replaced or picked
 // by a runtime index and horizontal sum/min/max/dot, and the inverse trigonometric, hyperbolic
-// and C99 functions with is_nan / is_inf. Each kernel is traced once, then run on interp, vulkan
-// and cpu (and cuda and hip where they open), and its outputs are compared with a host reference.
+// and C99 functions with is_nan / is_inf, bit counting, mulhi and saturating arithmetic. Each
+// kernel is traced once, then run on interp, vulkan and cpu (and cuda and hip where they open), and
+// its outputs are compared with a host reference.
 //
 //===-----------------------------------------------------------------------------------------===//
 #include "device_launcher.h"
@@ -16,6 +17,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -84,6 +86,26 @@ void vectors(dsl::Tensor<const float> x, dsl::Tensor<const uint32_t> pick, dsl::
     out[i * 5u + 2u] = dsl::hmax(v);
     out[i * 5u + 3u] = dsl::dot(v, w);
     out[i * 5u + 4u] = dsl::lane(v, pick[i]); // lane 0 when pick[i] > 3
+  });
+}
+
+// Bit counting, the high half of products and saturating arithmetic on int32 and uint8 values.
+void bit_ops(dsl::Tensor<const int32_t> a, dsl::Tensor<const int32_t> b, dsl::Tensor<int32_t> out,
+             dsl::Tensor<const uint8_t> u, dsl::Tensor<uint8_t> uout) {
+  dsl::Val<uint32_t> i = dsl::global_id().x;
+  dsl::if_(i < a.size(), [&] {
+    dsl::Val<int32_t> x = a[i], y = b[i];
+    out[i * 8u] = dsl::popcount(x);
+    out[i * 8u + 1u] = dsl::clz(x);
+    out[i * 8u + 2u] = dsl::ctz(x);
+    out[i * 8u + 3u] = dsl::ffs(x);
+    out[i * 8u + 4u] = dsl::bitreverse(x);
+    out[i * 8u + 5u] = dsl::mulhi(x, y);
+    out[i * 8u + 6u] = dsl::add_sat(x, y);
+    out[i * 8u + 7u] = dsl::sub_sat(x, y);
+    dsl::Val<uint8_t> v = u[i];
+    uout[i * 2u] = dsl::add_sat(v, v);                               // 255 where 2v overflows
+    uout[i * 2u + 1u] = dsl::sub_sat(dsl::popcount(v), dsl::clz(v)); // 0 where it would wrap
   });
 }
 
@@ -235,6 +257,55 @@ TEST_P(DslReach, vectors_from_lanes_a_lane_by_runtime_index_and_horizontal_opera
     EXPECT_EQ(got[5 * k + 2], hi) << "hmax at " << k;
     EXPECT_EQ(got[5 * k + 3], dot) << "dot at " << k;
     EXPECT_EQ(got[5 * k + 4], v[pick[k] < 4 ? pick[k] : 0]) << "lane " << pick[k] << " at " << k;
+  }
+}
+
+TEST_P(DslReach, bit_counting_mulhi_and_saturating_arithmetic) {
+  auto module = traced(dsl::trace<bit_ops>("bit_ops", {.workgroup = {64, 1, 1}}));
+  ASSERT_TRUE(module);
+  constexpr int32_t kMin = std::numeric_limits<int32_t>::min();
+  constexpr int32_t kMax = std::numeric_limits<int32_t>::max();
+  std::vector<int32_t> a = {0, 1, -1, kMin, kMax, 0x00f0f000, -12345, 1 << 30, 96, 7};
+  std::vector<int32_t> b = {0, kMax, kMin, -1, 1, 3, 99999, 1 << 30, -96, kMin};
+  while (a.size() < 100) {
+    uint32_t k = static_cast<uint32_t>(a.size());
+    a.push_back(static_cast<int32_t>(k * 2654435761u));
+    b.push_back(static_cast<int32_t>(k * 40503u) - 2000000);
+  }
+  const uint32_t n = static_cast<uint32_t>(a.size());
+  std::vector<uint8_t> u(n);
+  for (uint32_t k = 0; k < n; ++k)
+    u[k] = static_cast<uint8_t>(k * 37);
+  Args args;
+  args.tensor(cubecc::ir::Scalar::I32, a, n);
+  args.tensor(cubecc::ir::Scalar::I32, b, n);
+  size_t out = args.tensor(cubecc::ir::Scalar::I32, std::vector<int32_t>(8 * n, 7), 8 * n);
+  args.tensor(cubecc::ir::Scalar::U8, u, n);
+  size_t uout = args.tensor(cubecc::ir::Scalar::U8, std::vector<uint8_t>(2 * n, 7), 2 * n);
+  run(*module->kernels()[0], args, (n + 63) / 64);
+  std::vector<int32_t> got = args.read<int32_t>(out);
+  std::vector<uint8_t> got_u = args.read<uint8_t>(uout);
+  for (uint32_t k = 0; k < n; ++k) {
+    uint32_t x = static_cast<uint32_t>(a[k]);
+    uint32_t reversed = 0;
+    for (int j = 0; j < 32; ++j)
+      reversed |= ((x >> j) & 1u) << (31 - j);
+    int64_t sum = int64_t{a[k]} + b[k], diff = int64_t{a[k]} - b[k];
+    int32_t want[8] = {std::popcount(x),
+                       std::countl_zero(x),
+                       std::countr_zero(x),
+                       x == 0 ? 0 : std::countr_zero(x) + 1,
+                       static_cast<int32_t>(reversed),
+                       static_cast<int32_t>((int64_t{a[k]} * b[k]) >> 32),
+                       static_cast<int32_t>(std::clamp<int64_t>(sum, kMin, kMax)),
+                       static_cast<int32_t>(std::clamp<int64_t>(diff, kMin, kMax))};
+    static const char *const kOps[] = {"popcount",   "clz",   "ctz",     "ffs",
+                                       "bitreverse", "mulhi", "add_sat", "sub_sat"};
+    for (int f = 0; f < 8; ++f)
+      EXPECT_EQ(got[8 * k + f], want[f]) << kOps[f] << "(" << a[k] << ", " << b[k] << ")";
+    int v = u[k], pop = std::popcount(u[k]), lz = std::countl_zero(u[k]);
+    EXPECT_EQ(got_u[2 * k], std::min(2 * v, 255)) << "add_sat(" << v << ", " << v << ")";
+    EXPECT_EQ(got_u[2 * k + 1], std::max(pop - lz, 0)) << "sub_sat at u = " << v;
   }
 }
 

@@ -316,6 +316,10 @@ OpCase arith_case(Scalar s) {
   if (is_int(s)) {
     ops.push_back({"shl", {va, vs}, in2(a, sh), {}});
     ops.push_back({"shr", {va, vs}, in2(a, sh), {}});
+    for (const char *op : {"popcount", "clz", "ctz", "ffs", "bitreverse"})
+      ops.push_back({op, {va}, in2(a, b), {}});
+    for (const char *op : {"mulhi", "add_sat", "sub_sat"})
+      ops.push_back({op, {va, vb}, in2(a, b), {}});
   }
   if (is_float(s) && s != Scalar::F64) // f64 fma: math_f64_fma (refused where Fma is not fused)
     ops.push_back({"fma", {va, vb, vc}, in3(a, b, t), {}});

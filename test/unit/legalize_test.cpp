@@ -19,6 +19,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -150,6 +152,133 @@ TEST(Legalize, integer_division_and_shifts_give_the_pinned_values) {
   check_integer_pins<uint16_t>(Scalar::U16);
   check_integer_pins<uint32_t>(Scalar::U32);
   check_integer_pins<uint64_t>(Scalar::U64);
+}
+
+//===--- Bit counting, mulhi and saturating arithmetic --------------------------------------===//
+
+/// The kernel: out[8i + 0..7] = popcount, clz, ctz, ffs, bitreverse of a[i] and mulhi, add_sat,
+/// sub_sat of a[i], b[i].
+std::string bit_kernel(const std::string &t) {
+  return fmt::format(R"(module @m {{
+  kernel @k(%a: buffer<{0}, read>, %b: buffer<{0}, read>, %out: buffer<{0}, readwrite>) workgroup(64, 1, 1) {{
+    %gid = global_id : u32x3
+    %i = vec.extract %gid {{lane = 0}} : u32
+    %x = load %a, %i : {0}
+    %y = load %b, %i : {0}
+    %c8 = const 8 : u32
+    %base = mul %i, %c8 : u32
+    %r0 = popcount %x : {0}
+    %r1 = clz %x : {0}
+    %r2 = ctz %x : {0}
+    %r3 = ffs %x : {0}
+    %r4 = bitreverse %x : {0}
+    %r5 = mulhi %x, %y : {0}
+    %r6 = add_sat %x, %y : {0}
+    %r7 = sub_sat %x, %y : {0}
+{1}    return
+  }}
+}}
+)",
+                     t, [] {
+                       std::string stores;
+                       for (int k = 0; k < 8; ++k)
+                         stores += fmt::format("    %c{0}_ = const {0} : u32\n    %o{0} = add "
+                                               "%base, %c{0}_ : u32\n    store %out, %o{0}, "
+                                               "%r{0}\n",
+                                               k);
+                       return stores;
+                     }());
+}
+
+/// The eight results for (x, y), from C++20's <bit> and 128-bit arithmetic.
+template <class T> std::array<T, 8> bit_reference(T x, T y) {
+  using U = std::make_unsigned_t<T>;
+  constexpr int w = sizeof(T) * 8;
+  U ux = static_cast<U>(x);
+  U reversed = 0;
+  for (int k = 0; k < w; ++k)
+    if ((ux >> k) & 1)
+      reversed = static_cast<U>(reversed | U(U(1) << (w - 1 - k)));
+  __int128 product; // exact for every width up to 64
+  if constexpr (std::is_signed_v<T>)
+    product = __int128(x) * __int128(y);
+  else
+    product = static_cast<__int128>(static_cast<unsigned __int128>(x) * y);
+  auto saturated = [](__int128 v) {
+    return static_cast<T>(
+        std::clamp<__int128>(v, std::numeric_limits<T>::min(), std::numeric_limits<T>::max()));
+  };
+  return {static_cast<T>(std::popcount(ux)),
+          static_cast<T>(std::countl_zero(ux)),
+          static_cast<T>(std::countr_zero(ux)),
+          static_cast<T>(ux == 0 ? 0 : std::countr_zero(ux) + 1),
+          static_cast<T>(reversed),
+          static_cast<T>(static_cast<U>(product >> w)),
+          saturated(__int128(x) + __int128(y)),
+          saturated(__int128(x) - __int128(y))};
+}
+
+/// Runs bit_kernel for T, original and legalized, over edge values, every 8-bit value and
+/// random pairs; both must match the host.
+template <class T> void check_bit_ops(Scalar s) {
+  constexpr T kMin = std::numeric_limits<T>::min(), kMax = std::numeric_limits<T>::max();
+  std::vector<T> specials = {0,    1,           T(-1),       2,     3,       7,      kMin,
+                             kMax, T(kMin + 1), T(kMax - 1), T(-7), T(0x55), T(0x80)};
+  std::vector<T> a, b;
+  for (T x : specials)
+    for (T y : specials)
+      a.push_back(x), b.push_back(y);
+  std::mt19937_64 rng(11);
+  if constexpr (sizeof(T) == 1) // every value against random partners
+    for (int v = 0; v < 256; ++v)
+      for (int k = 0; k < 4; ++k)
+        a.push_back(static_cast<T>(v)), b.push_back(static_cast<T>(rng()));
+  while (a.size() % 64 != 0 || a.size() < 2048) {
+    // Random values of every magnitude: a random number of low bits kept.
+    auto value = [&] { return static_cast<T>(rng() >> (rng() % (sizeof(T) * 8))); };
+    a.push_back(rng() % 2 ? value() : static_cast<T>(-value()));
+    b.push_back(rng() % 2 ? value() : static_cast<T>(-value()));
+  }
+  std::string text = bit_kernel(std::string(ir::scalar_name(s)));
+  ir::ParseResult original = ir::parse_module(text, "bit_ops.cir");
+  ASSERT_TRUE(original.module) << ir::to_string(original.errors);
+  auto legalized = parse_and_legalize(text);
+  ASSERT_TRUE(legalized);
+  for (const char *op :
+       {"popcount", "clz", "ctz", "ffs", "bitreverse", "mulhi", "add_sat", "sub_sat"})
+    EXPECT_EQ(ir::to_string(*legalized).find(std::string(" = ") + op + " "), std::string::npos)
+        << op << " was not expanded";
+  for (ir::Module *module : {original.module.get(), legalized.get()}) {
+    ir::HostBuffer ba = buffer(s, a), bb = buffer(s, b),
+                   out = buffer(s, std::vector<T>(8 * a.size()));
+    run(*module->kernels()[0], {&ba, &bb, &out}, a.size());
+    std::vector<T> got = read<T>(out);
+    static const char *const kNames[] = {"popcount",   "clz",   "ctz",     "ffs",
+                                         "bitreverse", "mulhi", "add_sat", "sub_sat"};
+    int failures = 0;
+    for (size_t k = 0; k < a.size() && failures < 20; ++k) {
+      std::array<T, 8> want = bit_reference(a[k], b[k]);
+      for (int r = 0; r < 8; ++r)
+        if (got[8 * k + r] != want[r]) {
+          ++failures;
+          ADD_FAILURE() << (module == legalized.get() ? "legalized " : "original ") << kNames[r]
+                        << " " << ir::scalar_name(s) << " x=" << int64_t(a[k])
+                        << " y=" << int64_t(b[k]) << ": got " << int64_t(got[8 * k + r])
+                        << ", want " << int64_t(want[r]);
+        }
+    }
+  }
+}
+
+TEST(Legalize, bit_counting_mulhi_and_saturating_ops_match_the_host_before_and_after) {
+  check_bit_ops<int8_t>(Scalar::I8);
+  check_bit_ops<uint8_t>(Scalar::U8);
+  check_bit_ops<int16_t>(Scalar::I16);
+  check_bit_ops<uint16_t>(Scalar::U16);
+  check_bit_ops<int32_t>(Scalar::I32);
+  check_bit_ops<uint32_t>(Scalar::U32);
+  check_bit_ops<int64_t>(Scalar::I64);
+  check_bit_ops<uint64_t>(Scalar::U64);
 }
 
 /// The saturating conversion of docs/ir.md §4.6, computed on the host.

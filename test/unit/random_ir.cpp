@@ -173,9 +173,17 @@ private:
   }
 
   void integer_op() {
-    static const char *const ops[] = {"add", "sub", "mul", "div", "rem", "and",
-                                      "or",  "xor", "shl", "shr", "min", "max"};
+    static const char *const ops[] = {"add", "sub", "mul",   "div",     "rem",
+                                      "and", "or",  "xor",   "shl",     "shr",
+                                      "min", "max", "mulhi", "add_sat", "sub_sat"};
     std::string type = chance(0.5) ? "i32" : "u32";
+    if (chance(0.15)) { // the bit counts (legalized into shifts and masks for SPIR-V)
+      static const char *const unary[] = {"popcount", "clz", "ctz", "ffs", "bitreverse"};
+      std::string name = fresh();
+      line("{} = {} {} : {}", name, unary[pick(std::size(unary))], any(type), type);
+      define(type, name);
+      return;
+    }
     std::string lhs = any(type);
     // A third of the time a constant on the right: the shapes that folding, identities and
     // strength reduction look for (0, 1, -1 and powers of two).

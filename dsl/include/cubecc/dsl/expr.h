@@ -147,7 +147,7 @@ template <class A, class B>
 concept BinaryOperands = (ExprLike<A> || ExprLike<B>)&&(ExprLike<A> || Literal<A>)&&(ExprLike<B> ||
                                                                                      Literal<B>);
 
-enum class Need { Numeric, Integer, IntegerOrBool, Bool, Any, Float, Signed };
+enum class Need { Numeric, Integer, IntegerOrBool, Bool, Any, Float, Signed, Bits };
 
 template <Need need, class T> constexpr void check_class() {
   if constexpr (need == Need::Numeric)
@@ -163,6 +163,10 @@ template <Need need, class T> constexpr void check_class() {
   else if constexpr (need == Need::Float)
     static_assert(FloatType<T>, "cubecc: this math function needs a float value; convert with "
                                 "dsl::cast<float>(...)");
+  else if constexpr (need == Need::Bits)
+    static_assert(IntegerType<T>, "cubecc: bit counting, mulhi and saturating arithmetic need "
+                                  "integers; to count the bits of a float, dsl::bitcast it to "
+                                  "the unsigned type of its width first");
   else if constexpr (need == Need::Signed)
     static_assert(FloatType<T> || std::is_signed_v<scalar_of<T>>,
                   "cubecc: negation and abs need a signed integer or a float, not an unsigned one");
@@ -359,6 +363,12 @@ CUBECC_DSL_UNARY_MATH(atanh, Atanh, Float)
 CUBECC_DSL_UNARY_MATH(expm1, Expm1, Float)
 CUBECC_DSL_UNARY_MATH(log1p, Log1p, Float)
 CUBECC_DSL_UNARY_MATH(abs, Abs, Signed)
+// Bit counting: the result has the operand's type.
+CUBECC_DSL_UNARY_MATH(popcount, Popcount, Bits)     ///< the number of set bits
+CUBECC_DSL_UNARY_MATH(clz, Clz, Bits)               ///< leading zero bits (the width for 0)
+CUBECC_DSL_UNARY_MATH(ctz, Ctz, Bits)               ///< trailing zero bits (the width for 0)
+CUBECC_DSL_UNARY_MATH(ffs, Ffs, Bits)               ///< 1 + the lowest set bit's index, 0 for 0
+CUBECC_DSL_UNARY_MATH(bitreverse, BitReverse, Bits) ///< the bits in reverse order
 #undef CUBECC_DSL_UNARY_MATH
 
 template <class A, class B>
@@ -375,6 +385,25 @@ template <class A, class B>
 requires detail::BinaryOperands<A, B>
 auto pow(const A &a, const B &b) {
   return detail::binary<ir::Opcode::Pow, detail::Need::Float>(a, b);
+}
+
+/// The high half of the exact product a * b (twice the operands' width), by their signedness.
+template <class A, class B>
+requires detail::BinaryOperands<A, B>
+auto mulhi(const A &a, const B &b) {
+  return detail::binary<ir::Opcode::MulHi, detail::Need::Bits>(a, b);
+}
+/// a + b clamped to the type's range instead of wrapping.
+template <class A, class B>
+requires detail::BinaryOperands<A, B>
+auto add_sat(const A &a, const B &b) {
+  return detail::binary<ir::Opcode::AddSat, detail::Need::Bits>(a, b);
+}
+/// a - b clamped to the type's range instead of wrapping (0 for unsigned a < b).
+template <class A, class B>
+requires detail::BinaryOperands<A, B>
+auto sub_sat(const A &a, const B &b) {
+  return detail::binary<ir::Opcode::SubSat, detail::Need::Bits>(a, b);
 }
 
 /// The angle of the point (x, y) from the x axis, in (-pi, pi]: C's atan2(y, x).

@@ -33,6 +33,13 @@ struct LegalizeTarget {
   /// algorithms over exp, log, sqrt and division (f16, bf16 and f32; f64 is refused by the
   /// backend), and `hypot` as max * sqrt(1 + (min / max)^2) with C's special cases (every type).
   bool native_libm = false;
+  /// `popcount`, `clz`, `ctz`, `ffs`, `bitreverse` and `mulhi` as the target's instructions
+  /// (CUDA/HIP intrinsics, LLVM's). Without them: shifts, masks and half-width multiplications
+  /// in the operands' own width.
+  bool native_bit_ops = false;
+  /// `add_sat` and `sub_sat` as the target's instructions (LLVM). Without them: the wrapping
+  /// result, or the type's limit where it overflowed.
+  bool native_saturating = false;
 
   /// Every expansion on: what `cubecc-opt --passes=legalize` and the tests use.
   static LegalizeTarget portable() { return {}; }

@@ -21,6 +21,13 @@ void vectors(dsl::Tensor<float> y, dsl::Scalar<uint32_t> k) {
   y[0u] = dsl::hsum(w) + dsl::dot(v, w) + dsl::lane(v, k);
 }
 
+void bits(dsl::Tensor<uint32_t> y, dsl::Scalar<int32_t> a, dsl::Scalar<int32_t> b) {
+  y[0u] = dsl::popcount(y[1u]) + dsl::clz(y[2u]) + dsl::ctz(y[3u]) + dsl::ffs(y[4u]) +
+          dsl::bitreverse(y[5u]);
+  y[6u] = dsl::bitcast<uint32_t>(dsl::mulhi(a, b) + dsl::add_sat(a, b) + dsl::sub_sat(a, 7));
+}
+
 static const bool registered = dsl::register_kernel<masked_shift>("masked_shift") &&
                                dsl::register_kernel<unsigned_loop>("unsigned_loop") &&
-                               dsl::register_kernel<vectors>("vectors");
+                               dsl::register_kernel<vectors>("vectors") &&
+                               dsl::register_kernel<bits>("bits");
