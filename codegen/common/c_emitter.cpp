@@ -25,6 +25,7 @@
 #include "cubecc/ir/clone.h"
 #include "cubecc/ir/ir.h"
 #include "cubecc/ir/semantics.h"
+#include "cubecc/ir/subgroup_combine.h"
 #include "cubecc/ir/uniformity.h"
 #include "cubecc/passes/legalize.h"
 
@@ -644,22 +645,20 @@ std::string CEmitter::load_element(const ir::Value *memory, const std::string &i
 std::string CEmitter::identity(Opcode op, Scalar s) {
   bool f = ir::is_float(s);
   unsigned bits = ir::scalar_bits(s);
-  switch (op) {
-  case Opcode::SubgroupMin:
-  case Opcode::SubgroupInclusiveMin:
-  case Opcode::SubgroupExclusiveMin:
+  switch (ir::subgroup_combine(op).combine) {
+  case Opcode::Min:
     if (f)
       return constant(s == Scalar::F64 ? Scalar::F64 : Scalar::F32,
                       s == Scalar::F64 ? 0x7ff0000000000000ull : 0x7f800000u);
     return constant(s, ir::is_signed(s) ? ir::width_mask(bits) >> 1 : ir::width_mask(bits));
-  case Opcode::SubgroupMax:
-  case Opcode::SubgroupInclusiveMax:
-  case Opcode::SubgroupExclusiveMax:
+  case Opcode::Max:
     if (f)
       return constant(s == Scalar::F64 ? Scalar::F64 : Scalar::F32,
                       s == Scalar::F64 ? 0xfff0000000000000ull : 0xff800000u);
     return constant(s, ir::is_signed(s) ? (ir::width_mask(bits) >> 1) + 1 : 0);
-  case Opcode::SubgroupAnd:
+  case Opcode::Mul:
+    return f ? (s == Scalar::F64 ? "1.0" : "1.0f") : constant(s, 1);
+  case Opcode::And:
     return s == Scalar::Bool ? "true" : constant(s, ir::width_mask(bits));
   default:
     return s == Scalar::Bool ? "false" : f ? (s == Scalar::F64 ? "0.0" : "0.0f") : constant(s, 0);
@@ -667,33 +666,7 @@ std::string CEmitter::identity(Opcode op, Scalar s) {
 }
 
 std::string CEmitter::combiner(Opcode op, Scalar s) {
-  Opcode base;
-  switch (op) {
-  case Opcode::SubgroupSum:
-  case Opcode::SubgroupInclusiveSum:
-  case Opcode::SubgroupExclusiveSum:
-    base = Opcode::Add;
-    break;
-  case Opcode::SubgroupMin:
-  case Opcode::SubgroupInclusiveMin:
-  case Opcode::SubgroupExclusiveMin:
-    base = Opcode::Min;
-    break;
-  case Opcode::SubgroupMax:
-  case Opcode::SubgroupInclusiveMax:
-  case Opcode::SubgroupExclusiveMax:
-    base = Opcode::Max;
-    break;
-  case Opcode::SubgroupAnd:
-    base = Opcode::And;
-    break;
-  case Opcode::SubgroupOr:
-    base = Opcode::Or;
-    break;
-  default:
-    base = Opcode::Xor;
-    break;
-  }
+  Opcode base = ir::subgroup_combine(op).combine;
   // Float sums combine in f32 for f16/bf16 (rounded once at the end, like any order).
   Scalar c = half_like(s) ? Scalar::F32 : s;
   return fmt::format("[](const {0} &x, const {0} &y) -> {0} {{ return {1}; }}", reg(c),
@@ -1046,11 +1019,9 @@ void CEmitter::emit_subgroup(const ir::Operation &op) {
   switch (op.info().signature) {
   case ir::Signature::SubgroupUnary: {
     std::string lane_index = "(" + local_index() + " % CUBECC_WARP)";
-    bool scan = opc == Opcode::SubgroupInclusiveSum || opc == Opcode::SubgroupExclusiveSum ||
-                opc == Opcode::SubgroupInclusiveMin || opc == Opcode::SubgroupExclusiveMin ||
-                opc == Opcode::SubgroupInclusiveMax || opc == Opcode::SubgroupExclusiveMax;
-    bool inclusive = opc == Opcode::SubgroupInclusiveSum || opc == Opcode::SubgroupInclusiveMin ||
-                     opc == Opcode::SubgroupInclusiveMax;
+    const ir::SubgroupCombine how = ir::subgroup_combine(opc);
+    bool scan = how.scan != ir::SubgroupCombine::Scan::None;
+    bool inclusive = how.scan == ir::SubgroupCombine::Scan::Inclusive;
     Scalar c = half_like(rs) ? Scalar::F32 : rs;
     return define(r, [&](unsigned k) {
       std::string e =
@@ -1065,10 +1036,16 @@ void CEmitter::emit_subgroup(const ir::Operation &op) {
   case ir::Signature::SubgroupShuffle: {
     std::string own = "(" + local_index() + " % CUBECC_WARP)";
     std::string src = name_of(op.operand(1));
-    std::string from = opc == Opcode::SubgroupShuffleXor    ? own + " ^ " + src
-                       : opc == Opcode::SubgroupShuffleUp   ? own + " - " + src
-                       : opc == Opcode::SubgroupShuffleDown ? own + " + " + src
-                                                            : src;
+    // A source lane outside the warp reads the invocation's own value (docs/ir.md §4.12):
+    // __shfl_sync would wrap it around.
+    std::string from =
+        opc == Opcode::SubgroupShuffleXor
+            ? fmt::format("(({0} ^ {1}) < CUBECC_WARP ? {0} ^ {1} : {0})", own, src)
+        : opc == Opcode::SubgroupShuffleUp ? fmt::format("({1} <= {0} ? {0} - {1} : {0})", own, src)
+        : opc == Opcode::SubgroupShuffleDown
+            ? fmt::format("({1} < CUBECC_WARP - {0} ? {0} + {1} : {0})", own, src)
+        : opc == Opcode::SubgroupShuffle ? fmt::format("({1} < CUBECC_WARP ? {1} : {0})", own, src)
+                                         : src;
     return define(r, [&](unsigned k) {
       return fmt::format("cubecc_shfl<{}>({}, {}, {})", reg(rs), mask(), operand(0, k), from);
     });

@@ -23,6 +23,8 @@
 //===-----------------------------------------------------------------------------------------===//
 #include "llvm/lowering.h"
 
+#include "cubecc/ir/subgroup_combine.h"
+
 #include <functional>
 
 namespace cubecc::llvm_backend {
@@ -138,10 +140,8 @@ void Lowering::decide_shapes() {
         mark(op->result());
         return;
       case ir::Signature::SubgroupUnary:
-        if (o == Opcode::SubgroupInclusiveSum || o == Opcode::SubgroupExclusiveSum ||
-            o == Opcode::SubgroupInclusiveMin || o == Opcode::SubgroupExclusiveMin ||
-            o == Opcode::SubgroupInclusiveMax || o == Opcode::SubgroupExclusiveMax)
-          mark(op->result());
+        if (ir::subgroup_combine(o).scan != ir::SubgroupCombine::Scan::None)
+          mark(op->result()); // a scan differs per lane
         return;
       case ir::Signature::SubgroupShuffle:
         if (vec(op->operand(0)) && (o != Opcode::SubgroupBroadcast || vec(op->operand(1))))

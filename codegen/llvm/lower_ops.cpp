@@ -58,8 +58,11 @@ void Lowering::emit_subgroup(const ir::Operation *op) {
                    : o == Opcode::SubgroupShuffleUp   ? B_.CreateSub(lane_, a)
                    : o == Opcode::SubgroupShuffleDown ? B_.CreateAdd(lane_, a)
                                                       : a;
+      // A source lane outside the subgroup keeps the lane's own value (docs/ir.md §4.12).
       Value *in_range = nullptr;
-      if (o == Opcode::SubgroupShuffleUp)
+      if (o == Opcode::SubgroupShuffle || o == Opcode::SubgroupShuffleXor)
+        in_range = B_.CreateICmpULT(src, splat(B_.getInt32(W_)));
+      else if (o == Opcode::SubgroupShuffleUp)
         in_range = B_.CreateICmpULE(a, lane_);
       else if (o == Opcode::SubgroupShuffleDown)
         in_range = B_.CreateAnd(B_.CreateICmpULT(a, splat(gang_size_)),
@@ -108,6 +111,9 @@ void Lowering::emit_subgroup(const ir::Operation *op) {
         switch (combine) {
         case Opcode::Add:
           r = B_.CreateAddReduce(xv);
+          break;
+        case Opcode::Mul:
+          r = B_.CreateMulReduce(xv);
           break;
         case Opcode::And:
           r = B_.CreateAndReduce(xv);

@@ -478,6 +478,12 @@ Value *Lowering::identity(Opcode combine, Scalar s, bool sum_substitute) {
     if (is_half(s))
       return llvm::ConstantInt::get(t, sum_substitute ? 0x8000 : 0);
     return llvm::ConstantFP::get(t, sum_substitute ? -0.0 : 0.0);
+  case Opcode::Mul:
+    if (s == Scalar::F16)
+      return llvm::ConstantInt::get(t, 0x3c00);
+    if (s == Scalar::BF16)
+      return llvm::ConstantInt::get(t, 0x3f80);
+    return ir::is_float(s) ? llvm::ConstantFP::get(t, 1.0) : llvm::ConstantInt::get(t, 1);
   case Opcode::Or:
   case Opcode::Xor:
     return llvm::ConstantInt::get(t, 0);

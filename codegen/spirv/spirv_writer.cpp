@@ -24,6 +24,7 @@
 #include "cubecc/ir/clone.h"
 #include "cubecc/ir/ir.h"
 #include "cubecc/ir/semantics.h"
+#include "cubecc/ir/subgroup_combine.h"
 #include "cubecc/passes/legalize.h"
 #include "spirv_module.h"
 
@@ -1037,10 +1038,8 @@ Id Writer::math(const ir::Operation &op, Scalar s, Id a, Id b, Id c) {
 Id Writer::subgroup_op(const ir::Operation &op, Scalar s, Id x) {
   if (s == Scalar::BF16) // combined in f32 (in an unspecified order anyway), rounded once
     return round_bf16(subgroup_op(op, Scalar::F32, x));
-  bool min_max =
-      op.opcode() == Opcode::SubgroupMin || op.opcode() == Opcode::SubgroupMax ||
-      op.opcode() == Opcode::SubgroupInclusiveMin || op.opcode() == Opcode::SubgroupExclusiveMin ||
-      op.opcode() == Opcode::SubgroupInclusiveMax || op.opcode() == Opcode::SubgroupExclusiveMax;
+  const ir::SubgroupCombine how = ir::subgroup_combine(op.opcode());
+  bool min_max = how.combine == Opcode::Min || how.combine == Opcode::Max;
   if (s == Scalar::F16 && min_max) // exact through f32; lavapipe's f16 FMin/FMax mishandle NaN
     return emit(
         spv::Op::OpFConvert, scalar_type(s),
@@ -1048,49 +1047,35 @@ Id Writer::subgroup_op(const ir::Operation &op, Scalar s, Id x) {
   Id t = scalar_type(s);
   Id scope = u32(kScopeSubgroup);
   bool f = ir::is_float(s), sg = ir::is_signed(s), boolean = s == Scalar::Bool;
-  spv::GroupOperation group = spv::GroupOperation::Reduce;
+  spv::GroupOperation group =
+      how.scan == ir::SubgroupCombine::Scan::Inclusive   ? spv::GroupOperation::InclusiveScan
+      : how.scan == ir::SubgroupCombine::Scan::Exclusive ? spv::GroupOperation::ExclusiveScan
+                                                         : spv::GroupOperation::Reduce;
   spv::Op sop;
-  switch (op.opcode()) {
-  case Opcode::SubgroupInclusiveSum:
-  case Opcode::SubgroupInclusiveMin:
-  case Opcode::SubgroupInclusiveMax:
-    group = spv::GroupOperation::InclusiveScan;
-    break;
-  case Opcode::SubgroupExclusiveSum:
-  case Opcode::SubgroupExclusiveMin:
-  case Opcode::SubgroupExclusiveMax:
-    group = spv::GroupOperation::ExclusiveScan;
-    break;
-  default:
-    break;
-  }
-  switch (op.opcode()) {
-  case Opcode::SubgroupSum:
-  case Opcode::SubgroupInclusiveSum:
-  case Opcode::SubgroupExclusiveSum:
+  switch (how.combine) {
+  case Opcode::Add:
     sop = f ? spv::Op::OpGroupNonUniformFAdd : spv::Op::OpGroupNonUniformIAdd;
     break;
-  case Opcode::SubgroupMin:
-  case Opcode::SubgroupInclusiveMin:
-  case Opcode::SubgroupExclusiveMin:
+  case Opcode::Mul:
+    sop = f ? spv::Op::OpGroupNonUniformFMul : spv::Op::OpGroupNonUniformIMul;
+    break;
+  case Opcode::Min:
     sop = f    ? spv::Op::OpGroupNonUniformFMin
           : sg ? spv::Op::OpGroupNonUniformSMin
                : spv::Op::OpGroupNonUniformUMin;
     break;
-  case Opcode::SubgroupMax:
-  case Opcode::SubgroupInclusiveMax:
-  case Opcode::SubgroupExclusiveMax:
+  case Opcode::Max:
     sop = f    ? spv::Op::OpGroupNonUniformFMax
           : sg ? spv::Op::OpGroupNonUniformSMax
                : spv::Op::OpGroupNonUniformUMax;
     break;
-  case Opcode::SubgroupAnd:
+  case Opcode::And:
     sop = boolean ? spv::Op::OpGroupNonUniformLogicalAnd : spv::Op::OpGroupNonUniformBitwiseAnd;
     break;
-  case Opcode::SubgroupOr:
+  case Opcode::Or:
     sop = boolean ? spv::Op::OpGroupNonUniformLogicalOr : spv::Op::OpGroupNonUniformBitwiseOr;
     break;
-  case Opcode::SubgroupXor:
+  case Opcode::Xor:
     sop = boolean ? spv::Op::OpGroupNonUniformLogicalXor : spv::Op::OpGroupNonUniformBitwiseXor;
     break;
   default:
@@ -1812,8 +1797,36 @@ void Writer::emit_subgroup(const ir::Operation &op) {
       sop = spv::Op::OpGroupNonUniformShuffleDown;
       break;
     }
+    if (opc == Opcode::SubgroupBroadcast)
+      return per_lane([&](unsigned k) {
+        return emit(sop, t, {u32(kScopeSubgroup), operand(0, k), operand(1, 0)});
+      });
+    // A source lane outside the subgroup gives the invocation's own value (docs/ir.md §4.12);
+    // SPIR-V leaves it undefined (lavapipe wraps around, or gives 0 for f16).
+    Id ut = u32_type(), arg = operand(1, 0);
+    Id own = builtin_input(spv::BuiltIn::SubgroupLocalInvocationId, false);
+    Id size = builtin_input(spv::BuiltIn::SubgroupSize, false);
+    Id in_range;
+    switch (opc) {
+    case Opcode::SubgroupShuffle:
+      in_range = emit(spv::Op::OpULessThan, m_.type_bool(), {arg, size});
+      break;
+    case Opcode::SubgroupShuffleXor:
+      in_range = emit(spv::Op::OpULessThan, m_.type_bool(),
+                      {emit(spv::Op::OpBitwiseXor, ut, {own, arg}), size});
+      break;
+    case Opcode::SubgroupShuffleUp:
+      in_range = emit(spv::Op::OpULessThanEqual, m_.type_bool(), {arg, own});
+      break;
+    default:
+      in_range =
+          emit(spv::Op::OpULessThan, m_.type_bool(), {arg, emit(spv::Op::OpISub, ut, {size, own})});
+      break;
+    }
     return per_lane([&](unsigned k) {
-      return emit(sop, t, {u32(kScopeSubgroup), operand(0, k), operand(1, 0)});
+      Id x = operand(0, k);
+      Id shuffled = emit(sop, t, {u32(kScopeSubgroup), x, arg});
+      return emit(spv::Op::OpSelect, t, {in_range, shuffled, x});
     });
   }
   case ir::Signature::SubgroupBallot: {

@@ -431,8 +431,13 @@ private:
                                                                      : int64_t{arg};
           bool relative = op.opcode() == Opcode::SubgroupShuffleUp ||
                           op.opcode() == Opcode::SubgroupShuffleDown;
-          if (relative && (src < 0 || src >= static_cast<int64_t>(end - base)))
-            src = lane; // out of range: the invocation keeps its own value
+          // Outside the subgroup (docs/ir.md §4.12): the invocation's own value. A lane inside
+          // it that does not exist or is inactive is unspecified: the relative shuffles keep
+          // their own value there too (what the CPU and CUDA do), the others are reported.
+          bool outside = src < 0 || src >= static_cast<int64_t>(sg);
+          if (op.opcode() != Opcode::SubgroupBroadcast &&
+              (outside || (relative && src >= static_cast<int64_t>(end - base))))
+            src = lane;
           if (src < 0 || src >= static_cast<int64_t>(end - base) || !mask[base + src])
             fail(&op, fmt::format("invocation {} reads lane {}, which is not an active lane of "
                                   "its subgroup",
@@ -470,6 +475,8 @@ private:
       return is_float(s) ? from_double(s, 0.0) : 0;
     case Opcode::And:
       return width_mask(w);
+    case Opcode::Mul:
+      return is_float(s) ? from_double(s, 1.0) : 1;
     case Opcode::Min:
       return is_float(s) ? from_double(s, INFINITY)
                          : (is_signed(s) ? width_mask(w - 1) : width_mask(w));

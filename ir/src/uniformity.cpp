@@ -221,6 +221,7 @@ public:
   static bool same_for_the_subgroup(Opcode op) {
     switch (op) {
     case Opcode::SubgroupSum:
+    case Opcode::SubgroupProduct:
     case Opcode::SubgroupMin:
     case Opcode::SubgroupMax:
     case Opcode::SubgroupAnd:

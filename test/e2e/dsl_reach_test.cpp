@@ -109,6 +109,18 @@ void bit_ops(dsl::Tensor<const int32_t> a, dsl::Tensor<const int32_t> b, dsl::Te
   });
 }
 
+// Subgroup products, and shuffles whose source lane is outside the subgroup (the own value).
+void subgroup_reach(dsl::Tensor<const float> x, dsl::Tensor<float> out,
+                    dsl::Tensor<uint32_t> where) {
+  dsl::Val<uint32_t> i = dsl::global_id().x;
+  dsl::Val<float> v = x[i];
+  out[i * 3u] = dsl::subgroup_inclusive_product(v);
+  out[i * 3u + 1u] = dsl::subgroup_shuffle_up(v, 1u);                     // own value in lane 0
+  out[i * 3u + 2u] = dsl::subgroup_shuffle(v, dsl::subgroup_size() + 3u); // own value everywhere
+  where[i * 2u] = dsl::subgroup_lane();
+  where[i * 2u + 1u] = dsl::subgroup_size();
+}
+
 std::unique_ptr<cubecc::ir::Module> traced(dsl::TraceResult result) {
   EXPECT_TRUE(result.module) << cubecc::ir::to_string(result.errors);
   return std::move(result.module);
@@ -306,6 +318,33 @@ TEST_P(DslReach, bit_counting_mulhi_and_saturating_arithmetic) {
     int v = u[k], pop = std::popcount(u[k]), lz = std::countl_zero(u[k]);
     EXPECT_EQ(got_u[2 * k], std::min(2 * v, 255)) << "add_sat(" << v << ", " << v << ")";
     EXPECT_EQ(got_u[2 * k + 1], std::max(pop - lz, 0)) << "sub_sat at u = " << v;
+  }
+}
+
+TEST_P(DslReach, subgroup_products_and_shuffles_from_outside_the_subgroup) {
+  auto module = traced(dsl::trace<subgroup_reach>("subgroup_reach", {.workgroup = {64, 1, 1}}));
+  ASSERT_TRUE(module);
+  const uint32_t n = 128;
+  std::vector<float> x(n);
+  for (uint32_t k = 0; k < n; ++k) // +-1, +-2 and +-0.5: every partial product is exact
+    x[k] = (k % 3 == 0 ? -1.0f : 1.0f) * (k % 8 == 3 ? 2.0f : k % 8 == 6 ? 0.5f : 1.0f);
+  Args args;
+  args.tensor(cubecc::ir::Scalar::F32, x, n);
+  size_t out = args.tensor(cubecc::ir::Scalar::F32, std::vector<float>(3 * n, 7.0f), 3 * n);
+  size_t where = args.tensor(cubecc::ir::Scalar::U32, std::vector<uint32_t>(2 * n, 0), 2 * n);
+  run(*module->kernels()[0], args, n / 64);
+  std::vector<float> got = args.read<float>(out);
+  std::vector<uint32_t> lanes = args.read<uint32_t>(where);
+  for (uint32_t k = 0; k < n; ++k) {
+    uint32_t lane = lanes[2 * k], size = lanes[2 * k + 1];
+    ASSERT_TRUE(size > 0 && 64 % size == 0 && lane == k % size)
+        << "lane " << lane << " of a subgroup of " << size << " at invocation " << k;
+    float product = 1;
+    for (uint32_t j = k - lane; j <= k; ++j)
+      product *= x[j];
+    EXPECT_EQ(got[3 * k], product) << "inclusive product at " << k;
+    EXPECT_EQ(got[3 * k + 1], lane == 0 ? x[k] : x[k - 1]) << "shuffle_up by 1 at " << k;
+    EXPECT_EQ(got[3 * k + 2], x[k]) << "shuffle from lane size + 3 at " << k;
   }
 }
 

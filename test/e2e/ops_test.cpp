@@ -12,7 +12,7 @@
 // Integer division by zero and MIN / -1 and shift amounts past the width are tested: docs/ir.md
 // leaves them unspecified, but the legalize pass pins them to the interpreter's values on every
 // backend (docs/passes.md, "Legal IR"). Other inputs stay inside what docs/ir.md specifies:
-// in-range shuffle sources, no subnormal float inputs (lavapipe
+// shuffle sources past the subgroup (the caller's own value), no subnormal float inputs (lavapipe
 // flushes them; a flushed ±0 is accepted where the reference result itself is subnormal),
 // float atomics and subgroup float sums on dyadic values (exact in any order).
 //
@@ -1570,16 +1570,41 @@ OpCase subgroup_case(Scalar s) {
   }
   if (is_float(s))
     x[5] = fval(s, kNaN); // min/max skip a NaN (minNum, docs/ir.md 4.2); sums propagate it
-  c.buffers = {input("x", s, x)};
+  // Products: integers wrap (exact in any order); floats are ±1 with a few ±2 and ±0.5, so that
+  // every partial product is exact in any order too.
+  std::vector<uint64_t> p(total);
+  for (size_t k = 0; k < total; ++k)
+    p[k] = is_float(s) ? fval(s, (rng() % 2 ? -1.0 : 1.0) * (k % 8 == 3   ? 2.0
+                                                             : k % 8 == 6 ? 0.5
+                                                                          : 1))
+                       : x[k];
+  c.buffers = {input("x", s, x), input("p", s, p)};
   bool integer = is_int(s);
-  std::vector<std::string> ops = {
-      "sum",           "min",           "max",           "inclusive_sum", "exclusive_sum",
-      "inclusive_min", "exclusive_min", "inclusive_max", "exclusive_max", "broadcast",
-      "shuffle",       "shuffle_xor",   "shuffle_up",    "shuffle_down"};
+  std::vector<std::string> ops = {"sum",
+                                  "min",
+                                  "max",
+                                  "inclusive_sum",
+                                  "exclusive_sum",
+                                  "inclusive_min",
+                                  "exclusive_min",
+                                  "inclusive_max",
+                                  "exclusive_max",
+                                  "broadcast",
+                                  "shuffle",
+                                  "shuffle_xor",
+                                  "shuffle_up",
+                                  "shuffle_down",
+                                  "shuffle_far",
+                                  "shuffle_xor_far",
+                                  "shuffle_down_far",
+                                  "product",
+                                  "inclusive_product",
+                                  "exclusive_product"};
   if (integer)
     ops.insert(ops.end(), {"and", "or", "xor"});
-  std::vector<std::string> div_ops = {"sum",       "max",     "inclusive_sum", "exclusive_min",
-                                      "broadcast", "shuffle", "shuffle_xor"};
+  std::vector<std::string> div_ops = {"sum",           "max",       "inclusive_sum",
+                                      "exclusive_min", "broadcast", "shuffle",
+                                      "shuffle_xor",   "product",   "exclusive_product"};
   if (integer)
     div_ops.push_back("or");
   const std::vector<std::string> bool_ops = {"ballot.x", "ballot.y", "ballot.z", "ballot.w", "all",
@@ -1588,16 +1613,16 @@ OpCase subgroup_case(Scalar s) {
   Buffer votes = output("votes", Scalar::U32, 2 * bool_ops.size() * total, 0x5a5a5a5a);
   Body body;
   std::string i = global_index(body);
-  std::string v = body.op("load %x, " + i, T);
+  std::string v = body.op("load %x, " + i, T), vp = body.op("load %p, " + i, T);
   std::string lane = body.op("subgroup_lane", "u32"), size = body.op("subgroup_size", "u32");
   std::string one = body.constant("1", "u32"), two = body.constant("2", "u32"),
               three = body.constant("3", "u32"), zero = body.constant("0", "u32");
   std::string size_mask = body.op(fmt::format("sub {}, {}", size, one), "u32");
   std::string half = body.op(fmt::format("shr {}, {}", size, one), "u32");
-  // Where a shuffle's source lane is out of range the result is unspecified: keep x there.
-  auto guarded = [&](const std::string &r, const std::string &ok) {
-    return body.op(fmt::format("select {}, {}, {}", ok, r, v), T);
-  };
+  // A source lane outside the subgroup gives the invocation's own value (docs/ir.md §4.12):
+  // shuffle_up by 1 in lane 0, shuffle_down by 2 in the last two lanes, and the *_far ops, whose
+  // source is past the subgroup in every lane (lane + size, lane ^ size, lane + 2^32 - 1, which
+  // a 32-bit sum would wrap back into the subgroup).
   // In the divergent branch the active lanes are those with bit 1 clear ({0, 1, 4, 5, ...}):
   // every shuffle there reads an active lane (lane 1, lane ^ 1, lane & ~1).
   auto run_op = [&](const std::string &op, bool divergent) -> std::string {
@@ -1621,16 +1646,21 @@ OpCase subgroup_case(Scalar s) {
     }
     if (op == "shuffle_xor")
       return body.op(fmt::format("subgroup.shuffle_xor {}, {}", v, one), T);
-    if (op == "shuffle_up") {
-      std::string r = body.op(fmt::format("subgroup.shuffle_up {}, {}", v, one), T);
-      return guarded(r, body.op(fmt::format("ge {}, {}", lane, one), "bool"));
-    }
-    if (op == "shuffle_down") {
-      std::string r = body.op(fmt::format("subgroup.shuffle_down {}, {}", v, two), T);
-      std::string src = body.op(fmt::format("add {}, {}", lane, two), "u32");
-      return guarded(r, body.op(fmt::format("lt {}, {}", src, size), "bool"));
-    }
-    return body.op(fmt::format("subgroup.{} {}", op, v), T);
+    if (op == "shuffle_up")
+      return body.op(fmt::format("subgroup.shuffle_up {}, {}", v, one), T);
+    if (op == "shuffle_down")
+      return body.op(fmt::format("subgroup.shuffle_down {}, {}", v, two), T);
+    if (op == "shuffle_far")
+      return body.op(fmt::format("subgroup.shuffle {}, {}", v,
+                                 body.op(fmt::format("add {}, {}", lane, size), "u32")),
+                     T);
+    if (op == "shuffle_xor_far")
+      return body.op(fmt::format("subgroup.shuffle_xor {}, {}", v, size), T);
+    if (op == "shuffle_down_far")
+      return body.op(
+          fmt::format("subgroup.shuffle_down {}, {}", v, body.constant("4294967295", "u32")), T);
+    return body.op(
+        fmt::format("subgroup.{} {}", op, op.find("product") != std::string::npos ? vp : v), T);
   };
   auto vote_results = [&](size_t base) {
     std::string odd = body.op(
@@ -1681,15 +1711,18 @@ OpCase subgroup_case(Scalar s) {
               total,
               {},
               {}});
-  c.buffers.push_back(std::move(out));
-  c.buffers.push_back(std::move(votes));
-  for (Range &r : c.buffers[1].ranges)
-    r.inputs = [x, s](size_t e) {
+  for (Range &r : out.ranges) {
+    bool product = r.what.find("product") != std::string::npos;
+    r.inputs = [in = product ? p : x, product, s](size_t e) {
       std::string t;
       for (size_t k = e / 8 * 8; k < e / 8 * 8 + 8; ++k)
-        t += (t.empty() ? "" : ",") + show(s, x[k]);
-      return "x of lanes " + std::to_string(e / 8 * 8) + ".. " + t;
+        t += (t.empty() ? "" : ",") + show(s, in[k]);
+      return (product ? "p" : "x") + std::string(" of lanes ") + std::to_string(e / 8 * 8) +
+             ".. " + t;
     };
+  }
+  c.buffers.push_back(std::move(out));
+  c.buffers.push_back(std::move(votes));
   std::string params;
   bind_buffers(c, params);
   c.text = module_text(c.name, params, body.text(), {W, 1, 1});

@@ -140,6 +140,9 @@ CUBECC_DSL_SUBGROUP(subgroup_inclusive_min, SubgroupInclusiveMin)
 CUBECC_DSL_SUBGROUP(subgroup_exclusive_min, SubgroupExclusiveMin)
 CUBECC_DSL_SUBGROUP(subgroup_inclusive_max, SubgroupInclusiveMax)
 CUBECC_DSL_SUBGROUP(subgroup_exclusive_max, SubgroupExclusiveMax)
+CUBECC_DSL_SUBGROUP(subgroup_product, SubgroupProduct)
+CUBECC_DSL_SUBGROUP(subgroup_inclusive_product, SubgroupInclusiveProduct)
+CUBECC_DSL_SUBGROUP(subgroup_exclusive_product, SubgroupExclusiveProduct)
 #undef CUBECC_DSL_SUBGROUP
 
 #define CUBECC_DSL_SHUFFLE(name, opcode)                                                           \

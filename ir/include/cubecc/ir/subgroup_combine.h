@@ -15,7 +15,7 @@ namespace cubecc::ir {
 
 struct SubgroupCombine {
   enum class Scan { None, Inclusive, Exclusive };
-  Opcode combine = Opcode::Add; ///< Add, Min, Max, And, Or or Xor
+  Opcode combine = Opcode::Add; ///< Add, Mul, Min, Max, And, Or or Xor
   Scan scan = Scan::None;
 };
 
@@ -46,6 +46,12 @@ inline SubgroupCombine subgroup_combine(Opcode o) {
     return {Opcode::Add, Scan::Inclusive};
   case Opcode::SubgroupExclusiveSum:
     return {Opcode::Add, Scan::Exclusive};
+  case Opcode::SubgroupProduct:
+    return {Opcode::Mul, Scan::None};
+  case Opcode::SubgroupInclusiveProduct:
+    return {Opcode::Mul, Scan::Inclusive};
+  case Opcode::SubgroupExclusiveProduct:
+    return {Opcode::Mul, Scan::Exclusive};
   default:
     return {Opcode::Add, Scan::None};
   }
