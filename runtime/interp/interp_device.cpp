@@ -27,10 +27,11 @@ HostMemory &host(const DeviceMemory &memory) {
   return *static_cast<HostMemory *>(memory.handle);
 }
 
-/// The interp device's limits. They are those of a Vulkan device (the workgroup count is
-/// Vulkan's minimum maxComputeWorkGroupCount), so that a kernel and a launch the interpreter
-/// accepts run on the GPU devices too; shared memory is larger, for tests of big arrays.
-constexpr uint32_t kMaxSharedBytes = 16u << 20;
+/// The interp device's limits: the smallest of the devices cubecc runs on, so that a kernel
+/// and a launch the interpreter accepts run on them too. Shared memory is lavapipe's 32 KiB (CUDA
+/// and HIP allow 48 and 64 KiB; CUBECC_INTERP_SHARED_BYTES raises it for tests of big arrays),
+/// the workgroup count Vulkan's minimum maxComputeWorkGroupCount.
+constexpr uint32_t kDefaultSharedBytes = 32u << 10;
 constexpr uint32_t kMaxWorkgroupInvocations = 1024;
 constexpr uint32_t kMaxWorkgroupSize = 1024;
 constexpr uint32_t kMaxWorkgroupCount = 65535;
@@ -38,24 +39,40 @@ constexpr uint32_t kMaxWorkgroupCount = 65535;
 /// Refuses a kernel over the device's shared memory, with the Vulkan device's message: the
 /// interpreter would otherwise allocate whatever the kernel asks for. (Workgroup sizes over 1024
 /// invocations are refused by the verifier, for every device.)
-void check_kernel_limits(const codegen::KernelAbi &abi) {
-  if (abi.shared_bytes > kMaxSharedBytes)
+void check_kernel_limits(const codegen::KernelAbi &abi, uint32_t max_shared_bytes) {
+  if (abi.shared_bytes > max_shared_bytes)
     throw Error(ErrorKind::Unsupported,
                 fmt::format("interp: kernel '{}' uses {} bytes of shared memory; the device has {}",
-                            abi.name, abi.shared_bytes, kMaxSharedBytes));
+                            abi.name, abi.shared_bytes, max_shared_bytes));
 }
 
 class InterpKernel : public CompiledKernel {
 public:
-  explicit InterpKernel(std::unique_ptr<ir::Module> module) : module_(std::move(module)) {
+  InterpKernel(std::unique_ptr<ir::Module> module, uint32_t max_shared_bytes)
+      : module_(std::move(module)) {
     abi_ = codegen::KernelAbi::of(kernel());
-    check_kernel_limits(abi_);
+    check_kernel_limits(abi_, max_shared_bytes);
   }
   const ir::Kernel &kernel() const { return *module_->kernels().front(); }
 
 private:
   std::unique_ptr<ir::Module> module_;
 };
+
+/// CUBECC_INTERP_SHARED_BYTES: the shared memory the device offers (default 32 KiB).
+uint32_t shared_bytes_from_environment() {
+  const char *text = std::getenv("CUBECC_INTERP_SHARED_BYTES");
+  if (!text || !*text)
+    return kDefaultSharedBytes;
+  char *end = nullptr;
+  unsigned long long value = std::strtoull(text, &end, 10);
+  if (*end != '\0' || value < 1024 || value > (1ull << 30))
+    throw Error(ErrorKind::NoDevice,
+                fmt::format("no device: interp: CUBECC_INTERP_SHARED_BYTES={} is not a byte count "
+                            "from 1024 to 1073741824",
+                            text));
+  return static_cast<uint32_t>(value);
+}
 
 uint32_t subgroup_size_from_environment() {
   const char *text = std::getenv("CUBECC_INTERP_SUBGROUP_SIZE");
@@ -93,7 +110,7 @@ public:
     f.signed_zero_inf_nan_preserve = true;
     f.subgroup_size = info_.subgroup_size;
     f.linear_subgroups = true;
-    f.max_shared_bytes = kMaxSharedBytes;
+    f.max_shared_bytes = shared_bytes_from_environment();
     f.max_param_block_bytes = 4096;
     f.max_workgroup_invocations = kMaxWorkgroupInvocations;
     f.max_workgroup_size[0] = f.max_workgroup_size[1] = f.max_workgroup_size[2] = kMaxWorkgroupSize;
@@ -136,7 +153,7 @@ public:
   }
 
   std::unique_ptr<CompiledKernel> compile(const ir::Kernel &kernel) override {
-    return std::make_unique<InterpKernel>(ir::copy_kernel(kernel));
+    return std::make_unique<InterpKernel>(ir::copy_kernel(kernel), info_.features.max_shared_bytes);
   }
 
   // The interpreter's binary is the optimized kernel's IR text: loading it parses and verifies,
@@ -164,7 +181,8 @@ public:
       throw Error(ErrorKind::Environment,
                   fmt::format("interp: the IR for kernel '{}' does not hold exactly that kernel",
                               abi.name));
-    auto kernel = std::make_unique<InterpKernel>(std::move(parsed.module));
+    auto kernel =
+        std::make_unique<InterpKernel>(std::move(parsed.module), info_.features.max_shared_bytes);
     // The launch metadata is what the launch is checked against: the IR must agree with it, and
     // fit the device (the interpreter allocates the shared memory the IR asks for).
     const codegen::KernelAbi &ir = kernel->abi();
