@@ -193,25 +193,34 @@ bool build_kernel_library(const std::string &source, const fs::path &library,
   return false;
 }
 
-/// Traces every kernel of the library at `path` (built from `input`, or `input` itself).
+/// Traces the kernels of the library at `path` (built from `input`, or `input` itself): every
+/// one, or only `options.only`. A kernel that fails is reported and the rest are still traced.
 bool trace_library(const std::string &path, const std::string &input, ir::Module &module,
-                   std::vector<ir::Diagnostic> &errors,
-                   std::map<std::string, std::string> *configurations) {
+                   std::vector<ir::Diagnostic> &errors, const LoadOptions &options) {
   std::string error;
   auto library = dsl::KernelLibrary::open(path, error);
   if (!library) {
     errors.push_back({"", 0, 0, error, {}});
     return false;
   }
+  library->set_source_name(input); // not the temporary library a DSL source was built into
   if (!check_kernel_names(input, *library, errors))
     return false;
+  bool ok = true;
   for (size_t i = 0; i < library->kernels().size(); ++i) {
-    if (!library->trace(i, module, errors))
-      return false;
-    if (configurations)
-      (*configurations)[library->kernels()[i].name] = library->kernels()[i].configuration;
+    const dsl::KernelLibrary::Entry &entry = library->kernels()[i];
+    if (options.names)
+      options.names->push_back(entry.name);
+    if (!options.only.empty() && entry.name != options.only)
+      continue;
+    if (!library->trace(i, module, errors)) {
+      ok = false;
+      continue;
+    }
+    if (options.configurations)
+      (*options.configurations)[entry.name] = entry.configuration;
   }
-  return true;
+  return ok;
 }
 
 } // namespace
@@ -245,65 +254,82 @@ std::unique_ptr<dsl::KernelLibrary> open_kernel_library(const std::string &input
     fs::path path = dir.path() / "kernels.so";
     if (!build_kernel_library(input, path, errors))
       return nullptr;
-    return checked(dsl::KernelLibrary::open(path.string(), error), input);
+    auto library = checked(dsl::KernelLibrary::open(path.string(), error), input);
+    if (library)
+      library->set_source_name(input);
+    return library;
   }
   errors.push_back({input, 0, 0, "give a kernel library (.so) or a DSL source (.cpp)", {}});
   return nullptr;
 }
 
+namespace {
+
+/// Parses and verifies a .cir input into `module`.
+bool load_ir_file(const std::string &input, ir::Module &module, std::vector<ir::Diagnostic> &errors,
+                  const LoadOptions &options) {
+  std::string text, error;
+  if (!read_ir_text(input, text, error)) {
+    errors.push_back({input, 0, 0, error, {}});
+    return false;
+  }
+  ir::ParseResult parsed = ir::parse_module(text, input);
+  if (!parsed.module) {
+    errors.insert(errors.end(), parsed.errors.begin(), parsed.errors.end());
+    return false;
+  }
+  for (const auto &k : parsed.module->kernels()) {
+    if (!check_kernel_name(input, k->name(), errors))
+      return false;
+    if (options.names)
+      options.names->push_back(k->name());
+  }
+  auto problems = ir::verify(*parsed.module, &parsed.source_map);
+  if (!problems.empty()) {
+    errors.insert(errors.end(), problems.begin(), problems.end());
+    return false;
+  }
+  for (const auto &k : parsed.module->kernels())
+    if (module.find_kernel(k->name())) {
+      errors.push_back({input,
+                        0,
+                        0,
+                        fmt::format("kernel '{}' is defined by two inputs; kernel names must be "
+                                    "unique",
+                                    shown(k->name())),
+                        {}});
+      return false;
+    }
+  module.adopt_kernels(std::move(*parsed.module));
+  return true;
+}
+
+} // namespace
+
 bool load_inputs(const std::vector<std::string> &inputs, ir::Module &module,
-                 std::vector<ir::Diagnostic> &errors,
-                 std::map<std::string, std::string> *configurations) {
+                 std::vector<ir::Diagnostic> &errors, const LoadOptions &options) {
+  bool ok = true;
   for (const std::string &input : inputs) {
     if (ends_with(input, ".so")) {
       // A missing file is the loader's to report; a FIFO or a device would block dlopen.
-      if (!check_input(input, errors, /*missing_ok=*/true) ||
-          !trace_library(input, input, module, errors, configurations))
-        return false;
+      ok &= check_input(input, errors, /*missing_ok=*/true) &&
+            trace_library(input, input, module, errors, options);
     } else if (ends_with(input, ".cpp") || ends_with(input, ".cc") || ends_with(input, ".cxx")) {
-      if (!check_input(input, errors))
-        return false;
+      if (!check_input(input, errors)) {
+        ok = false;
+        continue;
+      }
       TempDir dir;
       if (dir.path().empty()) {
         errors.push_back({input, 0, 0, dir.error(), {}});
-        return false;
+        ok = false;
+        continue;
       }
       fs::path library = dir.path() / "kernels.so";
-      if (!build_kernel_library(input, library, errors) ||
-          !trace_library(library.string(), input, module, errors, configurations))
-        return false;
+      ok &= build_kernel_library(input, library, errors) &&
+            trace_library(library.string(), input, module, errors, options);
     } else if (ends_with(input, ".cir")) {
-      std::string text, error;
-      if (!read_ir_text(input, text, error)) {
-        errors.push_back({input, 0, 0, error, {}});
-        return false;
-      }
-      ir::ParseResult parsed = ir::parse_module(text, input);
-      if (!parsed.module) {
-        errors.insert(errors.end(), parsed.errors.begin(), parsed.errors.end());
-        return false;
-      }
-      for (const auto &k : parsed.module->kernels())
-        if (!check_kernel_name(input, k->name(), errors))
-          return false;
-      auto problems = ir::verify(*parsed.module, &parsed.source_map);
-      if (!problems.empty()) {
-        errors.insert(errors.end(), problems.begin(), problems.end());
-        return false;
-      }
-      for (const auto &k : parsed.module->kernels())
-        if (module.find_kernel(k->name())) {
-          errors.push_back(
-              {input,
-               0,
-               0,
-               fmt::format("kernel '{}' is defined by two inputs; kernel names must be "
-                           "unique",
-                           shown(k->name())),
-               {}});
-          return false;
-        }
-      module.adopt_kernels(std::move(*parsed.module));
+      ok &= load_ir_file(input, module, errors, options);
     } else {
       errors.push_back({input,
                         0,
@@ -311,10 +337,10 @@ bool load_inputs(const std::vector<std::string> &inputs, ir::Module &module,
                         "unknown input kind: give a .cir file (IR text), a .so kernel library or a "
                         ".cpp DSL source",
                         {}});
-      return false;
+      ok = false;
     }
   }
-  return true;
+  return ok;
 }
 
 namespace {
@@ -433,59 +459,17 @@ int emit_target(const ir::Module &module, const Target &target, const CompileOpt
   return write_per_kernel(options, kind, outputs);
 }
 
-int compile_command(const CompileOptions &options) {
-  // Every kind some backend emits, and "ir", which is the tools' own.
-  std::vector<std::string> kinds = {"ir"};
-  for (const codegen::Backend *backend : codegen::backends())
-    for (const codegen::EmitKind &kind : backend->emit_kinds())
-      if (std::find(kinds.begin(), kinds.end(), kind.name) == kinds.end())
-        kinds.push_back(kind.name);
-  if (std::find(kinds.begin(), kinds.end(), options.emit) == kinds.end()) {
-    std::cerr << fmt::format("cubecc: error: unknown --emit kind '{}' (kinds: {})\n",
-                             shown(options.emit), fmt::join(kinds, ", "));
-    return kUsageError;
-  }
-  std::vector<Target> targets;
-  for (const std::string &name : options.targets) {
-    std::string error;
-    std::optional<std::vector<std::string>> parsed = codegen::parse_targets({&name, 1}, error);
-    if (!parsed) {
-      std::cerr << "cubecc: error: " << shown_message(error) << "\n";
-      return kUserError;
-    }
-    for (const std::string &t : *parsed) {
-      Target target{t, codegen::find_backend(t)};
-      if (options.emit != "ir" && !find_emit_kind(*target.backend, options.emit)) {
-        std::vector<std::string> emits = {"ir"};
-        for (const codegen::EmitKind &kind : target.backend->emit_kinds())
-          emits.push_back(kind.name);
-        std::cerr << fmt::format("cubecc: error: target '{}' cannot emit '{}' (it emits: {})\n",
-                                 shown(t), options.emit, fmt::join(emits, ", "));
-        return kUserError;
-      }
-      targets.push_back(std::move(target));
-    }
-  }
-  if (options.emit != "ir" && targets.size() > 1) {
-    // Several targets: each one's output goes to its own subdirectory of the -o directory.
-    if (!names_directory(options.output)) {
-      std::cerr << fmt::format("cubecc: error: --emit {} for {} targets writes one directory per "
-                               "target: give -o a directory (ending in '/')\n",
-                               options.emit, targets.size());
-      return kUsageError;
-    }
-  }
+namespace {
 
-  ir::Module module("kernels");
-  std::vector<ir::Diagnostic> errors;
-  if (!load_inputs(options.inputs, module, errors))
-    return report(errors);
+/// Optimizes the loaded kernels and writes what --emit asks for, for each target.
+int compile_module(const CompileOptions &options, const std::vector<Target> &targets,
+                   ir::Module &module, const std::vector<std::string> &names) {
   if (!options.kernel.empty()) {
     const ir::Kernel *keep = module.find_kernel(options.kernel);
     if (!keep) {
       std::string known;
-      for (const auto &k : module.kernels())
-        known += (known.empty() ? "" : ", ") + shown(k->name());
+      for (const std::string &name : names)
+        known += (known.empty() ? "" : ", ") + shown(name);
       std::cerr << fmt::format("cubecc: error: no kernel named '{}' (kernels: {})\n",
                                shown(options.kernel), runtime::shorten_for_message(known, 4000));
       return kUserError;
@@ -566,6 +550,70 @@ int compile_command(const CompileOptions &options) {
       return rc;
   }
   return kSuccess;
+}
+
+} // namespace
+
+int compile_command(const CompileOptions &options) {
+  // Every kind some backend emits, and "ir", which is the tools' own.
+  std::vector<std::string> kinds = {"ir"};
+  for (const codegen::Backend *backend : codegen::backends())
+    for (const codegen::EmitKind &kind : backend->emit_kinds())
+      if (std::find(kinds.begin(), kinds.end(), kind.name) == kinds.end())
+        kinds.push_back(kind.name);
+  if (std::find(kinds.begin(), kinds.end(), options.emit) == kinds.end()) {
+    std::cerr << fmt::format("cubecc: error: unknown --emit kind '{}' (kinds: {})\n",
+                             shown(options.emit), fmt::join(kinds, ", "));
+    return kUsageError;
+  }
+  std::vector<Target> targets;
+  for (const std::string &name : options.targets) {
+    std::string error;
+    std::optional<std::vector<std::string>> parsed = codegen::parse_targets({&name, 1}, error);
+    if (!parsed) {
+      std::cerr << "cubecc: error: " << shown_message(error) << "\n";
+      return kUserError;
+    }
+    for (const std::string &t : *parsed) {
+      Target target{t, codegen::find_backend(t)};
+      if (options.emit != "ir" && !find_emit_kind(*target.backend, options.emit)) {
+        std::vector<std::string> emits = {"ir"};
+        for (const codegen::EmitKind &kind : target.backend->emit_kinds())
+          emits.push_back(kind.name);
+        std::cerr << fmt::format("cubecc: error: target '{}' cannot emit '{}' (it emits: {})\n",
+                                 shown(t), options.emit, fmt::join(emits, ", "));
+        return kUserError;
+      }
+      targets.push_back(std::move(target));
+    }
+  }
+  if (options.emit != "ir" && targets.size() > 1) {
+    // Several targets: each one's output goes to its own subdirectory of the -o directory.
+    if (!names_directory(options.output)) {
+      std::cerr << fmt::format("cubecc: error: --emit {} for {} targets writes one directory per "
+                               "target: give -o a directory (ending in '/')\n",
+                               options.emit, targets.size());
+      return kUsageError;
+    }
+  }
+
+  ir::Module module("kernels");
+  std::vector<ir::Diagnostic> errors;
+  // With --kernel, only that kernel of a library is traced: another that fails cannot stop it.
+  // Without, a kernel that fails is reported and the others are compiled; the exit code says it.
+  LoadOptions load;
+  load.only = options.kernel;
+  std::vector<std::string> names;
+  load.names = &names;
+  int load_rc = kSuccess;
+  if (!load_inputs(options.inputs, module, errors, load)) {
+    if (module.kernels().empty() || !options.kernel.empty())
+      return report(errors);
+    load_rc = report(errors);
+    std::cerr << fmt::format("cubecc: compiling the other {} kernels\n", module.kernels().size());
+  }
+  int rc = compile_module(options, targets, module, names);
+  return rc != kSuccess ? rc : load_rc;
 }
 
 } // namespace cubecc::tools

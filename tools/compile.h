@@ -27,13 +27,25 @@ struct CompileOptions {
   bool time_passes = false;
 };
 
+/// How load_inputs treats the kernels of kernel libraries and DSL sources.
+struct LoadOptions {
+  /// Trace only the kernel of this name (when non-empty): the others are not traced, so one
+  /// that fails to trace cannot stop it.
+  std::string only;
+  /// Receives each registered kernel's comptime configuration by name.
+  std::map<std::string, std::string> *configurations = nullptr;
+  /// Receives the name of every kernel the inputs hold, traced or not.
+  std::vector<std::string> *names = nullptr;
+};
+
 /// Reads every input into `module`: .cir files are parsed and verified, kernel libraries (.so)
 /// traced, DSL sources (.cpp) compiled with the host C++ compiler into a temporary kernel library
-/// and traced.
-/// `configurations`, when given, receives each registered kernel's comptime configuration by name.
+/// and traced. A kernel that fails to trace is reported in `errors` and the others are still
+/// traced: the result is false when anything failed, and `module` holds what succeeded. Errors
+/// name the user's file (the DSL source, not the temporary library built from it).
 bool load_inputs(const std::vector<std::string> &inputs, ir::Module &module,
-                 std::vector<ir::Diagnostic> &errors,
-                 std::map<std::string, std::string> *configurations = nullptr);
+                 std::vector<ir::Diagnostic> &errors, const LoadOptions &options = {});
+
 
 /// Opens a kernel library (.so), or builds a DSL source (.cpp) into one first.
 std::unique_ptr<dsl::KernelLibrary> open_kernel_library(const std::string &input,

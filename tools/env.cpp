@@ -127,10 +127,14 @@ int env_build_command(const EnvBuildOptions &options) {
   std::vector<ir::Diagnostic> errors;
   std::map<std::string, std::string> configurations;
   std::vector<environments::KernelInput> kernels;
+  // A kernel that fails to trace is reported and the others are built: the bundle is written
+  // without it and the exit code says something failed.
+  LoadOptions load;
+  load.configurations = &configurations;
+  bool all_loaded = true;
   for (const std::string &input : options.inputs) {
     modules.push_back(std::make_unique<ir::Module>("inputs"));
-    if (!load_inputs({input}, *modules.back(), errors, &configurations))
-      return report(errors);
+    all_loaded &= load_inputs({input}, *modules.back(), errors, load);
     // Kernels of a library (or of a DSL source, built into one) are recorded with the library's
     // name and build, so that an application without the library can load them by name.
     const size_t first = kernels.size();
@@ -145,6 +149,16 @@ int env_build_command(const EnvBuildOptions &options) {
         kernels[k].library_build = build;
       }
     }
+  }
+  int load_rc = kSuccess;
+  if (!all_loaded) {
+    if (kernels.empty())
+      return report(errors);
+    load_rc = report(errors);
+    errors.clear();
+    std::cerr << fmt::format("cubecc: building the other {} kernels; the bundle leaves out the "
+                             "failed ones\n",
+                             kernels.size());
   }
   if (kernels.empty()) {
     std::cerr << "cubecc: error: the inputs hold no kernels\n";
@@ -175,7 +189,7 @@ int env_build_command(const EnvBuildOptions &options) {
   std::cerr << fmt::format("cubecc: {}: {} kernels, {} binaries for {} in {:.1f} s ({})\n",
                            shown(options.output), contents->entries.size(), artifacts,
                            fmt::join(*targets, ", "), seconds, human_bytes(bytes));
-  return kSuccess;
+  return load_rc;
 }
 
 int env_inspect_command(const std::string &path, bool json) {

@@ -290,6 +290,7 @@ std::unique_ptr<KernelLibrary> KernelLibrary::load(const std::string &path, cons
   }
   std::unique_ptr<KernelLibrary> out(new KernelLibrary);
   out->path_ = path;
+  out->source_name_ = path;
   out->handle_ = handle;
   out->library_ = library;
   for (uint32_t i = 0; i < library->count; ++i)
@@ -303,7 +304,7 @@ bool KernelLibrary::read_tunables(std::string &error) {
   const cubecc_kernel_library &library = *library_;
   if (library.tunable_count > 0 && (!library.tunables || !library.describe_tunable)) {
     error = fmt::format("{}: error: the kernel library lists {} tunables without their table",
-                        path_, library.tunable_count);
+                        source_name_, library.tunable_count);
     return false;
   }
   for (uint32_t i = 0; i < library.tunable_count; ++i) {
@@ -311,7 +312,7 @@ bool KernelLibrary::read_tunables(std::string &error) {
     Tunable t;
     t.name = entry.name ? entry.name : "";
     auto fail = [&](const std::string &what) {
-      error = fmt::format("{}: error: tunable '{}': {}", path_, t.name, what);
+      error = fmt::format("{}: error: tunable '{}': {}", source_name_, t.name, what);
       return false;
     };
     if (t.name.empty())
@@ -358,12 +359,12 @@ KernelLibrary::Described KernelLibrary::describe(size_t tunable, size_t variant,
                                                  std::span<const uint64_t> shape,
                                                  TunableLaunch &launch, std::string &error) const {
   if (tunable >= tunables_.size() || variant >= tunables_[tunable].variants.size()) {
-    error = fmt::format("{}: error: no tunable {} with a variant {}", path_, tunable, variant);
+    error = fmt::format("{}: error: no tunable {} with a variant {}", source_name_, tunable, variant);
     return Described::Failed;
   }
   const Tunable &t = tunables_[tunable];
   if (shape.size() != t.dimensions.size()) {
-    error = fmt::format("{}: error: tunable '{}' has {} dimensions, the shape {}", path_, t.name,
+    error = fmt::format("{}: error: tunable '{}' has {} dimensions, the shape {}", source_name_, t.name,
                         t.dimensions.size(), shape.size());
     return Described::Failed;
   }
@@ -388,7 +389,7 @@ KernelLibrary::Described KernelLibrary::describe(size_t tunable, size_t variant,
                       out.value_count > CUBECC_TUNABLE_MAX_VALUES))
     why = "too many buffers or values";
   if (!why.empty()) {
-    error = fmt::format("{}: error: tunable '{}': describing variant '{}' failed: {}", path_,
+    error = fmt::format("{}: error: tunable '{}': describing variant '{}' failed: {}", source_name_,
                         t.name, entries_[t.variants[variant]].name, why);
     return Described::Failed;
   }
@@ -408,7 +409,7 @@ KernelLibrary::Described KernelLibrary::describe(size_t tunable, size_t variant,
       launch.values.emplace_back(value.value.f);
       break;
     default:
-      error = fmt::format("{}: error: tunable '{}': value {} has unknown kind {}", path_, t.name, v,
+      error = fmt::format("{}: error: tunable '{}': value {} has unknown kind {}", source_name_, t.name, v,
                           value.kind);
       return Described::Failed;
     }
@@ -425,7 +426,7 @@ bool KernelLibrary::trace(size_t index, ir::Module &module,
                           std::vector<ir::Diagnostic> &errors) const {
   const std::string &name = entries_[index].name;
   auto fail = [&](const std::string &message) {
-    errors.push_back({path_, 0, 0, message, {}});
+    errors.push_back({source_name_, 0, 0, message, {}});
     return false;
   };
   // The library's code is C++ behind a C signature: an exception may still come through.
@@ -445,7 +446,7 @@ bool KernelLibrary::trace(size_t index, ir::Module &module,
                             "exception that is not a std::exception",
                             name));
   }
-  std::string buffer = fmt::format("{}:{}", path_, name);
+  std::string buffer = fmt::format("{}:{}", source_name_, name);
   ir::ParseResult parsed = ir::parse_module(text, buffer);
   if (!parsed.module) {
     for (ir::Diagnostic &d : parsed.errors)

@@ -33,6 +33,10 @@ public:
   };
   const std::vector<Entry> &kernels() const { return entries_; }
 
+  /// The name diagnostics give the library: its path unless set, e.g. to the DSL source a
+  /// temporary library was built from.
+  void set_source_name(std::string name) { source_name_ = std::move(name); }
+
   /// Traces kernel `index` and parses it into `module` (appending the kernel). Returns false and
   /// appends diagnostics on failure: tracing failed or threw, or it produced another kernel
   /// than the table lists at `index`.
@@ -66,6 +70,7 @@ private:
   static std::string probe(const std::string &path, const std::string &file);
   bool read_tunables(std::string &error);
   std::string path_;
+  std::string source_name_; ///< what diagnostics call the library
   void *handle_ = nullptr;
   const cubecc_kernel_library *library_ = nullptr;
   std::vector<Entry> entries_;
