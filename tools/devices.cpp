@@ -40,6 +40,7 @@ std::vector<std::pair<const char *, bool>> feature_flags(const codegen::TargetFe
           {"int64_atomics", f.int64_atomics},
           {"float32_atomic_add", f.float32_atomic_add},
           {"float32_atomics", f.float32_atomics},
+          {"float32_atomic_min_max", f.float32_atomic_min_max},
           {"float64_atomic_add", f.float64_atomic_add},
           {"subgroup_arithmetic", f.subgroup_arithmetic},
           {"subgroup_shuffle", f.subgroup_shuffle},

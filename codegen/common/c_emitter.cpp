@@ -373,7 +373,10 @@ bool CEmitter::check(const ir::Operation &op) {
                     fmt::format("atomics on {} (32- and 64-bit atomics only)", ir::scalar_name(e)));
     if (e == Scalar::F32 && add && !features_.float32_atomic_add)
       return refuse(op, "atomic add on f32");
-    if (e == Scalar::F64 && !(add && features_.float64_atomic_add))
+    bool min_max = op.opcode() == Opcode::AtomicMin || op.opcode() == Opcode::AtomicMax;
+    if (ir::is_float(e) && min_max && !features_.float32_atomic_min_max)
+      return refuse(op, "atomic min/max on floats");
+    if (e == Scalar::F64 && !min_max && !(add && features_.float64_atomic_add))
       return refuse(op, fmt::format("atomic {} on f64", add ? "add" : "exchange"));
     if (ir::scalar_bits(e) == 64 && !ir::is_float(e) && !features_.int64_atomics)
       return refuse(op, "64-bit atomics");
@@ -974,7 +977,10 @@ void CEmitter::emit_atomic(const ir::Operation &op) {
     case Opcode::AtomicMin:
     case Opcode::AtomicMax: {
       const char *fn = opc == Opcode::AtomicMin ? "atomicMin" : "atomicMax";
-      if (wide && ir::is_signed(rs))
+      if (ir::is_float(rs))
+        call = fmt::format("cubecc_atomic_min_max<{}>({}, {})",
+                           opc == Opcode::AtomicMax ? "true" : "false", ref, v);
+      else if (wide && ir::is_signed(rs))
         call = fmt::format("(unsigned long long){}((long long *){}, (long long){})", fn, ref, v);
       else
         call = fmt::format("{}({}, {})", fn, p, val);

@@ -76,6 +76,34 @@ __device__ inline f32 cubecc_f64_to_f32_odd(f64 x) {
   return __uint_as_float(bits | 1u);
 }
 
+// atomic.min and atomic.max on floats: a compare-and-swap loop on the bits, with fmin/fmax (the
+// non-atomic min and max); returns the old value.
+template <bool kMax> __device__ inline f32 cubecc_atomic_min_max(f32 *p, f32 v) {
+  u32 *bits = (u32 *)p;
+  u32 old = *(volatile u32 *)bits, seen;
+  do {
+    seen = old;
+    f32 next = kMax ? fmaxf(__uint_as_float(seen), v) : fminf(__uint_as_float(seen), v);
+    if (__float_as_uint(next) == seen)
+      break;
+    old = atomicCAS(bits, seen, __float_as_uint(next));
+  } while (old != seen);
+  return __uint_as_float(old);
+}
+template <bool kMax> __device__ inline f64 cubecc_atomic_min_max(f64 *p, f64 v) {
+  unsigned long long *bits = (unsigned long long *)p;
+  unsigned long long old = *(volatile unsigned long long *)bits, seen;
+  do {
+    seen = old;
+    f64 next = kMax ? fmax(__longlong_as_double((i64)seen), v)
+                    : fmin(__longlong_as_double((i64)seen), v);
+    if ((unsigned long long)__double_as_longlong(next) == seen)
+      break;
+    old = atomicCAS(bits, seen, (unsigned long long)__double_as_longlong(next));
+  } while (old != seen);
+  return __longlong_as_double((i64)old);
+}
+
 // Warp collectives over the lanes active here (the IR's active set).
 template <class T> __device__ inline T cubecc_shfl(cubecc_mask m, T v, u32 lane) {
   if constexpr (sizeof(T) == 8) {

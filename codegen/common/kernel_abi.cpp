@@ -77,6 +77,7 @@ TargetFeatures TargetFeatures::vulkan_baseline() {
   TargetFeatures f; // lavapipe (Mesa 22.3, Vulkan 1.3): what CI and the tests run on
   f.float32_atomic_add = true;
   f.float32_atomics = true;
+  f.float32_atomic_min_max = true;
   return f;
 }
 
@@ -97,6 +98,7 @@ std::string TargetFeatures::fingerprint() const {
   std::string s;
   for (bool flag : {int8, int16, int64, float16, bfloat16, float64, int64_atomics,
                     float32_atomic_add, float32_atomics, float64_atomic_add, narrow_atomics,
+                    float32_atomic_min_max,
                     fused_fma, signed_zero_inf_nan_preserve, subgroup_arithmetic,
                     subgroup_extended_types, subgroup_shuffle, subgroup_ballot, linear_subgroups})
     s += flag ? '1' : '0';

@@ -69,6 +69,7 @@ TargetFeatures cuda_features(const std::string &arch) {
   f.int64_atomics = true;
   f.float32_atomic_add = true; // atomicAdd(float *)
   f.float32_atomics = true;    // atomicExch(float *)
+  f.float32_atomic_min_max = true; // a compare-and-swap loop
   f.float64_atomic_add = true; // atomicAdd(double *), sm_60 and newer
   f.fused_fma = true;          // fmaf/fma/__hfma round once
   f.signed_zero_inf_nan_preserve = true;

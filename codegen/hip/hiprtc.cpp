@@ -64,6 +64,7 @@ TargetFeatures hip_features(const std::string &arch) {
   // older GPUs always use the loop. atomicExch(float *) is a 32-bit exchange.
   f.float32_atomic_add = true;
   f.float32_atomics = true;
+  f.float32_atomic_min_max = true; // a compare-and-swap loop
   f.float64_atomic_add = true;
   f.fused_fma = true; // fma/fmaf/__hfma are v_fma_* (one rounding); -ffp-contract=off elsewhere
   f.signed_zero_inf_nan_preserve = true;

@@ -31,6 +31,7 @@ public:
     TargetFeatures f;
     f.target = "interp";
     f.float32_atomic_add = f.float32_atomics = f.float64_atomic_add = f.narrow_atomics = true;
+    f.float32_atomic_min_max = true;
     f.fused_fma = true;
     f.linear_subgroups = true;
     f.subgroup_size = 0;

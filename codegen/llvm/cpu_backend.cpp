@@ -228,6 +228,7 @@ TargetFeatures cpu_features(std::string_view level) {
   f.target = "cpu:" + (resolved.empty() ? std::string(level) : resolved);
   f.int8 = f.int16 = f.int64 = f.float16 = f.bfloat16 = f.float64 = true;
   f.int64_atomics = f.float32_atomic_add = f.float32_atomics = f.float64_atomic_add = true;
+  f.float32_atomic_min_max = true;
   f.narrow_atomics = true;
   f.fused_fma = true;
   f.signed_zero_inf_nan_preserve = true;

@@ -367,15 +367,21 @@ void Lowering::emit_atomic(const ir::Operation *op) {
       old = B_.CreateAtomicRMW(llvm::AtomicRMWInst::Sub, ptr, val, align, order);
       break;
     case Opcode::AtomicMin:
-      old = B_.CreateAtomicRMW(ir::is_signed(s) ? llvm::AtomicRMWInst::Min
-                                                : llvm::AtomicRMWInst::UMin,
-                               ptr, val, align, order);
+    case Opcode::AtomicMax: {
+      bool is_min = op->opcode() == Opcode::AtomicMin;
+      if (flt && !is_half(s)) { // minnum/maxnum, like the non-atomic min and max
+        old = B_.CreateAtomicRMW(is_min ? llvm::AtomicRMWInst::FMin : llvm::AtomicRMWInst::FMax,
+                                 ptr, val, align, order);
+        break;
+      }
+      if (flt)
+        fail(op, "atomic min/max on f16 or bf16");
+      old = B_.CreateAtomicRMW(
+          is_min ? (ir::is_signed(s) ? llvm::AtomicRMWInst::Min : llvm::AtomicRMWInst::UMin)
+                 : (ir::is_signed(s) ? llvm::AtomicRMWInst::Max : llvm::AtomicRMWInst::UMax),
+          ptr, val, align, order);
       break;
-    case Opcode::AtomicMax:
-      old = B_.CreateAtomicRMW(ir::is_signed(s) ? llvm::AtomicRMWInst::Max
-                                                : llvm::AtomicRMWInst::UMax,
-                               ptr, val, align, order);
-      break;
+    }
     case Opcode::AtomicAnd:
       old = B_.CreateAtomicRMW(llvm::AtomicRMWInst::And, ptr, val, align, order);
       break;

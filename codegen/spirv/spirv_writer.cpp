@@ -407,7 +407,15 @@ bool Writer::check_features() {
       unsigned bits = ir::scalar_bits(e);
       if (ir::is_float(e)) {
         bool add = op->opcode() == Opcode::AtomicAdd;
-        if (e == Scalar::F32 && add && !features_.float32_atomic_add)
+        bool min_max = op->opcode() == Opcode::AtomicMin || op->opcode() == Opcode::AtomicMax;
+        if (min_max) {
+          if (e != Scalar::F32)
+            unsupported(*op, fmt::format("atomic min/max on {} (Vulkan has them on f32 only)",
+                                         ir::scalar_name(e)));
+          else if (!features_.float32_atomic_min_max)
+            unsupported(*op, "atomic min/max on f32 (shaderBufferFloat32AtomicMinMax, "
+                             "VK_EXT_shader_atomic_float2)");
+        } else if (e == Scalar::F32 && add && !features_.float32_atomic_add)
           unsupported(*op, "atomic add on f32 (shaderBufferFloat32AtomicAdd)");
         else if (e == Scalar::F32 && !add && !features_.float32_atomics)
           unsupported(*op, "atomic exchange on f32 (shaderBufferFloat32Atomics)");
@@ -1112,11 +1120,19 @@ Id Writer::atomic(const ir::Operation &op) {
     aop = spv::Op::OpAtomicISub;
     break;
   case Opcode::AtomicMin:
-    aop = sg ? spv::Op::OpAtomicSMin : spv::Op::OpAtomicUMin;
+  case Opcode::AtomicMax: {
+    bool min = op.opcode() == Opcode::AtomicMin;
+    if (ir::is_float(s)) {
+      m_.extension("SPV_EXT_shader_atomic_float_min_max");
+      m_.capability(spv::Capability::AtomicFloat32MinMaxEXT);
+      aop = min ? spv::Op::OpAtomicFMinEXT : spv::Op::OpAtomicFMaxEXT;
+    } else if (min) {
+      aop = sg ? spv::Op::OpAtomicSMin : spv::Op::OpAtomicUMin;
+    } else {
+      aop = sg ? spv::Op::OpAtomicSMax : spv::Op::OpAtomicUMax;
+    }
     break;
-  case Opcode::AtomicMax:
-    aop = sg ? spv::Op::OpAtomicSMax : spv::Op::OpAtomicUMax;
-    break;
+  }
   case Opcode::AtomicAnd:
     aop = spv::Op::OpAtomicAnd;
     break;

@@ -101,6 +101,7 @@ public:
     f.target = "interp";
     f.int8 = f.int16 = f.int64 = f.float16 = f.bfloat16 = f.float64 = true;
     f.int64_atomics = f.float32_atomic_add = f.float32_atomics = f.float64_atomic_add = true;
+    f.float32_atomic_min_max = true;
     f.subgroup_arithmetic = f.subgroup_shuffle = f.subgroup_ballot = true;
     f.subgroup_extended_types = true;
     f.narrow_atomics = true;

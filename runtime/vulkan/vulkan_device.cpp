@@ -258,6 +258,8 @@ struct VulkanDevice::Impl {
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
   VkPhysicalDeviceShaderAtomicFloatFeaturesEXT atomic_float{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT};
+  VkPhysicalDeviceShaderAtomicFloat2FeaturesEXT atomic_float2{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_2_FEATURES_EXT};
 
   VkPipelineCache pipeline_cache = VK_NULL_HANDLE; ///< internally synchronized
 
@@ -437,8 +439,15 @@ void VulkanDevice::Impl::create_device() {
         return std::string_view(e.extensionName) == VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME;
       });
 
+  bool has_atomic_float2 =
+      std::any_of(extensions.begin(), extensions.end(), [](const VkExtensionProperties &e) {
+        return std::string_view(e.extensionName) == VK_EXT_SHADER_ATOMIC_FLOAT_2_EXTENSION_NAME;
+      });
+
   VkPhysicalDeviceShaderAtomicFloatFeaturesEXT has_af{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT};
+  VkPhysicalDeviceShaderAtomicFloat2FeaturesEXT has_af2{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_2_FEATURES_EXT};
   VkPhysicalDeviceVulkan13Features has13{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
   VkPhysicalDeviceVulkan12Features has12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
   VkPhysicalDeviceVulkan11Features has11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
@@ -447,6 +456,10 @@ void VulkanDevice::Impl::create_device() {
   has11.pNext = &has12;
   has12.pNext = &has13;
   has13.pNext = has_atomic_float ? &has_af : nullptr;
+  if (has_atomic_float2) {
+    has_af2.pNext = has13.pNext;
+    has13.pNext = &has_af2;
+  }
   vkGetPhysicalDeviceFeatures2(physical, &has);
 
   VkPhysicalDeviceVulkan13Properties props13{
@@ -500,6 +513,12 @@ void VulkanDevice::Impl::create_device() {
   features11.pNext = &features12;
   features12.pNext = &features13;
   features13.pNext = has_atomic_float ? &atomic_float : nullptr;
+  atomic_float2.shaderBufferFloat32AtomicMinMax = has_af2.shaderBufferFloat32AtomicMinMax;
+  atomic_float2.shaderSharedFloat32AtomicMinMax = has_af2.shaderSharedFloat32AtomicMinMax;
+  if (has_atomic_float2) {
+    atomic_float2.pNext = features13.pNext;
+    features13.pNext = &atomic_float2;
+  }
 
   float priority = 1.0f;
   VkDeviceQueueCreateInfo queue_info{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
@@ -509,6 +528,8 @@ void VulkanDevice::Impl::create_device() {
   std::vector<const char *> enabled_extensions;
   if (has_atomic_float)
     enabled_extensions.push_back(VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME);
+  if (has_atomic_float2)
+    enabled_extensions.push_back(VK_EXT_SHADER_ATOMIC_FLOAT_2_EXTENSION_NAME);
   VkDeviceCreateInfo create{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   create.pNext = &features;
   create.queueCreateInfoCount = 1;
@@ -562,6 +583,8 @@ void VulkanDevice::Impl::create_device() {
       atomic_float.shaderBufferFloat32Atomics && atomic_float.shaderSharedFloat32Atomics;
   f.float64_atomic_add = f.float64 && atomic_float.shaderBufferFloat64AtomicAdd &&
                          atomic_float.shaderSharedFloat64AtomicAdd;
+  f.float32_atomic_min_max = atomic_float2.shaderBufferFloat32AtomicMinMax &&
+                             atomic_float2.shaderSharedFloat32AtomicMinMax;
   f.subgroup_arithmetic =
       (ops & VK_SUBGROUP_FEATURE_BASIC_BIT) && (ops & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
   f.subgroup_extended_types = features12.shaderSubgroupExtendedTypes;
@@ -802,6 +825,11 @@ CapabilityCheck check_capability(const VulkanDevice::Impl &d, uint32_t capabilit
   case C::AtomicFloat64AddEXT:
     return {"AtomicFloat64AddEXT", "shaderBufferFloat64AtomicAdd (VK_EXT_shader_atomic_float)",
             af.shaderBufferFloat64AtomicAdd || af.shaderSharedFloat64AtomicAdd};
+  case C::AtomicFloat32MinMaxEXT:
+    return {"AtomicFloat32MinMaxEXT",
+            "shaderBufferFloat32AtomicMinMax (VK_EXT_shader_atomic_float2)",
+            d.atomic_float2.shaderBufferFloat32AtomicMinMax ||
+                d.atomic_float2.shaderSharedFloat32AtomicMinMax};
   case C::AtomicFloat16AddEXT:
     return {"AtomicFloat16AddEXT", "shaderBufferFloat16AtomicAdd (not enabled by cubecc)", false};
   default:

@@ -1499,6 +1499,68 @@ OpCase atomics_f32_case() {
   return c;
 }
 
+/// atomic.min and atomic.max on f32, on a buffer and in shared memory: the result is the minimum
+/// or maximum of every value whatever the order (a NaN operand is skipped, docs/ir.md §4.2).
+OpCase atomics_f32_min_max_case() {
+  constexpr uint32_t W = 64, G = 2;
+  OpCase c;
+  c.name = "atomics_f32_min_max";
+  c.grid = {G, 1, 1};
+  std::vector<uint64_t> v(W * G);
+  std::mt19937_64 rng(0xf3232);
+  for (uint64_t &x : v)
+    x = random_float(Scalar::F32, rng);
+  v[17] = fval(Scalar::F32, kNaN);
+  c.buffers = {input("v", Scalar::F32, v)};
+  Buffer mm = output("mm", Scalar::F32, 2 + 2 * G, 0);
+  mm.init[0] = fval(Scalar::F32, kInf);
+  mm.init[1] = fval(Scalar::F32, -kInf);
+  mm.ranges.push_back(Range{"atomic.min f32 buffer", 0, 1, {}, {}});
+  mm.ranges.push_back(Range{"atomic.max f32 buffer", 1, 1, {}, {}});
+  mm.ranges.push_back(Range{"atomic.min/max f32 shared", 2, 2 * G, {}, {}});
+  c.buffers.push_back(std::move(mm));
+  Body body;
+  body.line("%smm = shared.alloc : shared<f32, 2>");
+  std::string i = global_index(body);
+  std::string li = body.op("local_index", "u32");
+  std::string zero = body.constant("0", "u32"), one = body.constant("1", "u32");
+  std::string first = body.op(fmt::format("eq {}, {}", li, zero), "bool");
+  body.line("if " + first + " {");
+  body.line(fmt::format("store %smm, {}, {}", zero, body.constant("inf", "f32")));
+  body.line(fmt::format("store %smm, {}, {}", one, body.constant("-inf", "f32")));
+  body.line("yield");
+  body.line("}");
+  body.line("barrier");
+  std::string x = body.op("load %v, " + i, "f32");
+  body.op(fmt::format("atomic.min %mm, {}, {}", zero, x), "f32");
+  body.op(fmt::format("atomic.max %mm, {}, {}", one, x), "f32");
+  body.op(fmt::format("atomic.min %smm, {}, {}", zero, x), "f32");
+  body.op(fmt::format("atomic.max %smm, {}, {}", one, x), "f32");
+  body.line("barrier");
+  body.line("if " + first + " {");
+  std::string wid =
+      body.op("vec.extract " + body.op("workgroup_id", "u32x3") + " {lane = 0}", "u32");
+  std::string slot =
+      body.op(fmt::format("add {}, {}",
+                          body.op(fmt::format("mul {}, {}", wid, body.constant("2", "u32")), "u32"),
+                          body.constant("2", "u32")),
+              "u32");
+  body.line(fmt::format("store %mm, {}, {}", slot, body.op("load %smm, " + zero, "f32")));
+  body.line(fmt::format("store %mm, {}, {}", body.op(fmt::format("add {}, {}", slot, one), "u32"),
+                        body.op("load %smm, " + one, "f32")));
+  body.line("yield");
+  body.line("}");
+  std::string params;
+  bind_buffers(c, params);
+  c.text = module_text(c.name, params, body.text(), {W, 1, 1});
+  c.refusal_for = [](const codegen::TargetFeatures &f) -> std::vector<std::string> {
+    if (!f.float32_atomic_min_max)
+      return {"atomic min/max on"};
+    return {};
+  };
+  return c;
+}
+
 /// Atomics a Vulkan device cannot have: 8/16-bit, f16 and f64. The interp device runs them.
 std::vector<OpCase> refused_atomics_cases() {
   std::vector<OpCase> cases;
@@ -1717,8 +1779,8 @@ OpCase subgroup_case(Scalar s) {
       std::string t;
       for (size_t k = e / 8 * 8; k < e / 8 * 8 + 8; ++k)
         t += (t.empty() ? "" : ",") + show(s, in[k]);
-      return (product ? "p" : "x") + std::string(" of lanes ") + std::to_string(e / 8 * 8) +
-             ".. " + t;
+      return (product ? "p" : "x") + std::string(" of lanes ") + std::to_string(e / 8 * 8) + ".. " +
+             t;
     };
   }
   c.buffers.push_back(std::move(out));
@@ -1978,6 +2040,7 @@ const std::vector<std::pair<std::string, Family>> &families() {
            for (bool shared : {false, true})
              v.push_back(atomics_case(s, shared));
          v.push_back(atomics_f32_case());
+         v.push_back(atomics_f32_min_max_case());
          for (OpCase &c : refused_atomics_cases())
            v.push_back(std::move(c));
          return v;

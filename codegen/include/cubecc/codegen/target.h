@@ -26,6 +26,10 @@ struct TargetFeatures {
   bool float32_atomic_add = false; ///< atomic.add on f32 (VK_EXT_shader_atomic_float)
   bool float32_atomics = false;    ///< atomic.xchg on f32 (VK_EXT_shader_atomic_float)
   bool float64_atomic_add = false;
+  /// atomic.min and atomic.max on f32 (VK_EXT_shader_atomic_float2's
+  /// shaderBufferFloat32AtomicMinMax and shaderSharedFloat32AtomicMinMax; CUDA, HIP and the CPU
+  /// through a compare-and-swap loop).
+  bool float32_atomic_min_max = false;
   /// Atomics on 8- and 16-bit types (and f16/bf16): no GPU API offers them; the interpreter does.
   bool narrow_atomics = false;
   /// GLSL.std.450 Fma rounds once. Vulkan only promises "a * b then + c"; GPUs fuse, lavapipe
