@@ -364,6 +364,12 @@ private:
 
 bool CEmitter::check(const ir::Operation &op) {
   const ir::OpInfo &info = op.info();
+  if (info.signature == ir::Signature::AtomicLoad || info.signature == ir::Signature::AtomicStore) {
+    Scalar e = op.operand(0)->type().element();
+    if (ir::scalar_bits(e) < 32)
+      return refuse(op,
+                    fmt::format("atomics on {} (32- and 64-bit atomics only)", ir::scalar_name(e)));
+  }
   if (info.signature == ir::Signature::AtomicRmw ||
       info.signature == ir::Signature::AtomicCmpXchg) {
     Scalar e = op.result()->type().element();
@@ -734,6 +740,8 @@ void CEmitter::emit_op(const ir::Operation &op) {
     return emit_builtin(op);
   case ir::Signature::AtomicRmw:
   case ir::Signature::AtomicCmpXchg:
+  case ir::Signature::AtomicLoad:
+  case ir::Signature::AtomicStore:
     return emit_atomic(op);
   case ir::Signature::SubgroupUnary:
   case ir::Signature::SubgroupShuffle:
@@ -956,6 +964,16 @@ void CEmitter::emit_atomic(const ir::Operation &op) {
   const ir::Value *r = op.num_results() ? op.result() : nullptr;
   Scalar rs = r ? r->type().element() : Scalar::U32;
   switch (op.info().signature) {
+  case ir::Signature::AtomicLoad: // an aligned 32- or 64-bit access is one instruction
+    line(fmt::format("const {} {} = *(volatile {} *)&{};", reg(rs), name_of(r), reg(rs),
+                     element_ref(op.operand(0), name_of(op.operand(1)))));
+    return;
+  case ir::Signature::AtomicStore: {
+    Scalar s = op.operand(2)->type().element();
+    line(fmt::format("*(volatile {} *)&{} = {};", reg(s),
+                     element_ref(op.operand(0), name_of(op.operand(1))), name_of(op.operand(2))));
+    return;
+  }
   case ir::Signature::AtomicRmw:
   case ir::Signature::AtomicCmpXchg: {
     std::string ref = "&" + element_ref(op.operand(0), name_of(op.operand(1)));

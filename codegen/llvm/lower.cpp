@@ -137,6 +137,7 @@ void Lowering::decide_shapes() {
         return;
       case ir::Signature::AtomicRmw:
       case ir::Signature::AtomicCmpXchg:
+      case ir::Signature::AtomicLoad:
         mark(op->result());
         return;
       case ir::Signature::SubgroupUnary:

@@ -316,12 +316,13 @@ void Lowering::emit_store(const ir::Operation *op) {
 
 void Lowering::emit_atomic(const ir::Operation *op) {
   const MemInfo &mem = memory_.at(op->operand(0));
-  Scalar s = op->result()->type().element();
+  const bool store = op->opcode() == Opcode::AtomicStore; // the one without a result
+  Scalar s = (store ? op->operand(2) : op->result())->type().element();
   Scalar is = op->operand(1)->type().element();
   Type *t = elem_type(s);
   Value *idx64 = index64(is, part(op->operand(1), 0));
   Value *mask = check_bounds(op, mem, idx64, 1, 3, mask_);
-  Value *v = part(op->operand(2), 0);
+  Value *v = op->num_operands() > 2 ? part(op->operand(2), 0) : nullptr;
   Value *v2 = op->num_operands() > 3 ? part(op->operand(3), 0) : nullptr;
   llvm::AllocaInst *result = entry_alloca(vec_type(t), 1, "atomic.old");
   B_.CreateStore(llvm::Constant::getNullValue(vec_type(t)), result);
@@ -335,7 +336,7 @@ void Lowering::emit_atomic(const ir::Operation *op) {
     B_.CreateCondBr(B_.CreateExtractElement(mask, uint64_t{l}), run, next);
     B_.SetInsertPoint(run);
     Value *ptr = B_.CreateGEP(t, mem.base, lane_of(idx64, l));
-    Value *val = lane_of(v, l);
+    Value *val = v ? lane_of(v, l) : nullptr;
     Value *old = nullptr;
     bool flt = ir::is_float(s);
     Type *int_type = B_.getIntNTy(ir::scalar_bits(s));
@@ -400,6 +401,16 @@ void Lowering::emit_atomic(const ir::Operation *op) {
       old = B_.CreateExtractValue(
           B_.CreateAtomicCmpXchg(ptr, val, lane_of(v2, l), align, order, order), 0);
       break;
+    case Opcode::AtomicLoad: {
+      llvm::LoadInst *load = B_.CreateAlignedLoad(int_type, ptr, align);
+      load->setAtomic(order);
+      old = B_.CreateBitCast(load, t);
+      break;
+    }
+    case Opcode::AtomicStore:
+      B_.CreateAlignedStore(B_.CreateBitCast(val, int_type), ptr, align)->setAtomic(order);
+      old = llvm::Constant::getNullValue(t);
+      break;
     default:
       fail(op, "internal error: unknown atomic");
     }
@@ -408,7 +419,8 @@ void Lowering::emit_atomic(const ir::Operation *op) {
     B_.CreateBr(next);
     B_.SetInsertPoint(next);
   }
-  define(op->result(), {B_.CreateLoad(vec_type(t), result)});
+  if (!store)
+    define(op->result(), {B_.CreateLoad(vec_type(t), result)});
 }
 
 } // namespace cubecc::llvm_backend

@@ -443,6 +443,8 @@ void Lowering::emit_op(const ir::Operation *op) {
     return;
   case ir::Signature::AtomicRmw:
   case ir::Signature::AtomicCmpXchg:
+  case ir::Signature::AtomicLoad:
+  case ir::Signature::AtomicStore:
     return emit_atomic(op);
   case ir::Signature::SubgroupUnary:
   case ir::Signature::SubgroupShuffle:

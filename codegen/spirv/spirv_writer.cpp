@@ -402,13 +402,22 @@ bool Writer::check_features() {
     Scalar s = op->num_results() ? op->result()->type().element() : Scalar::U32;
     const ir::OpInfo &info = op->info();
     if (info.signature == ir::Signature::AtomicRmw ||
-        info.signature == ir::Signature::AtomicCmpXchg) {
-      Scalar e = op->result()->type().element();
+        info.signature == ir::Signature::AtomicCmpXchg ||
+        info.signature == ir::Signature::AtomicLoad ||
+        info.signature == ir::Signature::AtomicStore) {
+      Scalar e = op->operand(0)->type().element();
       unsigned bits = ir::scalar_bits(e);
       if (ir::is_float(e)) {
         bool add = op->opcode() == Opcode::AtomicAdd;
         bool min_max = op->opcode() == Opcode::AtomicMin || op->opcode() == Opcode::AtomicMax;
-        if (min_max) {
+        bool load_store = op->opcode() == Opcode::AtomicLoad || op->opcode() == Opcode::AtomicStore;
+        if (load_store && e == Scalar::F32) {
+          if (!features_.float32_atomics)
+            unsupported(*op, "atomic load/store on f32 (shaderBufferFloat32Atomics)");
+        } else if (load_store && e == Scalar::F64) {
+          unsupported(*op, "atomic load/store on f64 (cubecc does not enable "
+                           "shaderBufferFloat64Atomics)");
+        } else if (min_max) {
           if (e != Scalar::F32)
             unsupported(*op, fmt::format("atomic min/max on {} (Vulkan has them on f32 only)",
                                          ir::scalar_name(e)));
@@ -1503,6 +1512,8 @@ void Writer::emit_op(const ir::Operation &op) {
     return emit_builtin(op);
   case ir::Signature::AtomicRmw:
   case ir::Signature::AtomicCmpXchg:
+  case ir::Signature::AtomicLoad:
+  case ir::Signature::AtomicStore:
     return emit_atomic(op);
   case ir::Signature::SubgroupUnary:
   case ir::Signature::SubgroupShuffle:
@@ -1767,6 +1778,20 @@ void Writer::emit_atomic(const ir::Operation &op) {
   case ir::Signature::AtomicRmw:
   case ir::Signature::AtomicCmpXchg:
     return bind(op.result(), {atomic(op)});
+  case ir::Signature::AtomicLoad:
+  case ir::Signature::AtomicStore: { // relaxed, at the memory's scope
+    const ir::Value *memory = op.operand(0);
+    Scalar s = memory->type().element();
+    if (ir::scalar_bits(s) == 64 && !ir::is_float(s))
+      m_.capability(spv::Capability::Int64Atomics);
+    Id pointer = element_pointer(memory, index_operand(op.operand(1), 0));
+    Id scope = u32(memory->type().kind() == ir::TypeKind::Buffer ? kScopeDevice : kScopeWorkgroup);
+    if (op.opcode() == Opcode::AtomicLoad)
+      return bind(op.result(),
+                  {emit(spv::Op::OpAtomicLoad, scalar_type(s), {pointer, scope, u32(0)})});
+    emit_void(spv::Op::OpAtomicStore, {pointer, scope, u32(0), lane(op.operand(2), 0)});
+    return;
+  }
   default:
     throw std::logic_error(fmt::format("emit_atomic: op '{}' is not one", op.name()));
   }

@@ -79,6 +79,7 @@ Type Builder::infer_result_type(Opcode opcode, std::span<Value *const> operands)
     return Type::scalar(Scalar::U32);
   case Signature::AtomicRmw:
   case Signature::AtomicCmpXchg:
+  case Signature::AtomicLoad:
     if (operands.empty())
       break;
     return operands[0]->type().element_type();

@@ -637,6 +637,20 @@ private:
         write_element(p + l * bytes, t.element(), get(op.operand(2), inv, l));
       return;
     }
+    case Signature::AtomicLoad: { // invocations run one op at a time: every access is atomic
+      Scalar s = op.result()->type().element();
+      uint8_t *p =
+          address(&op, op.operand(0), inv, get(op.operand(1), inv), op.operand(1)->type(), 1);
+      set(op.result(), inv, 0, read_element(p, s));
+      return;
+    }
+    case Signature::AtomicStore: {
+      Scalar s = op.operand(2)->type().element();
+      uint8_t *p =
+          address(&op, op.operand(0), inv, get(op.operand(1), inv), op.operand(1)->type(), 1);
+      write_element(p, s, get(op.operand(2), inv));
+      return;
+    }
     case Signature::BufferSize:
       set(op.result(), inv, 0,
           memory_.at(op.operand(0)).count & width_mask(scalar_bits(op.result()->type().element())));

@@ -47,11 +47,13 @@ int fixed_operand_count(Signature sig) {
   case Signature::VecInsert:
   case Signature::Load:
   case Signature::SubgroupShuffle:
+  case Signature::AtomicLoad:
     return 2;
   case Signature::Ternary:
   case Signature::Select:
   case Signature::Store:
   case Signature::AtomicRmw:
+  case Signature::AtomicStore:
     return 3;
   case Signature::AtomicCmpXchg:
     return 4;
@@ -70,6 +72,7 @@ int fixed_operand_count(Signature sig) {
 int fixed_result_count(Signature sig) {
   switch (sig) {
   case Signature::Store:
+  case Signature::AtomicStore:
   case Signature::Sync:
   case Signature::Yield:
   case Signature::Condition:

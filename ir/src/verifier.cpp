@@ -551,6 +551,28 @@ private:
       return;
     case Signature::Sync:
       return;
+    case Signature::AtomicLoad:
+    case Signature::AtomicStore: {
+      Type mem = operand(0);
+      bool load = op.info().signature == Signature::AtomicLoad;
+      bool buffer =
+          mem.kind() == TypeKind::Buffer && (mem.access() == Access::ReadWrite ||
+                                             mem.access() == (load ? Access::Read : Access::Write));
+      if (!buffer && mem.kind() != TypeKind::Shared)
+        return error(&op, fmt::format("needs a {} buffer or a shared array, not {}",
+                                      load ? "readable" : "writable", mem.str()));
+      if (!want_index(op, 1))
+        return;
+      Type elem = mem.element_type();
+      if (!load && operand(2) != elem)
+        return error(&op, fmt::format("the value is {}, expected the element type {}",
+                                      operand(2).str(), elem.str()));
+      if (load && result() != elem)
+        return error(&op, fmt::format("result must be the element type {}, not {}", elem.str(),
+                                      result().str()));
+      check_class(op, elem);
+      return;
+    }
     case Signature::AtomicRmw:
     case Signature::AtomicCmpXchg: {
       Type mem = operand(0);

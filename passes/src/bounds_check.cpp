@@ -14,6 +14,8 @@ bool is_access(const ir::Operation &op) {
   case ir::Signature::Store:
   case ir::Signature::AtomicRmw:
   case ir::Signature::AtomicCmpXchg:
+  case ir::Signature::AtomicLoad:
+  case ir::Signature::AtomicStore:
     return true;
   default:
     return false;

@@ -121,6 +121,18 @@ void subgroup_reach(dsl::Tensor<const float> x, dsl::Tensor<float> out,
   where[i * 2u + 1u] = dsl::subgroup_size();
 }
 
+// Float atomic min and max; atomic store and load.
+void atomics_reach(dsl::Tensor<const float> x, dsl::Tensor<float> extremes,
+                   dsl::Tensor<uint32_t> cells, dsl::Tensor<uint32_t> out) {
+  dsl::Val<uint32_t> i = dsl::global_id().x;
+  dsl::if_(i < x.size(), [&] {
+    dsl::atomic_min(extremes[0u], x[i]);
+    dsl::atomic_max(extremes[1u], x[i]);
+    dsl::atomic_store(cells[i], i * 3u);
+    out[i] = dsl::atomic_load(cells[i]) + 1u;
+  });
+}
+
 std::unique_ptr<cubecc::ir::Module> traced(dsl::TraceResult result) {
   EXPECT_TRUE(result.module) << cubecc::ir::to_string(result.errors);
   return std::move(result.module);
@@ -346,6 +358,30 @@ TEST_P(DslReach, subgroup_products_and_shuffles_from_outside_the_subgroup) {
     EXPECT_EQ(got[3 * k + 1], lane == 0 ? x[k] : x[k - 1]) << "shuffle_up by 1 at " << k;
     EXPECT_EQ(got[3 * k + 2], x[k]) << "shuffle from lane size + 3 at " << k;
   }
+}
+
+TEST_P(DslReach, float_atomic_min_max_and_atomic_load_store) {
+  auto module = traced(dsl::trace<atomics_reach>("atomics_reach", {.workgroup = {64, 1, 1}}));
+  ASSERT_TRUE(module);
+  const uint32_t n = 100;
+  std::vector<float> x(n);
+  for (uint32_t k = 0; k < n; ++k)
+    x[k] = static_cast<float>((k * 37) % 101) * 0.75f - 30.0f;
+  Args args;
+  args.tensor(cubecc::ir::Scalar::F32, x, n);
+  size_t extremes = args.tensor(cubecc::ir::Scalar::F32,
+                                std::vector<float>{std::numeric_limits<float>::infinity(),
+                                                   -std::numeric_limits<float>::infinity()},
+                                2);
+  args.tensor(cubecc::ir::Scalar::U32, std::vector<uint32_t>(n, 0), n);
+  size_t out = args.tensor(cubecc::ir::Scalar::U32, std::vector<uint32_t>(n, 0), n);
+  run(*module->kernels()[0], args, (n + 63) / 64);
+  std::vector<float> got = args.read<float>(extremes);
+  EXPECT_EQ(got[0], *std::min_element(x.begin(), x.end()));
+  EXPECT_EQ(got[1], *std::max_element(x.begin(), x.end()));
+  std::vector<uint32_t> loaded = args.read<uint32_t>(out);
+  for (uint32_t k = 0; k < n; ++k)
+    EXPECT_EQ(loaded[k], k * 3 + 1) << "element " << k;
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, DslReach,

@@ -1499,6 +1499,49 @@ OpCase atomics_f32_case() {
   return c;
 }
 
+/// atomic.store then atomic.load: of the invocation's own buffer element, and of the next
+/// invocation's shared element after a barrier.
+OpCase atomics_load_store_case(Scalar s) {
+  constexpr uint32_t W = 64, G = 2;
+  OpCase c;
+  c.name = "atomics_load_store_" + name(s);
+  c.grid = {G, 1, 1};
+  std::string T = name(s);
+  std::vector<uint64_t> v(W * G);
+  std::mt19937_64 rng(0x10ad + static_cast<unsigned>(s));
+  for (uint64_t &x : v)
+    x = random_value(s, rng);
+  c.buffers = {input("v", s, v)};
+  Buffer cells = output("cells", s, W * G, 0);
+  cells.ranges.push_back(Range{"atomic.store " + T + " buffer", 0, W * G, {}, {}});
+  Buffer out = output("out", s, 2 * W * G, 0);
+  out.ranges.push_back(Range{"atomic.load " + T + " buffer", 0, W * G, {}, {}});
+  out.ranges.push_back(
+      Range{"atomic.load " + T + " shared, the next lane's", W * G, W * G, {}, {}});
+  c.buffers.push_back(std::move(cells));
+  c.buffers.push_back(std::move(out));
+  Body body;
+  body.line(fmt::format("%sh = shared.alloc : shared<{}, {}>", T, W));
+  std::string i = global_index(body);
+  std::string li = body.op("local_index", "u32");
+  std::string x = body.op("load %v, " + i, T);
+  body.line(fmt::format("atomic.store %cells, {}, {}", i, x));
+  body.line(fmt::format("store %out, {}, {}", i, body.op("atomic.load %cells, " + i, T)));
+  body.line(fmt::format("atomic.store %sh, {}, {}", li, x));
+  body.line("barrier");
+  std::string next =
+      body.op(fmt::format("and {}, {}",
+                          body.op(fmt::format("add {}, {}", li, body.constant("1", "u32")), "u32"),
+                          body.constant(std::to_string(W - 1), "u32")),
+              "u32");
+  body.line(fmt::format("store %out, {}, {}", offset_index(body, i, W * G),
+                        body.op("atomic.load %sh, " + next, T)));
+  std::string params;
+  bind_buffers(c, params);
+  c.text = module_text(c.name, params, body.text(), {W, 1, 1});
+  return c;
+}
+
 /// atomic.min and atomic.max on f32, on a buffer and in shared memory: the result is the minimum
 /// or maximum of every value whatever the order (a NaN operand is skipped, docs/ir.md §4.2).
 OpCase atomics_f32_min_max_case() {
@@ -2041,6 +2084,8 @@ const std::vector<std::pair<std::string, Family>> &families() {
              v.push_back(atomics_case(s, shared));
          v.push_back(atomics_f32_case());
          v.push_back(atomics_f32_min_max_case());
+         for (Scalar s : {Scalar::I32, Scalar::U64, Scalar::F32})
+           v.push_back(atomics_load_store_case(s));
          for (OpCase &c : refused_atomics_cases())
            v.push_back(std::move(c));
          return v;

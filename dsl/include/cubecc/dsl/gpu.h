@@ -102,6 +102,25 @@ CUBECC_DSL_ATOMIC(atomic_xor, AtomicXor)
 CUBECC_DSL_ATOMIC(atomic_exchange, AtomicXchg)
 #undef CUBECC_DSL_ATOMIC
 
+/// Reads the element atomically (never torn; relaxed order: add a fence to order it).
+template <class T, class Index>
+auto atomic_load(const ElementRef<T, Index> &element, const Loc &loc = Loc::current()) {
+  using V = std::remove_const_t<T>;
+  return Val<V>::from_ir(detail::emit(
+      ir::Opcode::AtomicLoad, {element.memory(), element.index().emit(loc)}, ir_type<V>(), loc));
+}
+/// Writes the element atomically (never torn; relaxed order: add a fence to order it).
+template <class T, class Index, class X>
+void atomic_store(const ElementRef<T, Index> &element, const X &value,
+                  const Loc &loc = Loc::current()) {
+  using V = std::remove_const_t<T>;
+  static_assert(!std::is_const_v<T>, "cubecc: atomic_store writes memory: the tensor must not "
+                                     "be const");
+  detail::emit_void(
+      ir::Opcode::AtomicStore,
+      {element.memory(), element.index().emit(loc), detail::node_as<V>(value).emit(loc)}, loc);
+}
+
 /// Stores `desired` if the element equals `expected`; returns the old value either way.
 template <class T, class Index, class E, class D>
 auto atomic_compare_exchange(const ElementRef<T, Index> &element, const E &expected,

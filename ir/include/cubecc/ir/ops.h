@@ -34,6 +34,8 @@ enum class Signature : uint8_t {
   Sync,            ///< () -> ()
   AtomicRmw,       ///< (buffer or shared of S, integer index, S) -> S
   AtomicCmpXchg,   ///< (buffer or shared of S, integer index, S expected, S desired) -> S
+  AtomicLoad,      ///< (buffer or shared of S, integer index) -> S
+  AtomicStore,     ///< (buffer or shared of S, integer index, S) -> ()
   SubgroupUnary,   ///< (T) -> T
   SubgroupShuffle, ///< (T, u32) -> T
   SubgroupBallot,  ///< (bool) -> u32x4
