@@ -17,6 +17,7 @@
 #include "cubecc/dsl/expr.h"
 #include "cubecc/dsl/gpu.h"
 #include "cubecc/dsl/memory.h"
+#include "cubecc/dsl/primitives.h"
 #include "cubecc/dsl/registry.h"
 #include "cubecc/dsl/trace.h"
 #include "cubecc/dsl/types.h"

@@ -5,6 +5,7 @@
 //   dsl::for_(0u, n, 4u, [&](auto k) { ... }, dsl::Unroll{2});        // step and unroll hint
 //   dsl::while_([&] { return x > 1u; }, [&] { ... });
 //   dsl::break_(); dsl::continue_();
+//   dsl::switch_(k, dsl::case_(0, [&] { ... }), dsl::default_([&] { ... }));
 //
 // A plain C++ `for` over comptime values is unrolled at trace time.
 //
@@ -13,7 +14,9 @@
 
 #include "cubecc/dsl/expr.h"
 
+#include <string>
 #include <utility>
+#include <vector>
 
 namespace cubecc::ir {
 class Operation;
@@ -55,6 +58,69 @@ IfElse if_(const C &condition, F &&then, const Loc &loc = Loc::current()) {
   std::forward<F>(then)();
   detail::end_then();
   return IfElse(detail::current_if_for_else(loc));
+}
+
+/// An arm of switch_: runs `body` when the switched value equals `value`.
+template <class F> struct CaseArm {
+  long long value;
+  F body;
+  Loc loc;
+};
+/// The arm of switch_ that runs when no case_ matches (last, at most one).
+template <class F> struct DefaultArm { F body; };
+template <class F>
+CaseArm<std::decay_t<F>> case_(long long value, F &&body, const Loc &loc = Loc::current()) {
+  static_assert(std::invocable<F>, "cubecc: a case_'s body takes no arguments: [&] { ... }");
+  return {value, std::forward<F>(body), loc};
+}
+template <class F> DefaultArm<std::decay_t<F>> default_(F &&body) {
+  static_assert(std::invocable<F>, "cubecc: default_'s body takes no arguments: [&] { ... }");
+  return {std::forward<F>(body)};
+}
+
+namespace detail {
+template <class T> inline constexpr bool is_case_arm = false;
+template <class F> inline constexpr bool is_case_arm<CaseArm<F>> = true;
+template <class T> inline constexpr bool is_default_arm = false;
+template <class F> inline constexpr bool is_default_arm<DefaultArm<F>> = true;
+
+template <class V> void switch_arms(const V &, std::vector<long long> &) {}
+template <class V, class F>
+void switch_arms(const V &, std::vector<long long> &, const DefaultArm<F> &arm) {
+  arm.body();
+}
+template <class V, class F, class... Rest>
+void switch_arms(const V &v, std::vector<long long> &seen, const CaseArm<F> &arm,
+                 const Rest &...rest) {
+  for (long long earlier : seen)
+    if (earlier == arm.value)
+      throw TraceError("switch_ has two case_ arms for " + std::to_string(arm.value), arm.loc);
+  seen.push_back(arm.value);
+  IfElse chain = if_(v == arm.value, arm.body, arm.loc);
+  if constexpr (sizeof...(Rest) > 0)
+    chain.else_([&] { switch_arms(v, seen, rest...); }, arm.loc);
+}
+} // namespace detail
+
+/// switch over a kernel integer: the first case_ whose value equals `x` runs (no fall-through),
+/// else default_ if given. `x` is evaluated once; the arms become a chain of if_/else_.
+///   dsl::switch_(k, dsl::case_(0, [&] { ... }), dsl::case_(1, [&] { ... }),
+///                dsl::default_([&] { ... }));
+template <class X, class... Arms> void switch_(const X &x, const Arms &...arms) {
+  static_assert(ExprLike<X>, "cubecc: switch_ needs a kernel integer (a C++ integer is comptime: "
+                             "use a plain C++ switch)");
+  static_assert(IntegerType<value_of<X>> && lanes_of<value_of<X>> == 1,
+                "cubecc: switch_ needs an integer scalar; compare floats with if_");
+  static_assert(sizeof...(Arms) > 0, "cubecc: switch_ needs at least one case_ or default_");
+  static_assert(((detail::is_case_arm<Arms> || detail::is_default_arm<Arms>)&&...),
+                "cubecc: switch_'s arms are dsl::case_(value, body) and dsl::default_(body)");
+  constexpr bool defaults[] = {detail::is_default_arm<Arms>...};
+  constexpr size_t default_count = (size_t{0} + ... + (detail::is_default_arm<Arms> ? 1 : 0));
+  static_assert(default_count == 0 || (default_count == 1 && defaults[sizeof...(Arms) - 1]),
+                "cubecc: switch_ takes at most one default_, as its last arm");
+  Val<value_of<X>> v = x;
+  std::vector<long long> seen;
+  detail::switch_arms(v, seen, arms...);
 }
 
 /// A loop unrolling hint: 0 leaves the choice to the compiler, 1 asks for no unrolling, N > 1

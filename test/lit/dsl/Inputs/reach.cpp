@@ -27,7 +27,13 @@ void bits(dsl::Tensor<uint32_t> y, dsl::Scalar<int32_t> a, dsl::Scalar<int32_t> 
   y[6u] = dsl::bitcast<uint32_t>(dsl::mulhi(a, b) + dsl::add_sat(a, b) + dsl::sub_sat(a, 7));
 }
 
+void switch_chain(dsl::Tensor<uint32_t> y, dsl::Scalar<int32_t> k) {
+  dsl::switch_(k, dsl::case_(3, [&] { y[0u] = 30u; }), dsl::case_(-1, [&] { y[0u] = 10u; }),
+               dsl::default_([&] { y[0u] = 0u; }));
+}
+
 static const bool registered = dsl::register_kernel<masked_shift>("masked_shift") &&
                                dsl::register_kernel<unsigned_loop>("unsigned_loop") &&
                                dsl::register_kernel<vectors>("vectors") &&
-                               dsl::register_kernel<bits>("bits");
+                               dsl::register_kernel<bits>("bits") &&
+                               dsl::register_kernel<switch_chain>("switch_chain");
