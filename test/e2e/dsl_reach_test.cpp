@@ -151,6 +151,15 @@ void control_and_primitives(dsl::Tensor<const uint32_t> x, dsl::Tensor<uint32_t>
   dsl::grid_stride_for(doubled.size(), [&](dsl::Val<uint32_t> k) { doubled[k] = k * 2u; });
 }
 
+// A rank-3 tensor's shape and strides by a runtime dimension (1 and 0 past the rank).
+void runtime_dims(dsl::Tensor<float, 3> t, dsl::Tensor<uint32_t> out) {
+  dsl::Val<uint32_t> d = dsl::global_id().x;
+  dsl::if_(d < out.size() / 2u, [&] {
+    out[d * 2u] = t.shape(d);
+    out[d * 2u + 1u] = t.stride(d);
+  });
+}
+
 std::unique_ptr<cubecc::ir::Module> traced(dsl::TraceResult result) {
   EXPECT_TRUE(result.module) << cubecc::ir::to_string(result.errors);
   return std::move(result.module);
@@ -438,6 +447,31 @@ TEST_P(DslReach, switch_grid_stride_loop_and_workgroup_primitives) {
   std::vector<uint32_t> got_doubled = args.read<uint32_t>(doubled);
   for (uint32_t k = 0; k < m; ++k)
     EXPECT_EQ(got_doubled[k], 2 * k) << "grid_stride_for at " << k;
+}
+
+TEST_P(DslReach, tensor_shape_and_stride_by_a_runtime_dimension) {
+  auto module = traced(dsl::trace<runtime_dims>("runtime_dims", {.workgroup = {64, 1, 1}}));
+  ASSERT_TRUE(module);
+  // t: a 2 x 3 x 4 view with padded strides (the buffer is large enough for them).
+  std::vector<cubecc::ir::Argument> args;
+  std::deque<cubecc::ir::HostBuffer> buffers;
+  buffers.push_back({cubecc::ir::Scalar::F32, std::vector<uint8_t>(4 * 100)});
+  args.push_back({&buffers.back(), {}});
+  for (uint64_t v : {2, 3, 4, 40, 10, 1})
+    args.push_back({nullptr, {v}});
+  const uint32_t dims = 5; // two past the rank
+  buffers.push_back({cubecc::ir::Scalar::U32, std::vector<uint8_t>(4 * 2 * dims, 0xee)});
+  args.push_back({&buffers.back(), {}});
+  args.push_back({nullptr, {2 * dims}});
+  args.push_back({nullptr, {1}});
+  cubecc::ir::LaunchConfig config;
+  config.num_workgroups = {1, 1, 1};
+  std::vector<cubecc::ir::Diagnostic> problems = cubecc::test::run_on_device(
+      cubecc::test::shared_device(GetParam()), *module->kernels()[0], args, config);
+  ASSERT_TRUE(problems.empty()) << cubecc::ir::to_string(problems);
+  std::vector<uint32_t> got(2 * dims);
+  std::memcpy(got.data(), buffers.back().bytes.data(), 4 * got.size());
+  EXPECT_EQ(got, (std::vector<uint32_t>{2, 40, 3, 10, 4, 1, 1, 0, 1, 0}));
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, DslReach,

@@ -216,6 +216,15 @@ public:
   Val<uint32_t> stride(int d, const Loc &loc = Loc::current()) const {
     return Val<uint32_t>::from_ir(stride_[check(d, loc)]);
   }
+  /// The extent of dimension `d`, a runtime uint32_t; 1 for d >= rank() (a missing dimension
+  /// has one element), so loops over every dimension can run to a common maximum rank.
+  template <class D>
+  requires ExprLike<D> Val<uint32_t> shape(const D &d, const Loc &loc = Loc::current())
+  const { return pick(shape_, d, 1u, loc); }
+  /// The stride of dimension `d`, a runtime uint32_t; 0 for d >= rank().
+  template <class D>
+  requires ExprLike<D> Val<uint32_t> stride(const D &d, const Loc &loc = Loc::current())
+  const { return pick(stride_, d, 0u, loc); }
   /// The element count: the product of the shape.
   Val<uint32_t> size(const Loc &loc = Loc::current()) const {
     ir::Value *n = shape_[0];
@@ -236,6 +245,22 @@ public:
 
 private:
   explicit Tensor(ir::Value *buffer) : buffer_(buffer) {}
+  /// values[d] by a runtime d: a chain of selects, `outside` past the last dimension.
+  template <class D>
+  static Val<uint32_t> pick(const std::array<ir::Value *, Rank> &values, const D &d,
+                            uint32_t outside, const Loc &loc) {
+    static_assert(std::is_same_v<value_of<D>, uint32_t>,
+                  "cubecc: a runtime tensor dimension is a uint32_t (cast it with "
+                  "dsl::cast<uint32_t>)");
+    Val<uint32_t> dim = d;
+    ir::Value *result = detail::emit_int_constant(ir_type<uint32_t>(), outside, loc);
+    for (int k = Rank - 1; k >= 0; --k) {
+      ir::Value *is_k = (dim == static_cast<uint32_t>(k)).dsl_node().emit(loc);
+      result =
+          detail::emit(ir::Opcode::Select, {is_k, values[k], result}, ir_type<uint32_t>(), loc);
+    }
+    return Val<uint32_t>::from_ir(result);
+  }
   static int check(int d, const Loc &loc) {
     if (d < 0 || d >= Rank)
       throw TraceError("tensor dimension " + std::to_string(d) +
