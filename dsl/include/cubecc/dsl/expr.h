@@ -371,53 +371,22 @@ CUBECC_DSL_UNARY_MATH(ffs, Ffs, Bits)               ///< 1 + the lowest set bit'
 CUBECC_DSL_UNARY_MATH(bitreverse, BitReverse, Bits) ///< the bits in reverse order
 #undef CUBECC_DSL_UNARY_MATH
 
-template <class A, class B>
-requires detail::BinaryOperands<A, B>
-auto min(const A &a, const B &b) {
-  return detail::binary<ir::Opcode::Min, detail::Need::Numeric>(a, b);
-}
-template <class A, class B>
-requires detail::BinaryOperands<A, B>
-auto max(const A &a, const B &b) {
-  return detail::binary<ir::Opcode::Max, detail::Need::Numeric>(a, b);
-}
-template <class A, class B>
-requires detail::BinaryOperands<A, B>
-auto pow(const A &a, const B &b) {
-  return detail::binary<ir::Opcode::Pow, detail::Need::Float>(a, b);
-}
-
-/// The high half of the exact product a * b (twice the operands' width), by their signedness.
-template <class A, class B>
-requires detail::BinaryOperands<A, B>
-auto mulhi(const A &a, const B &b) {
-  return detail::binary<ir::Opcode::MulHi, detail::Need::Bits>(a, b);
-}
-/// a + b clamped to the type's range instead of wrapping.
-template <class A, class B>
-requires detail::BinaryOperands<A, B>
-auto add_sat(const A &a, const B &b) {
-  return detail::binary<ir::Opcode::AddSat, detail::Need::Bits>(a, b);
-}
-/// a - b clamped to the type's range instead of wrapping (0 for unsigned a < b).
-template <class A, class B>
-requires detail::BinaryOperands<A, B>
-auto sub_sat(const A &a, const B &b) {
-  return detail::binary<ir::Opcode::SubSat, detail::Need::Bits>(a, b);
-}
-
-/// The angle of the point (x, y) from the x axis, in (-pi, pi]: C's atan2(y, x).
-template <class A, class B>
-requires detail::BinaryOperands<A, B>
-auto atan2(const A &y, const B &x) {
-  return detail::binary<ir::Opcode::Atan2, detail::Need::Float>(y, x);
-}
-/// sqrt(x * x + y * y) without overflow or underflow in between: C's hypot.
-template <class A, class B>
-requires detail::BinaryOperands<A, B>
-auto hypot(const A &x, const B &y) {
-  return detail::binary<ir::Opcode::Hypot, detail::Need::Float>(x, y);
-}
+// Functions of two operands of one type (a plain C++ number adopts the other's type).
+#define CUBECC_DSL_BINARY_MATH(name, opcode, need)                                                 \
+  template <class A, class B>                                                                      \
+  requires detail::BinaryOperands<A, B>                                                            \
+  auto name(const A &a, const B &b) {                                                              \
+    return detail::binary<ir::Opcode::opcode, detail::Need::need>(a, b);                           \
+  }
+CUBECC_DSL_BINARY_MATH(min, Min, Numeric)
+CUBECC_DSL_BINARY_MATH(max, Max, Numeric)
+CUBECC_DSL_BINARY_MATH(pow, Pow, Float)
+CUBECC_DSL_BINARY_MATH(atan2, Atan2, Float)   ///< atan2(y, x): the angle of (x, y), in (-pi, pi]
+CUBECC_DSL_BINARY_MATH(hypot, Hypot, Float)   ///< sqrt(x * x + y * y), without overflow in between
+CUBECC_DSL_BINARY_MATH(mulhi, MulHi, Bits)    ///< the high half of the exact product, by signedness
+CUBECC_DSL_BINARY_MATH(add_sat, AddSat, Bits) ///< a + b clamped to the type's range
+CUBECC_DSL_BINARY_MATH(sub_sat, SubSat, Bits) ///< a - b clamped (0 for unsigned a < b)
+#undef CUBECC_DSL_BINARY_MATH
 
 /// Whether `x` is a NaN (a bool, or a bool vector of x's lanes).
 template <ExprLike A> auto is_nan(const A &x) {
