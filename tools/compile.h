@@ -46,7 +46,6 @@ struct LoadOptions {
 bool load_inputs(const std::vector<std::string> &inputs, ir::Module &module,
                  std::vector<ir::Diagnostic> &errors, const LoadOptions &options = {});
 
-
 /// Opens a kernel library (.so), or builds a DSL source (.cpp) into one first.
 std::unique_ptr<dsl::KernelLibrary> open_kernel_library(const std::string &input,
                                                         std::vector<ir::Diagnostic> &errors);

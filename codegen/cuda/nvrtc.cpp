@@ -67,11 +67,11 @@ TargetFeatures cuda_features(const std::string &arch) {
   f.int8 = f.int16 = f.int64 = true;
   f.float16 = f.bfloat16 = f.float64 = true;
   f.int64_atomics = true;
-  f.float32_atomic_add = true; // atomicAdd(float *)
-  f.float32_atomics = true;    // atomicExch(float *)
+  f.float32_atomic_add = true;     // atomicAdd(float *)
+  f.float32_atomics = true;        // atomicExch(float *)
   f.float32_atomic_min_max = true; // a compare-and-swap loop
-  f.float64_atomic_add = true; // atomicAdd(double *), sm_60 and newer
-  f.fused_fma = true;          // fmaf/fma/__hfma round once
+  f.float64_atomic_add = true;     // atomicAdd(double *), sm_60 and newer
+  f.fused_fma = true;              // fmaf/fma/__hfma round once
   f.signed_zero_inf_nan_preserve = true;
   f.subgroup_arithmetic = f.subgroup_extended_types = true;
   f.subgroup_shuffle = f.subgroup_ballot = true;

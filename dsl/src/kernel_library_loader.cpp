@@ -359,13 +359,14 @@ KernelLibrary::Described KernelLibrary::describe(size_t tunable, size_t variant,
                                                  std::span<const uint64_t> shape,
                                                  TunableLaunch &launch, std::string &error) const {
   if (tunable >= tunables_.size() || variant >= tunables_[tunable].variants.size()) {
-    error = fmt::format("{}: error: no tunable {} with a variant {}", source_name_, tunable, variant);
+    error =
+        fmt::format("{}: error: no tunable {} with a variant {}", source_name_, tunable, variant);
     return Described::Failed;
   }
   const Tunable &t = tunables_[tunable];
   if (shape.size() != t.dimensions.size()) {
-    error = fmt::format("{}: error: tunable '{}' has {} dimensions, the shape {}", source_name_, t.name,
-                        t.dimensions.size(), shape.size());
+    error = fmt::format("{}: error: tunable '{}' has {} dimensions, the shape {}", source_name_,
+                        t.name, t.dimensions.size(), shape.size());
     return Described::Failed;
   }
   cubecc_tunable_launch out{};
@@ -409,8 +410,8 @@ KernelLibrary::Described KernelLibrary::describe(size_t tunable, size_t variant,
       launch.values.emplace_back(value.value.f);
       break;
     default:
-      error = fmt::format("{}: error: tunable '{}': value {} has unknown kind {}", source_name_, t.name, v,
-                          value.kind);
+      error = fmt::format("{}: error: tunable '{}': value {} has unknown kind {}", source_name_,
+                          t.name, v, value.kind);
       return Described::Failed;
     }
   }

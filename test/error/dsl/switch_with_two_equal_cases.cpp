@@ -1,4 +1,4 @@
-// EXPECT: switch_with_two_equal_cases.cpp:15:
+// EXPECT: switch_with_two_equal_cases.cpp:14:
 // EXPECT: switch_ has two case_ arms for 2
 // MODE: trace
 // Two case_ arms with one value: the second could never run.
@@ -11,8 +11,7 @@ namespace dsl = cubecc::dsl;
 
 void kernel(dsl::Tensor<uint32_t> y) {
   auto i = dsl::global_id().x;
-  dsl::switch_(y[i], dsl::case_(2, [&] { y[i] = 1u; }),
-               dsl::case_(2, [&] { y[i] = 3u; }));
+  dsl::switch_(y[i], dsl::case_(2, [&] { y[i] = 1u; }), dsl::case_(2, [&] { y[i] = 3u; }));
 }
 
 int main() {
