@@ -168,14 +168,22 @@ std::unique_ptr<cubecc::ir::Module> traced(dsl::TraceResult result) {
 /// The arguments of a launch: Tensor<T> parameters as buffer, shape, stride.
 class Args {
 public:
+  /// A rank-1 tensor of `elements` with stride 1.
   template <class T>
   size_t tensor(cubecc::ir::Scalar element, const std::vector<T> &data, uint32_t elements) {
+    return tensor(element, data, {elements}, {1});
+  }
+  /// A tensor with the given shape and strides (Tensor<T, Rank>: the shapes, then the strides).
+  template <class T>
+  size_t tensor(cubecc::ir::Scalar element, const std::vector<T> &data,
+                std::initializer_list<uint64_t> shape, std::initializer_list<uint64_t> strides) {
     cubecc::ir::HostBuffer &b = buffers_.emplace_back(
         cubecc::ir::HostBuffer{element, std::vector<uint8_t>(data.size() * sizeof(T))});
     std::memcpy(b.bytes.data(), data.data(), b.bytes.size());
     args_.push_back({&b, {}});
-    args_.push_back({nullptr, {elements}});
-    args_.push_back({nullptr, {1}});
+    for (std::initializer_list<uint64_t> values : {shape, strides})
+      for (uint64_t v : values)
+        args_.push_back({nullptr, {v}});
     return buffers_.size() - 1;
   }
   template <class T> std::vector<T> read(size_t handle) const {
@@ -453,24 +461,13 @@ TEST_P(DslReach, tensor_shape_and_stride_by_a_runtime_dimension) {
   auto module = traced(dsl::trace<runtime_dims>("runtime_dims", {.workgroup = {64, 1, 1}}));
   ASSERT_TRUE(module);
   // t: a 2 x 3 x 4 view with padded strides (the buffer is large enough for them).
-  std::vector<cubecc::ir::Argument> args;
-  std::deque<cubecc::ir::HostBuffer> buffers;
-  buffers.push_back({cubecc::ir::Scalar::F32, std::vector<uint8_t>(4 * 100)});
-  args.push_back({&buffers.back(), {}});
-  for (uint64_t v : {2, 3, 4, 40, 10, 1})
-    args.push_back({nullptr, {v}});
   const uint32_t dims = 5; // two past the rank
-  buffers.push_back({cubecc::ir::Scalar::U32, std::vector<uint8_t>(4 * 2 * dims, 0xee)});
-  args.push_back({&buffers.back(), {}});
-  args.push_back({nullptr, {2 * dims}});
-  args.push_back({nullptr, {1}});
-  cubecc::ir::LaunchConfig config;
-  config.num_workgroups = {1, 1, 1};
-  std::vector<cubecc::ir::Diagnostic> problems = cubecc::test::run_on_device(
-      cubecc::test::shared_device(GetParam()), *module->kernels()[0], args, config);
-  ASSERT_TRUE(problems.empty()) << cubecc::ir::to_string(problems);
-  std::vector<uint32_t> got(2 * dims);
-  std::memcpy(got.data(), buffers.back().bytes.data(), 4 * got.size());
+  Args args;
+  args.tensor(cubecc::ir::Scalar::F32, std::vector<float>(100), {2, 3, 4}, {40, 10, 1});
+  size_t out =
+      args.tensor(cubecc::ir::Scalar::U32, std::vector<uint32_t>(2 * dims, 0xeeeeeeee), 2 * dims);
+  run(*module->kernels()[0], args, 1);
+  std::vector<uint32_t> got = args.read<uint32_t>(out);
   EXPECT_EQ(got, (std::vector<uint32_t>{2, 40, 3, 10, 4, 1, 1, 0, 1, 0}));
 }
 
