@@ -99,6 +99,12 @@ typedef enum cubecc_dtype {
   CUBECC_DTYPE_BF16,
   CUBECC_DTYPE_F32,
   CUBECC_DTYPE_F64,
+  /** Storage floats (docs/ir.md §2.1): one byte each; kernels load, store and convert them.
+   * DLPack 0.6 has no codes for them: they do not cross cubecc_*_dlpack. */
+  CUBECC_DTYPE_E4M3,
+  CUBECC_DTYPE_E5M2,
+  CUBECC_DTYPE_E2M1,
+  CUBECC_DTYPE_UE8M0,
 } cubecc_dtype;
 
 /** "bool", "i8", ..., "f64" (the IR's names); "unknown dtype" otherwise. A static string. */

@@ -169,6 +169,14 @@ std::optional<ir::Scalar> scalar_of(cubecc_dtype dtype) {
     return ir::Scalar::F32;
   case CUBECC_DTYPE_F64:
     return ir::Scalar::F64;
+  case CUBECC_DTYPE_E4M3:
+    return ir::Scalar::E4M3;
+  case CUBECC_DTYPE_E5M2:
+    return ir::Scalar::E5M2;
+  case CUBECC_DTYPE_E2M1:
+    return ir::Scalar::E2M1;
+  case CUBECC_DTYPE_UE8M0:
+    return ir::Scalar::UE8M0;
   }
   return std::nullopt;
 }
@@ -282,6 +290,10 @@ std::optional<DLDataType> dlpack_dtype(cubecc_dtype dtype) {
   case CUBECC_DTYPE_F64:
     return DLDataType{kDLFloat, 64, 1};
   case CUBECC_DTYPE_BOOL:
+  case CUBECC_DTYPE_E4M3: // DLPack 0.6 has no codes for the storage floats
+  case CUBECC_DTYPE_E5M2:
+  case CUBECC_DTYPE_E2M1:
+  case CUBECC_DTYPE_UE8M0:
     break;
   }
   return std::nullopt;
@@ -1045,6 +1057,7 @@ cubecc_status cubecc_launch(cubecc_runtime runtime, cubecc_kernel kernel, const 
         values.emplace_back(a.value.u);
         break;
       case ir::ScalarClass::Float:
+      case ir::ScalarClass::StorageFloat:
         values.emplace_back(a.value.f);
         break;
       }

@@ -45,6 +45,8 @@ using ir::Type;
 
 /// The register type of a scalar (f16/bf16 live in f32).
 std::string reg(Scalar s) {
+  if (ir::is_storage_float(s))
+    return "u8"; // legalized: only loaded, stored, moved and bitcast, as their bytes
   switch (s) {
   case Scalar::Bool:
     return "bool";

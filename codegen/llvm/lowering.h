@@ -113,6 +113,10 @@ private:
       return B_.getInt1Ty();
     case Scalar::I8:
     case Scalar::U8:
+    case Scalar::E4M3: // storage floats are bytes; legalize turned their conversions into
+    case Scalar::E5M2: // integer ops
+    case Scalar::E2M1:
+    case Scalar::UE8M0:
       return B_.getInt8Ty();
     case Scalar::I16:
     case Scalar::U16:

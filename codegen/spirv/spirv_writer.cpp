@@ -131,6 +131,8 @@ private:
   //===--- Types, constants, instructions ------------------------------------------------===//
 
   Id scalar_type(Scalar s) {
+    if (ir::is_storage_float(s)) // legalized: only moved and bitcast, as their bytes
+      s = Scalar::U8;
     switch (s) { // the capability each width needs, on first use
     case Scalar::I8:
     case Scalar::U8:
@@ -166,6 +168,8 @@ private:
     case ir::ScalarClass::Float:
       float_widths_.insert(ir::scalar_bits(s));
       return m_.type_float(ir::scalar_bits(s));
+    case ir::ScalarClass::StorageFloat:
+      break; // mapped to u8 above
     }
     return 0;
   }
@@ -344,6 +348,10 @@ bool Writer::check_type(const ir::Operation &op, Scalar s) {
   switch (s) {
   case Scalar::I8:
   case Scalar::U8:
+  case Scalar::E4M3: // storage floats are bytes
+  case Scalar::E5M2:
+  case Scalar::E2M1:
+  case Scalar::UE8M0:
     missing = features_.int8 ? nullptr : "8-bit integers (shaderInt8, storageBuffer8BitAccess)";
     break;
   case Scalar::I16:
@@ -794,24 +802,18 @@ Lanes Writer::bitcast(Type from, Type to, const Lanes &x) {
     return out;
   }
   Lanes out;
-  Id t = scalar_type(to.element());
+  Id t = scalar_type(to.element()), f = scalar_type(from.element());
   if (from.lanes() == to.lanes()) {
-    for (Id lane : x)
-      out.push_back(emit(spv::Op::OpBitcast, t, {lane}));
+    for (Id lane : x) // a storage float and u8 share their SPIR-V type: nothing to do
+      out.push_back(t == f ? lane : emit(spv::Op::OpBitcast, t, {lane}));
     return out;
   }
   // Different lane widths: through unsigned integers, lane 0 in the least significant bits.
   unsigned sb = ir::scalar_bits(from.element()), tb = ir::scalar_bits(to.element());
   Lanes src;
   for (Id lane : x)
-    src.push_back(ir::is_signed(from.element()) || ir::is_float(from.element())
-                      ? emit(spv::Op::OpBitcast, uint_type(sb), {lane})
-                      : lane);
-  auto finish = [&](Id u) {
-    return ir::scalar_class(to.element()) == ir::ScalarClass::Unsigned
-               ? u
-               : emit(spv::Op::OpBitcast, t, {u});
-  };
+    src.push_back(f == uint_type(sb) ? lane : emit(spv::Op::OpBitcast, uint_type(sb), {lane}));
+  auto finish = [&](Id u) { return t == uint_type(tb) ? u : emit(spv::Op::OpBitcast, t, {u}); };
   if (sb < tb) {
     unsigned ratio = tb / sb;
     for (unsigned j = 0; j < to.lanes(); ++j) {

@@ -2,6 +2,7 @@
 #include "float_literal.h"
 
 #include "cubecc/ir/float16.h"
+#include "cubecc/ir/float_formats.h"
 #include "cubecc/ir/semantics.h"
 
 #include <fmt/format.h>
@@ -21,14 +22,8 @@ struct Format {
 };
 
 Format format_of(Scalar s) {
-  switch (s) {
-  case Scalar::F16:
-    return {10, 5};
-  case Scalar::BF16:
-    return {7, 8};
-  default:
-    return {23, 8};
-  }
+  FloatFormat f = float_format(s);
+  return {f.mantissa_bits, f.exponent_bits};
 }
 
 /// Rounds a double to the narrower IEEE format, to nearest-even, in one step.
@@ -117,6 +112,22 @@ double read_double(const std::string &text, int mode, char **end) {
   return d;
 }
 
+/// Whether a literal of a saturating storage float lies in its range: it rounds (as if the
+/// exponent were unbounded) to no more than the largest finite value, and for ue8m0 is positive.
+/// Conversions saturate; a literal that only fits by saturating is a mistake in the text.
+bool storage_literal_in_range(Scalar s, double v) {
+  FloatFormat f = float_format(s);
+  if (f.specials == FloatSpecials::ScaleOnly && !(v > 0))
+    return false;
+  if (!f.saturates)
+    return true;
+  uint64_t max = f.max_finite();
+  double largest = widen(max, s), below = widen(max - 1, s);
+  double limit = largest + (largest - below) / 2; // the tie above the largest value
+  double a = std::fabs(v);
+  return a < limit || (a == limit && (max & 1) == 0);
+}
+
 } // namespace
 
 FloatLiteral parse_decimal_float(std::string_view text, Scalar s) {
@@ -142,13 +153,18 @@ FloatLiteral parse_decimal_float(std::string_view text, Scalar s) {
     return {FloatLiteralError::Malformed};
   double high = read_double(copy, FE_UPWARD, &end);
   Format f = format_of(s);
-  uint64_t a = narrow(low, f), b = narrow(high, f);
+  auto round = [&](double d) {
+    return is_storage_float(s) ? storage_float_from_double(s, d) : narrow(d, f);
+  };
+  uint64_t a = round(low), b = round(high);
   uint64_t bits = a;
   if (a != b) {
     double boundary = (value_for_rounding(a, s, f) + value_for_rounding(b, s, f)) / 2;
     bits = boundary == low ? b : a;
   }
   if (std::isinf(widen(bits, s)))
+    return {FloatLiteralError::Overflow};
+  if (is_storage_float(s) && !storage_literal_in_range(s, low))
     return {FloatLiteralError::Overflow};
   return {std::nullopt, bits};
 }

@@ -2,6 +2,7 @@
 #include "cubecc/ir/parser.h"
 
 #include "cubecc/ir/float16.h"
+#include "cubecc/ir/float_formats.h"
 #include "cubecc/ir/semantics.h"
 #include "float_literal.h"
 
@@ -484,6 +485,7 @@ private:
       return static_cast<int64_t>(bits & mask);
     }
     case ScalarClass::Float:
+    case ScalarClass::StorageFloat:
       return float_bits(t, negated_ident, s, mask);
     }
     fail(t, "unsupported constant type");
@@ -492,6 +494,9 @@ private:
   int64_t float_bits(const Token &t, bool negated, Scalar s, uint64_t mask) {
     std::string type_name(scalar_name(s));
     if (t.kind == Tok::Ident && t.value == "inf") {
+      if (is_storage_float(s) && float_format(s).specials != FloatSpecials::Ieee)
+        fail(t, fmt::format("{} has no infinity; write its largest value or its bit pattern",
+                            type_name));
       return static_cast<int64_t>(from_double(s, negated ? -HUGE_VAL : HUGE_VAL));
     }
     if (t.kind != Tok::Number || negated)
@@ -514,8 +519,8 @@ private:
     if (t.kind == Tok::Ident)
       if (auto s = parse_scalar(t.value))
         return *s;
-    fail(t, fmt::format("expected an element type (bool, i8..i64, u8..u64, f16, bf16, f32, f64), "
-                        "found {}",
+    fail(t, fmt::format("expected an element type (bool, i8..i64, u8..u64, f16, bf16, f32, f64, "
+                        "e4m3, e5m2, e2m1, ue8m0), found {}",
                         describe(t)));
   }
 

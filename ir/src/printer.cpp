@@ -219,7 +219,8 @@ std::string format_constant(Type t, int64_t bits) {
     unsigned shift = 64 - width;
     return std::to_string(static_cast<int64_t>(u << shift) >> shift);
   }
-  case ScalarClass::Float: {
+  case ScalarClass::Float:
+  case ScalarClass::StorageFloat: {
     uint64_t bits = u & width_mask(width);
     return format_float(s, bits, to_double(s, bits), static_cast<int>(width / 4));
   }

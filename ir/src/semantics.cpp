@@ -7,6 +7,7 @@
 #include "cubecc/ir/semantics.h"
 
 #include "cubecc/ir/float16.h"
+#include "cubecc/ir/float_formats.h"
 
 #include <algorithm>
 #include <bit>
@@ -34,8 +35,10 @@ double to_double(Scalar s, uint64_t bits) {
     return bf16_bits_to_float(static_cast<uint16_t>(bits));
   case Scalar::F32:
     return std::bit_cast<float>(static_cast<uint32_t>(bits));
-  default:
+  case Scalar::F64:
     return std::bit_cast<double>(bits);
+  default:
+    return storage_float_to_double(s, bits);
   }
 }
 
@@ -68,8 +71,10 @@ uint64_t from_double(Scalar s, double v) {
     return float_to_bf16_bits(round_to_odd_float(v));
   case Scalar::F32:
     return std::bit_cast<uint32_t>(static_cast<float>(v));
-  default:
+  case Scalar::F64:
     return std::bit_cast<uint64_t>(v);
+  default:
+    return storage_float_from_double(s, v); // one rounding: v is exact (docs/ir.md §4.6)
   }
 }
 
@@ -270,7 +275,9 @@ uint64_t convert_lane(Scalar from, Scalar to, uint64_t v) {
     return is_float(from) ? to_double(from, v) != 0.0 : v != 0;
   if (from == Scalar::Bool)
     return is_float(to) ? from_double(to, v ? 1.0 : 0.0) : v;
-  if (is_float(from) && is_float(to))
+  // Storage floats convert to and from float types only (the verifier's rule): through a double
+  // that holds every value of both exactly, so rounding happens once.
+  if ((is_float(from) || is_storage_float(from)) && (is_float(to) || is_storage_float(to)))
     return from_double(to, to_double(from, v));
   if (is_float(to)) {
     if (to == Scalar::F64 || to == Scalar::F32) {

@@ -1,6 +1,7 @@
 //===- verifier.cpp - Structural, type, dominance and barrier checks -------------------------===//
 #include "cubecc/ir/verifier.h"
 
+#include "cubecc/ir/float_formats.h"
 #include "cubecc/ir/printer.h"
 #include "cubecc/ir/uniformity.h"
 #include "value_flags.h"
@@ -19,7 +20,7 @@ bool class_allows(TypeClass cls, Scalar s) {
   case TypeClass::Any:
     return true;
   case TypeClass::Numeric:
-    return s != Scalar::Bool;
+    return s != Scalar::Bool && !is_storage_float(s);
   case TypeClass::Signed:
     return is_signed(s) || is_float(s);
   case TypeClass::Integer:
@@ -380,7 +381,8 @@ private:
         return error(&op, "needs an integer attribute 'value' (the bit pattern)");
       if (!result().is_scalar())
         return error(&op, fmt::format("makes scalars, not {}", result().str()));
-      unsigned width = scalar_bits(result().element());
+      Scalar s = result().element();
+      unsigned width = is_storage_float(s) ? float_format(s).bits() : scalar_bits(s);
       if (width < 64 && (static_cast<uint64_t>(*value) >> width) != 0)
         return error(
             &op, fmt::format("value has bits set beyond the {} bits of {}", width, result().str()));
@@ -412,6 +414,10 @@ private:
                      fmt::format("operand types differ: {} and {}", t.str(), operand(1).str()));
       if (!check_class(op, t))
         return;
+      if (is_storage_float(t.element()))
+        return error(&op, fmt::format("cannot compare {}: cast storage floats to f32 first (or "
+                                      "bitcast them to u8 to compare encodings)",
+                                      t.str()));
       Type expected = t.with_element(Scalar::Bool);
       if (result() != expected)
         return error(&op, fmt::format("result must be {}, not {}", expected.str(), result().str()));
@@ -449,6 +455,12 @@ private:
         if (from.lanes() != to.lanes() || from.kind() != to.kind())
           return error(&op, fmt::format("cannot cast {} to {}: the lane counts differ", from.str(),
                                         to.str()));
+        auto floatish = [](Scalar s) { return is_float(s) || is_storage_float(s); };
+        if ((is_storage_float(from.element()) || is_storage_float(to.element())) &&
+            !(floatish(from.element()) && floatish(to.element())))
+          return error(&op, fmt::format("cannot cast {} to {}: storage floats convert only to and "
+                                        "from float types; cast through f32",
+                                        from.str(), to.str()));
         return;
       }
       if (from.element() == Scalar::Bool || to.element() == Scalar::Bool)

@@ -17,6 +17,8 @@
 //           multiplications in the operands' width
 //   add_sat, sub_sat (no native saturating arithmetic): the wrapped result, or the limit where
 //           it overflowed
+//   cast to or from a storage float (e4m3, e5m2, e2m1, ue8m0; every target): the source decoded
+//           exactly to f32 bits (or f64), rounded once in integer ops into the destination
 //
 // The values chosen where the IR leaves them unspecified are the reference interpreter's
 // (ir/src/semantics.cpp), so legalized IR computes the same as the original on the interpreter.
@@ -25,6 +27,7 @@
 #include "cubecc/passes/legalize.h"
 
 #include "cubecc/ir/builder.h"
+#include "cubecc/ir/float_formats.h"
 #include "cubecc/ir/semantics.h"
 #include "rewrite.h"
 
@@ -719,6 +722,178 @@ bool lacks_saturating(const ir::Operation &, const LegalizeTarget &t) {
   return !t.native_saturating;
 }
 
+//===--- Storage floats: conversions as integer ops ---------------------------------------===//
+//
+// No target computes with e4m3, e5m2, e2m1 or ue8m0 the IR's way on every device, so every
+// conversion becomes integer arithmetic on the encodings (the emitters see storage floats only
+// as bytes): the source decodes exactly to f32 bits (or is f64), then rounds once into the
+// destination's layout. The reference (ir/src/float_formats.cpp) computes the same with double
+// arithmetic; test/unit/storage_float_test.cpp compares the two on every encoding.
+
+bool converts_storage_float(const ir::Operation &op) {
+  return op.opcode() == Opcode::Cast && (ir::is_storage_float(op.operand(0)->type().element()) ||
+                                         ir::is_storage_float(op.result()->type().element()));
+}
+
+uint64_t low_bits(unsigned n) {
+  return ir::width_mask(n);
+}
+
+/// The f32 bits (u32 lanes) of `x`, exactly: x is f16, bf16, f32 or a storage float. NaNs become
+/// the quiet NaN 0x7FC00000 with their sign.
+Value *exact_f32_bits(Rewriter &r, Value *x) {
+  Type t = x->type();
+  Scalar s = t.element();
+  Type u32 = t.with_element(Scalar::U32);
+  if (s == Scalar::F32)
+    return r.bitcast(x, u32);
+  Type raw = t.with_element(ir::scalar_bits(s) == 16 ? Scalar::U16 : Scalar::U8);
+  Value *v = r.cast(r.bitcast(x, raw), u32);
+  if (s == Scalar::BF16)
+    return r.op(Opcode::Shl, {v, r.bits(u32, 16)});
+  auto eq = [&](Value *a, uint64_t k) { return r.op(Opcode::Eq, {a, r.bits(u32, k)}); };
+  ir::FloatFormat f = ir::float_format(s);
+  if (f.specials == ir::FloatSpecials::ScaleOnly) // 2^(e - 127); e = 0 is subnormal in f32
+    return r.select(eq(v, 0), r.bits(u32, 0x00400000),
+                    r.select(eq(v, f.quiet_nan()), r.bits(u32, 0x7FC00000),
+                             r.op(Opcode::Shl, {v, r.bits(u32, 23)})));
+  unsigned m_bits = f.mantissa_bits, e_bits = f.exponent_bits;
+  Value *sign = r.op(
+      Opcode::Shl,
+      {r.op(Opcode::And, {r.op(Opcode::Shr, {v, r.bits(u32, e_bits + m_bits)}), r.bits(u32, 1)}),
+       r.bits(u32, 31)});
+  Value *e = r.op(Opcode::And,
+                  {r.op(Opcode::Shr, {v, r.bits(u32, m_bits)}), r.bits(u32, low_bits(e_bits))});
+  Value *m = r.op(Opcode::And, {v, r.bits(u32, low_bits(m_bits))});
+  // Normal: the exponent rebiased, the mantissa moved up to f32's place.
+  Value *normal = r.op(
+      Opcode::Or,
+      {r.op(Opcode::Shl, {r.op(Opcode::Add, {e, r.bits(u32, static_cast<uint64_t>(127 - f.bias))}),
+                          r.bits(u32, 23)}),
+       r.op(Opcode::Shl, {m, r.bits(u32, 23 - m_bits)})});
+  // Subnormal: m * 2^(1 - bias - M), as the f32 of the integer m (exact) with its exponent
+  // lowered; every storage float's and f16's subnormals are normal in f32.
+  int32_t scale = 1 - f.bias - static_cast<int32_t>(m_bits);
+  Value *m_float = r.bitcast(r.cast(m, t.with_element(Scalar::F32)), u32);
+  Value *lowered = r.op(Opcode::Add, {m_float, r.bits(u32, static_cast<uint32_t>(scale) << 23)});
+  Value *subnormal = r.select(eq(m, 0), r.bits(u32, 0), lowered);
+  Value *magnitude = r.select(eq(e, 0), subnormal, normal);
+  switch (f.specials) {
+  case ir::FloatSpecials::Ieee:
+    magnitude =
+        r.select(eq(e, low_bits(e_bits)),
+                 r.select(eq(m, 0), r.bits(u32, 0x7F800000), r.bits(u32, 0x7FC00000)), magnitude);
+    break;
+  case ir::FloatSpecials::NanOnly:
+    magnitude = r.select(eq(r.op(Opcode::And, {v, r.bits(u32, low_bits(e_bits + m_bits))}),
+                            low_bits(e_bits + m_bits)),
+                         r.bits(u32, 0x7FC00000), magnitude);
+    break;
+  case ir::FloatSpecials::None:
+  case ir::FloatSpecials::ScaleOnly:
+    break;
+  }
+  return r.op(Opcode::Or, {sign, magnitude});
+}
+
+/// ue8m0's encoding of the float whose bits are `u` (f32 or f64 layout `src`, in unsigned lanes
+/// of its width): the nearest power of two, ties to the even encoding, clamped to 2^-127..2^127;
+/// zero and negatives give 0x00, NaN 0xFF.
+Value *encode_scale(Rewriter &r, Value *u, const ir::FloatFormat &src, const ir::FloatFormat &f) {
+  Type t = u->type();
+  unsigned w = src.bits(), m_bits = src.mantissa_bits;
+  auto k = [&](uint64_t value) { return r.bits(t, value); };
+  Value *a = r.op(Opcode::And, {u, k(low_bits(w - 1))});
+  Value *e = r.op(Opcode::Shr, {a, k(m_bits)});
+  Value *m = r.op(Opcode::And, {a, k(low_bits(m_bits))});
+  uint64_t half = uint64_t{1} << (m_bits - 1);
+  uint64_t bias = static_cast<uint64_t>(src.bias), max = f.max_finite();
+  // c = code + src bias, where code = e - src bias + 127, plus one where rounding goes up.
+  Value *c = r.op(Opcode::Add, {e, k(static_cast<uint64_t>(f.bias))});
+  Value *odd = r.op(Opcode::Ne, {r.op(Opcode::And, {r.op(Opcode::Sub, {c, k(bias)}), k(1)}), k(0)});
+  Value *up = r.op(Opcode::Or, {r.op(Opcode::Gt, {m, k(half)}),
+                                r.op(Opcode::And, {r.op(Opcode::Eq, {m, k(half)}), odd})});
+  c = r.op(Opcode::Add, {c, r.select(up, k(1), k(0))});
+  Value *code = r.select(
+      r.op(Opcode::Lt, {c, k(bias)}), k(0),
+      r.select(r.op(Opcode::Gt, {c, k(bias + max)}), k(max), r.op(Opcode::Sub, {c, k(bias)})));
+  if (src.bias == static_cast<int>(f.bias)) // f32: its subnormals lie between 2^-149 and 2^-126
+    code = r.select(r.op(Opcode::Eq, {e, k(0)}),
+                    r.select(r.op(Opcode::Gt, {m, k(3 * (half >> 1))}), k(1), k(0)), code);
+  Value *not_positive =
+      r.op(Opcode::Or, {r.op(Opcode::Ne, {r.op(Opcode::Shr, {u, k(w - 1)}), k(0)}),
+                        r.op(Opcode::Eq, {a, k(0)})});
+  code = r.select(not_positive, k(0), code);
+  return r.select(r.op(Opcode::Gt, {a, k(src.infinity())}), k(f.quiet_nan()), code);
+}
+
+/// The encoding in `f` of the float whose bits are `u` (f32 or f64 layout `src`, in unsigned
+/// lanes of its width), rounded to nearest even once, with f's overflow and NaN rules.
+Value *encode_float(Rewriter &r, Value *u, const ir::FloatFormat &src, const ir::FloatFormat &f) {
+  if (f.specials == ir::FloatSpecials::ScaleOnly)
+    return encode_scale(r, u, src, f);
+  Type t = u->type();
+  unsigned w = src.bits(), ms = src.mantissa_bits, m_bits = f.mantissa_bits;
+  auto k = [&](uint64_t value) { return r.bits(t, value); };
+  /// x rounded to nearest even after dropping `shift` low bits (shift >= 1, below w; masked to
+  /// the width all the same, which is what makes a variable shift legal).
+  auto round_off = [&](Value *x, Value *shift) {
+    Value *one = k(1);
+    auto legal_amount = [&](Value *n) {
+      return constant_or_splat(n) ? n : r.op(Opcode::And, {n, k(w - 1)});
+    };
+    Value *below = legal_amount(r.op(Opcode::Sub, {shift, one}));
+    shift = legal_amount(shift);
+    Value *half_less = r.op(Opcode::Sub, {r.op(Opcode::Shl, {one, below}), one});
+    Value *odd = r.op(Opcode::And, {r.op(Opcode::Shr, {x, shift}), one});
+    return r.op(Opcode::Shr, {r.op(Opcode::Add, {r.op(Opcode::Add, {x, half_less}), odd}), shift});
+  };
+  Value *sign = r.op(Opcode::Shr, {u, k(w - 1)});
+  Value *a = r.op(Opcode::And, {u, k(low_bits(w - 1))});
+  int min_exponent = 1 - f.bias; // of f's normals
+  uint64_t smallest_normal = static_cast<uint64_t>(src.bias + min_exponent) << ms;
+  // Normal in f: rebias, then round off the extra mantissa bits; a carry into the exponent is
+  // the correct rounding (up to past the largest value, caught below).
+  Value *rebiased = r.op(Opcode::Sub, {a, k(static_cast<uint64_t>(src.bias - f.bias) << ms)});
+  Value *normal = round_off(rebiased, k(ms - m_bits));
+  // Subnormal in f: the significand with its implicit bit, shifted down by how far a lies below
+  // f's smallest normal (at most ms + 2 places: further only ever rounds to zero).
+  Value *e = r.op(Opcode::Shr, {a, k(ms)});
+  Value *is_zero_exponent = r.op(Opcode::Eq, {e, k(0)});
+  Value *significand = r.op(Opcode::Or, {r.op(Opcode::And, {a, k(low_bits(ms))}),
+                                         r.select(is_zero_exponent, k(0), k(uint64_t{1} << ms))});
+  Value *effective = r.select(is_zero_exponent, k(1), e);
+  uint64_t start = static_cast<uint64_t>(src.bias + static_cast<int>(ms) + min_exponent -
+                                         static_cast<int>(m_bits));
+  Value *shift = r.op(Opcode::Min, {r.op(Opcode::Sub, {k(start), effective}), k(ms + 2)});
+  Value *subnormal = round_off(significand, shift);
+  Value *magnitude = r.select(r.op(Opcode::Ge, {a, k(smallest_normal)}), normal, subnormal);
+  uint64_t overflow = f.saturates ? f.max_finite() : f.infinity();
+  magnitude = r.select(r.op(Opcode::Gt, {magnitude, k(f.max_finite())}), k(overflow), magnitude);
+  magnitude = r.select(r.op(Opcode::Gt, {a, k(src.infinity())}), k(f.quiet_nan()), magnitude);
+  return r.op(Opcode::Or, {r.op(Opcode::Shl, {sign, k(f.exponent_bits + m_bits)}), magnitude});
+}
+
+Value *rewrite_storage_cast(Rewriter &r, ir::Operation &op) {
+  Value *x = op.operand(0);
+  Type from = x->type(), to = op.result()->type();
+  Scalar target = to.element();
+  ir::FloatFormat src = ir::float_format(from.element() == Scalar::F64 ? Scalar::F64 : Scalar::F32);
+  Value *bits = from.element() == Scalar::F64 ? r.bitcast(x, from.with_element(Scalar::U64))
+                                              : exact_f32_bits(r, x);
+  Type raw = to.with_element(ir::scalar_bits(target) == 16 ? Scalar::U16 : Scalar::U8);
+  switch (target) {
+  case Scalar::F32: // from a storage float: exact
+    return r.bitcast(bits, to);
+  case Scalar::F64:
+    return r.cast(r.bitcast(bits, to.with_element(Scalar::F32)), to);
+  case Scalar::BF16: // every storage float's value (and the quiet NaN) is a bf16: truncate
+    return r.bitcast(r.cast(r.op(Opcode::Shr, {bits, r.bits(bits->type(), 16)}), raw), to);
+  default: // f16 or a storage float
+    return r.bitcast(r.cast(encode_float(r, bits, src, ir::float_format(target)), raw), to);
+  }
+}
+
 //===--- The table ------------------------------------------------------------------------===//
 
 struct Pattern {
@@ -779,6 +954,9 @@ const Pattern kPatterns[] = {
     {Opcode::MulHi, "mulhi expanded", lacks_bit_ops, through_unsigned<expand_mulhi>},
     {Opcode::AddSat, "saturating arithmetic expanded", lacks_saturating, rewrite_saturating},
     {Opcode::SubSat, "saturating arithmetic expanded", lacks_saturating, rewrite_saturating},
+    {Opcode::Cast, "storage-float conversions expanded",
+     [](const ir::Operation &op, const LegalizeTarget &) { return converts_storage_float(op); },
+     rewrite_storage_cast},
     {Opcode::Hypot, "hypot expanded",
      [](const ir::Operation &, const LegalizeTarget &t) { return !t.native_libm; }, rewrite_hypot},
 };
@@ -813,7 +991,7 @@ bool is_legal(const ir::Operation &op) {
   case Opcode::Shr:
     return safe_shift(op);
   case Opcode::Cast:
-    return !is_float_to_int(op) || safe_cast(op);
+    return (!is_float_to_int(op) || safe_cast(op)) && !converts_storage_float(op);
   default:
     return true;
   }

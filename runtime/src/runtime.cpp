@@ -4,6 +4,7 @@
 #include "cubecc/ir/clone.h"
 #include "cubecc/ir/float16.h"
 #include "cubecc/ir/printer.h"
+#include "cubecc/ir/semantics.h"
 #include "cubecc/ir/structural_hash.h"
 #include "cubecc/ir/verifier.h"
 #include "cubecc/passes/pass_manager.h"
@@ -399,7 +400,8 @@ uint64_t convert_lane(const LoadedKernel &k, size_t i, ir::Scalar s, ArgumentVal
     if (kind != ArgumentValue::Bool)
       fail(k, i, fmt::format("needs a bool, got {}", kind_name(kind)));
     return bits;
-  case ir::ScalarClass::Float: {
+  case ir::ScalarClass::Float:
+  case ir::ScalarClass::StorageFloat: {
     if (kind != ArgumentValue::Float)
       fail(k, i,
            fmt::format("needs a floating-point value, got {} (convert it explicitly)",
@@ -412,8 +414,10 @@ uint64_t convert_lane(const LoadedKernel &k, size_t i, ir::Scalar s, ArgumentVal
       return std::bit_cast<uint32_t>(static_cast<float>(d));
     case ir::Scalar::F16:
       return ir::float_to_f16_bits(static_cast<float>(d));
-    default:
+    case ir::Scalar::BF16:
       return ir::float_to_bf16_bits(static_cast<float>(d));
+    default: // a storage float: rounded once from the double, as `cast` rounds
+      return ir::from_double(s, d);
     }
   }
   case ir::ScalarClass::Signed:

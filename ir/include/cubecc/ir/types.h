@@ -14,7 +14,10 @@
 
 namespace cubecc::ir {
 
-/// Scalar element types. `class` is one of Bool, Signed, Unsigned, Float.
+/// Scalar element types. `class` is one of Bool, Signed, Unsigned, Float, StorageFloat. The
+/// storage floats (OCP 8-bit e4m3 and e5m2, the 4-bit e2m1 and the exponent-only ue8m0 scale;
+/// docs/ir.md §2.1) are stored and converted, never computed with; each takes one byte (e2m1 in
+/// its low four bits). New scalars go at the end: bundles store a scalar as its index.
 #define CUBECC_SCALAR_TYPES(X)                                                                     \
   X(Bool, "bool", 1, Bool)                                                                         \
   X(I8, "i8", 8, Signed)                                                                           \
@@ -28,7 +31,11 @@ namespace cubecc::ir {
   X(F16, "f16", 16, Float)                                                                         \
   X(BF16, "bf16", 16, Float)                                                                       \
   X(F32, "f32", 32, Float)                                                                         \
-  X(F64, "f64", 64, Float)
+  X(F64, "f64", 64, Float)                                                                         \
+  X(E4M3, "e4m3", 8, StorageFloat)                                                                 \
+  X(E5M2, "e5m2", 8, StorageFloat)                                                                 \
+  X(E2M1, "e2m1", 8, StorageFloat)                                                                 \
+  X(UE8M0, "ue8m0", 8, StorageFloat)
 
 enum class Scalar : uint8_t {
 #define X(id, name, bits, cls) id,
@@ -36,7 +43,7 @@ enum class Scalar : uint8_t {
 #undef X
 };
 
-enum class ScalarClass : uint8_t { Bool, Signed, Unsigned, Float };
+enum class ScalarClass : uint8_t { Bool, Signed, Unsigned, Float, StorageFloat };
 
 std::string_view scalar_name(Scalar s);
 unsigned scalar_bits(Scalar s);
@@ -44,6 +51,10 @@ ScalarClass scalar_class(Scalar s);
 std::optional<Scalar> parse_scalar(std::string_view name);
 inline bool is_float(Scalar s) {
   return scalar_class(s) == ScalarClass::Float;
+}
+/// e4m3, e5m2, e2m1, ue8m0: loaded, stored, selected, shuffled, bitcast and cast, nothing else.
+inline bool is_storage_float(Scalar s) {
+  return scalar_class(s) == ScalarClass::StorageFloat;
 }
 inline bool is_integer(Scalar s) {
   return scalar_class(s) == ScalarClass::Signed || scalar_class(s) == ScalarClass::Unsigned;
