@@ -175,6 +175,11 @@ std::string format_shortest_float(uint64_t bits, Scalar s) {
     text = fmt::format("{}", std::bit_cast<double>(bits));
   } else if (s == Scalar::F32) {
     text = fmt::format("{}", std::bit_cast<float>(static_cast<uint32_t>(bits)));
+  } else if (is_storage_float(s) &&
+             parse_decimal_float(fmt::format("{}", widen(bits, s)), s).bits == bits) {
+    // A storage float's value is a double: its shortest text as a double, which is the exact
+    // value where that is short (448, not the 450 that also reads back as 448).
+    text = fmt::format("{}", widen(bits, s));
   } else {
     // The fewest significant digits that read back exactly (as numpy prints halves), written
     // like fmt writes floats: positional for moderate exponents, scientific beyond.

@@ -842,7 +842,8 @@ Value *encode_float(Rewriter &r, Value *u, const ir::FloatFormat &src, const ir:
     auto legal_amount = [&](Value *n) {
       return constant_or_splat(n) ? n : r.op(Opcode::And, {n, k(w - 1)});
     };
-    Value *below = legal_amount(r.op(Opcode::Sub, {shift, one}));
+    std::optional<uint64_t> fixed = constant_or_splat(shift);
+    Value *below = fixed ? k(*fixed - 1) : legal_amount(r.op(Opcode::Sub, {shift, one}));
     shift = legal_amount(shift);
     Value *half_less = r.op(Opcode::Sub, {r.op(Opcode::Shl, {one, below}), one});
     Value *odd = r.op(Opcode::And, {r.op(Opcode::Shr, {x, shift}), one});
