@@ -160,6 +160,30 @@ void runtime_dims(dsl::Tensor<float, 3> t, dsl::Tensor<uint32_t> out) {
   });
 }
 
+// Storage floats, as an MX-style quantizer would use them: q8 = e4m3(x), q5 = e5m2(100 x),
+// scale = the ue8m0 power of two nearest x, q4 = e2m1(x / scale), back = f32(q8) read back from
+// memory, and wide[4j .. 4j + 3] = f32(q8[4j .. 4j + 3]) through one 4-lane vector load.
+void storage_floats(dsl::Tensor<const float> x, dsl::Tensor<dsl::e4m3> q8,
+                    dsl::Tensor<dsl::e5m2> q5, dsl::Tensor<dsl::e2m1> q4,
+                    dsl::Tensor<dsl::ue8m0> scale, dsl::Tensor<float> back,
+                    dsl::Tensor<float> wide) {
+  dsl::Val<uint32_t> i = dsl::global_id().x;
+  dsl::if_(i < x.size(), [&] {
+    dsl::Val<float> v = x[i];
+    q8[i] = dsl::cast<dsl::e4m3>(v);
+    q5[i] = dsl::cast<dsl::e5m2>(v * 100.0f);
+    dsl::Val<dsl::ue8m0> s = dsl::cast<dsl::ue8m0>(v);
+    scale[i] = s;
+    q4[i] = dsl::cast<dsl::e2m1>(v / dsl::cast<float>(s));
+    back[i] = dsl::cast<float>(q8[i]);
+  });
+  dsl::barrier();
+  dsl::if_(i * 4u < x.size(), [&] {
+    dsl::Val<dsl::Vec<dsl::e4m3, 4>> four = q8.load<4>(i * 4u);
+    wide.store<4>(i * 4u, dsl::cast<dsl::Vec<float, 4>>(four));
+  });
+}
+
 std::unique_ptr<cubecc::ir::Module> traced(dsl::TraceResult result) {
   EXPECT_TRUE(result.module) << cubecc::ir::to_string(result.errors);
   return std::move(result.module);
@@ -455,6 +479,41 @@ TEST_P(DslReach, switch_grid_stride_loop_and_workgroup_primitives) {
   std::vector<uint32_t> got_doubled = args.read<uint32_t>(doubled);
   for (uint32_t k = 0; k < m; ++k)
     EXPECT_EQ(got_doubled[k], 2 * k) << "grid_stride_for at " << k;
+}
+
+TEST_P(DslReach, storage_floats_quantize_and_convert_back_as_the_host_does) {
+  auto module = traced(dsl::trace<storage_floats>("storage_floats", {.workgroup = {64, 1, 1}}));
+  ASSERT_TRUE(module);
+  const uint32_t n = 64;
+  std::vector<float> x(n);
+  for (uint32_t k = 0; k < n; ++k) // magnitudes from 2^-12 to about 2^10, both signs, and 0
+    x[k] = k == 0 ? 0.0f : (k % 2 ? 1.0f : -1.0f) * std::ldexp(1.0f + 0.07f * k, int(k % 23) - 12);
+  Args args;
+  args.tensor(cubecc::ir::Scalar::F32, x, n);
+  size_t q8 = args.tensor(cubecc::ir::Scalar::E4M3, std::vector<uint8_t>(n), n);
+  size_t q5 = args.tensor(cubecc::ir::Scalar::E5M2, std::vector<uint8_t>(n), n);
+  size_t q4 = args.tensor(cubecc::ir::Scalar::E2M1, std::vector<uint8_t>(n), n);
+  size_t scale = args.tensor(cubecc::ir::Scalar::UE8M0, std::vector<uint8_t>(n), n);
+  size_t back = args.tensor(cubecc::ir::Scalar::F32, std::vector<float>(n), n);
+  size_t wide = args.tensor(cubecc::ir::Scalar::F32, std::vector<float>(n), n);
+  run(*module->kernels()[0], args, 1);
+  std::vector<uint8_t> got8 = args.read<uint8_t>(q8), got5 = args.read<uint8_t>(q5),
+                       got4 = args.read<uint8_t>(q4), got_scale = args.read<uint8_t>(scale);
+  std::vector<float> got_back = args.read<float>(back), got_wide = args.read<float>(wide);
+  for (uint32_t k = 0; k < n; ++k) {
+    dsl::e4m3 e = dsl::e4m3::from(x[k]);
+    dsl::ue8m0 s = dsl::ue8m0::from(x[k]);
+    EXPECT_EQ(got8[k], e.bits) << "e4m3 of " << x[k];
+    EXPECT_EQ(got5[k], dsl::e5m2::from(x[k] * 100.0f).bits) << "e5m2 of 100 * " << x[k];
+    EXPECT_EQ(got_scale[k], s.bits) << "ue8m0 of " << x[k];
+    EXPECT_EQ(got4[k], dsl::e2m1::from(x[k] / static_cast<float>(s.value())).bits)
+        << "e2m1 of " << x[k];
+    EXPECT_EQ(got_back[k], static_cast<float>(e.value())) << "e4m3 back to f32 at " << k;
+    EXPECT_EQ(got_wide[k], static_cast<float>(e.value())) << "4-lane e4m3 load at " << k;
+  }
+  // The host conversions are the documented ones: 1000 saturates in e4m3, rounds in ue8m0.
+  EXPECT_EQ(dsl::e4m3::from(1000.0).value(), 448.0);
+  EXPECT_EQ(dsl::ue8m0::from(1000.0).value(), 1024.0);
 }
 
 TEST_P(DslReach, tensor_shape_and_stride_by_a_runtime_dimension) {

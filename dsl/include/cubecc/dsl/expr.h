@@ -93,7 +93,11 @@ namespace detail {
 
 template <class T, class U> constexpr void check_literal() {
   using V = std::remove_cvref_t<U>;
-  if constexpr (std::is_same_v<V, bool>)
+  if constexpr (StorageFloatType<T>)
+    static_assert(!StorageFloatType<T>,
+                  "cubecc: a C++ number meets a storage float (e4m3, e5m2, e2m1, ue8m0); convert "
+                  "a float value instead: dsl::cast<e4m3>(dsl::Val<float>(0.5f))");
+  else if constexpr (std::is_same_v<V, bool>)
     static_assert(BoolType<T>, "cubecc: a C++ bool meets a kernel value that is not bool");
   else if constexpr (std::is_floating_point_v<V>)
     static_assert(FloatType<T>,
@@ -150,7 +154,11 @@ concept BinaryOperands = (ExprLike<A> || ExprLike<B>)&&(ExprLike<A> || Literal<A
 enum class Need { Numeric, Integer, IntegerOrBool, Bool, Any, Float, Signed, Bits };
 
 template <Need need, class T> constexpr void check_class() {
-  if constexpr (need == Need::Numeric)
+  if constexpr (StorageFloatType<T>)
+    static_assert(!StorageFloatType<T>,
+                  "cubecc: e4m3, e5m2, e2m1 and ue8m0 are storage formats: compute in float "
+                  "(dsl::cast<float>(x)) and convert back to store (dsl::cast<e4m3>(y))");
+  else if constexpr (need == Need::Numeric)
     static_assert(!BoolType<T>, "cubecc: arithmetic and ordering need numbers, not bool; use "
                                 "&&, ||, ! or dsl::select");
   else if constexpr (need == Need::Integer)
@@ -433,6 +441,11 @@ template <class C, class A, class B> auto select(const C &c, const A &a, const B
 template <KernelType To, ExprLike A> auto cast(const A &a) {
   static_assert(lanes_of<To> == lanes_of<value_of<A>>,
                 "cubecc: dsl::cast keeps the lane count: cast a Vec<T, N> to a Vec<U, N>");
+  static_assert(!(StorageFloatType<To> || StorageFloatType<value_of<A>>) ||
+                    ((FloatType<To> || StorageFloatType<To>)&&(FloatType<value_of<A>> ||
+                                                               StorageFloatType<value_of<A>>)),
+                "cubecc: storage floats (e4m3, e5m2, e2m1, ue8m0) convert to and from float "
+                "types only; cast through float");
   return detail::make_node<ir::Opcode::Cast, To>(a.dsl_node());
 }
 

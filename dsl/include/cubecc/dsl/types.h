@@ -1,6 +1,7 @@
 //===- types.h - C++ types that kernels compute with, and their IR types ---------------------===//
 #pragma once
 
+#include "cubecc/ir/semantics.h"
 #include "cubecc/ir/types.h"
 
 #include <cstdint>
@@ -16,6 +17,25 @@ struct f16 {
 struct bf16 {
   float value = 0;
 };
+
+/// A storage float (docs/ir.md §2.1): one byte, its encoding. Kernels load, store, select and
+/// convert them (dsl::cast<float>(x), dsl::cast<e4m3>(y)); they never compute with them. On the
+/// host, from() and value() convert exactly as kernels do (round to nearest even, saturating
+/// where the format has no infinity).
+template <ir::Scalar S> struct StorageFloat {
+  uint8_t bits = 0;
+  static StorageFloat from(double v) { return {static_cast<uint8_t>(ir::from_double(S, v))}; }
+  double value() const { return ir::to_double(S, bits); }
+  friend bool operator==(StorageFloat, StorageFloat) = default;
+};
+/// OCP 8-bit floats: 4 exponent bits and 3 mantissa bits (no infinity, max 448), and 5 and 2
+/// (IEEE-like, max 57344).
+using e4m3 = StorageFloat<ir::Scalar::E4M3>;
+using e5m2 = StorageFloat<ir::Scalar::E5M2>;
+/// OCP MX 4-bit float, one per byte in its low four bits: ±{0, 0.5, 1, 1.5, 2, 3, 4, 6}.
+using e2m1 = StorageFloat<ir::Scalar::E2M1>;
+/// OCP MX scale: 2^(bits - 127), 0xFF is NaN; no sign, no zero.
+using ue8m0 = StorageFloat<ir::Scalar::UE8M0>;
 
 /// A vector of N lanes of T (N in 2, 3, 4, 8, 16) for vector loads, stores and arithmetic.
 template <class T, int N> struct Vec {
@@ -44,6 +64,10 @@ CUBECC_DSL_SCALAR(f16, F16)
 CUBECC_DSL_SCALAR(bf16, BF16)
 CUBECC_DSL_SCALAR(float, F32)
 CUBECC_DSL_SCALAR(double, F64)
+CUBECC_DSL_SCALAR(e4m3, E4M3)
+CUBECC_DSL_SCALAR(e5m2, E5M2)
+CUBECC_DSL_SCALAR(e2m1, E2M1)
+CUBECC_DSL_SCALAR(ue8m0, UE8M0)
 #undef CUBECC_DSL_SCALAR
 
 template <class T> struct ValueTraits {
@@ -71,6 +95,13 @@ template <class T>
 concept FloatType = std::is_same_v < scalar_of<T>,
 float > || std::is_same_v<scalar_of<T>, double> || std::is_same_v<scalar_of<T>, f16> ||
     std::is_same_v<scalar_of<T>, bf16>;
+/// e4m3, e5m2, e2m1, ue8m0 and vectors of them.
+namespace detail {
+template <class T> inline constexpr bool is_storage_float_v = false;
+template <ir::Scalar S> inline constexpr bool is_storage_float_v<StorageFloat<S>> = true;
+} // namespace detail
+template <class T>
+concept StorageFloatType = detail::is_storage_float_v<scalar_of<T>>;
 template <class T>
 concept IntegerType =
     KernelType<T> && std::is_integral_v<scalar_of<T>> && !std::is_same_v<scalar_of<T>, bool>;
