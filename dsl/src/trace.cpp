@@ -15,6 +15,36 @@
 namespace cubecc::dsl::detail {
 namespace {
 
+/// What an open region is, for return_ and break_(levels).
+enum class RegionKind {
+  Body,      ///< the kernel body
+  Branch,    ///< an if_ or else_ branch
+  Loop,      ///< a for_ or while_ body
+  Condition, ///< a while_ condition, or a value-producing branch: no return_ inside
+  Guard,     ///< `if (!returned)` around what follows an if_ that may return_ (closed with
+             ///< its parent)
+};
+
+/// A return_ or break_(levels) on its way out of the loops it leaves: after each loop closes,
+/// the enclosing body checks `flag` and breaks again, until `depth` loops remain open.
+struct PendingExit {
+  ir::Value *flag; ///< local<u8, 1>: 1 once the exit is taken
+  int depth;       ///< the loop depth to resume at (return_: 0)
+  bool is_return;  ///< resume under a guard: the rest of the kernel is skipped
+};
+
+struct OpenRegion {
+  OpenRegion(ir::Region *r, RegionKind k) : region(r), kind(k) {}
+  ir::Region *region;
+  RegionKind kind;
+  /// A return_ happened in it or below (outside loops): what follows its parent's statement
+  /// runs under a guard, and its own remaining statements are unreachable.
+  bool returns = false;
+  /// The next statement here first opens a guard (a return_ happened in a statement before).
+  bool pending_guard = false;
+  std::vector<PendingExit> exits; ///< Loop only: exits leaving this loop
+};
+
 /// Everything about the kernel being traced on this thread.
 struct TraceState {
   TraceState(ir::Module &m, ir::Kernel &k) : module(m), kernel(k), builder(m) {}
@@ -22,9 +52,11 @@ struct TraceState {
   ir::Kernel &kernel;
   ir::Builder builder;
   /// The regions being filled, innermost last; the builder appends to the last one.
-  std::vector<ir::Region *> regions;
+  std::vector<OpenRegion> regions;
   /// Open for_ and while_ bodies (break_ and continue_ need one).
   int loop_depth = 0;
+  /// The flag of return_ (local<u8, 1>, 0 at the kernel's start), made at the first return_.
+  ir::Value *return_flag = nullptr;
   /// The last allocation hoisted to the top of the kernel body.
   ir::Operation *last_alloc = nullptr;
   /// The if_ that an else_ may follow.
@@ -63,34 +95,133 @@ uint32_t file_id(TraceState &s, const char *file) {
   return ir::Location{file_id(s, loc.file_name()), loc.line(), loc.column()};
 }
 
+void open_guard(TraceState &s);
+
 /// The builder, positioned at the end of the innermost open region, after checking that code
-/// there is reachable.
+/// there is reachable (and opening the guard a return_ before it asked for).
 ir::Builder &builder_at(const Loc &loc) {
   TraceState &s = state(loc);
-  ir::Region *region = s.regions.back();
+  if (s.regions.back().pending_guard)
+    open_guard(s);
+  ir::Region *region = s.regions.back().region;
   if (region->terminator())
-    throw TraceError("this statement follows a break_ or continue_ in the same block and can "
-                     "never run; remove it or put the break_ in an if_",
+    throw TraceError("this statement follows a break_, continue_ or return_ in the same block "
+                     "and can never run; remove it or put the break_ in an if_",
                      loc);
   s.builder.set_insertion_point_to_end(*region);
   s.builder.set_location(location(s, loc));
   return s.builder;
 }
 
-void push_region(ir::Region &r) {
-  current->regions.push_back(&r);
+void push_region(ir::Region &r, RegionKind kind) {
+  current->regions.emplace_back(&r, kind);
+}
+
+/// The structure's own ops (terminators, guards, flag checks): no user location.
+ir::Builder &structural_builder(ir::Region &r) {
+  current->builder.set_insertion_point_to_end(r);
+  current->builder.set_location({});
+  return current->builder;
 }
 
 /// Closes the innermost region with `terminator` unless a break_/continue_ already ended it.
 void pop_region(ir::Opcode terminator) {
-  ir::Region *r = current->regions.back();
-  if (!r->terminator()) {
-    // The closing terminator is implied by the structure, not written by the user: no location.
-    current->builder.set_insertion_point_to_end(*r);
-    current->builder.set_location({});
-    current->builder.create(terminator, {});
-  }
+  ir::Region *r = current->regions.back().region;
+  if (!r->terminator())
+    structural_builder(*r).create(terminator, {});
   current->regions.pop_back();
+}
+
+/// Closes the guards opened in the innermost user region: it is about to close.
+void propagate_return(const OpenRegion &closed);
+
+void close_guards() {
+  while (current->regions.back().kind == RegionKind::Guard) {
+    OpenRegion closed = current->regions.back();
+    pop_region(ir::Opcode::Yield);
+    propagate_return(closed);
+  }
+}
+
+/// A local<u8, 1> flag at the top of the kernel body, 0 from the kernel's start.
+ir::Value *new_flag(TraceState &s) {
+  ir::Region &body = s.kernel.body();
+  ir::Operation *before = s.last_alloc ? s.last_alloc->next() : body.front();
+  ir::Type type = ir::Type::local(ir::Scalar::U8, 1);
+  ir::Location none{};
+  auto alloc = ir::Operation::create(
+      ir::Opcode::LocalAlloc, {}, std::span<const ir::Type>(&type, 1), 0, none, &s.module.arena());
+  ir::Operation *alloc_op = body.insert(before, std::move(alloc));
+  if (alloc_op->next())
+    s.builder.set_insertion_point_before(alloc_op->next());
+  else
+    s.builder.set_insertion_point_to_end(body);
+  s.builder.set_location({});
+  ir::Value *zero = s.builder.const_int(ir::Type::scalar(ir::Scalar::U8), 0);
+  ir::Value *index = s.builder.const_int(ir::Type::scalar(ir::Scalar::U32), 0);
+  s.builder.store(alloc_op->result(), index, zero);
+  s.last_alloc = index->defining_op()->next(); // the store: later allocations go after it
+  return alloc_op->result();
+}
+
+void set_flag(ir::Builder &b, ir::Value *flag, uint64_t value) {
+  b.store(flag, b.const_int(ir::Type::scalar(ir::Scalar::U32), 0),
+          b.const_int(ir::Type::scalar(ir::Scalar::U8), static_cast<int64_t>(value)));
+}
+
+/// `flag == 1`, read at the builder's position.
+ir::Value *flag_is_set(ir::Builder &b, ir::Value *flag) {
+  ir::Value *v = b.load(flag, b.const_int(ir::Type::scalar(ir::Scalar::U32), 0),
+                        ir::Type::scalar(ir::Scalar::U8));
+  return b.op(ir::Opcode::Ne, {v, b.const_int(ir::Type::scalar(ir::Scalar::U8), 0)});
+}
+
+/// Opens `if (!returned)` in the innermost region: its statements from here on run only when
+/// no return_ was taken.
+void open_guard(TraceState &s) {
+  OpenRegion &here = s.regions.back();
+  here.pending_guard = false;
+  ir::Builder &b = structural_builder(*here.region);
+  ir::Value *not_returned =
+      b.op(ir::Opcode::Eq, {b.load(s.return_flag, b.const_int(ir::Type::scalar(ir::Scalar::U32), 0),
+                                   ir::Type::scalar(ir::Scalar::U8)),
+                            b.const_int(ir::Type::scalar(ir::Scalar::U8), 0)});
+  ir::Operation *guard = b.create_if(not_returned, {});
+  structural_builder(guard->region(1)).yield();
+  push_region(guard->region(0), RegionKind::Guard);
+}
+
+/// A branch or guard that may have returned closed: its parent continues under a guard.
+void propagate_return(const OpenRegion &closed) {
+  if (!closed.returns)
+    return;
+  OpenRegion &parent = current->regions.back();
+  parent.returns = true;
+  parent.pending_guard = true;
+}
+
+/// A loop body closed: the exits leaving further break out of the enclosing loop too, or resume
+/// here (break_(levels): the flag is cleared; return_: the rest runs under a guard).
+void continue_exits(std::vector<PendingExit> exits) {
+  for (const PendingExit &exit : exits) {
+    OpenRegion &parent = current->regions.back();
+    if (current->loop_depth > exit.depth) {
+      ir::Builder &b = structural_builder(*parent.region);
+      ir::Operation *check = b.create_if(flag_is_set(b, exit.flag), {});
+      structural_builder(check->region(0)).create(ir::Opcode::Break, {});
+      structural_builder(check->region(1)).yield();
+      for (auto it = current->regions.rbegin(); it != current->regions.rend(); ++it)
+        if (it->kind == RegionKind::Loop) {
+          it->exits.push_back(exit);
+          break;
+        }
+    } else if (exit.is_return) {
+      parent.returns = true;
+      parent.pending_guard = true;
+    } else {
+      set_flag(structural_builder(*parent.region), exit.flag, 0);
+    }
+  }
 }
 
 } // namespace
@@ -174,7 +305,7 @@ ir::Value *add_parameter(ir::Type type, const char *name) {
 
 void begin_if(ir::Value *condition, const Loc &loc) {
   ir::Operation *op = builder_at(loc).create_if(condition, {});
-  push_region(op->region(0));
+  push_region(op->region(0), RegionKind::Branch);
 }
 
 ir::Value *emit_if_value(ir::Value *condition, ir::Type type,
@@ -182,9 +313,10 @@ ir::Value *emit_if_value(ir::Value *condition, ir::Type type,
                          const std::function<ir::Value *()> &else_value, const Loc &loc) {
   ir::Operation *op = builder_at(loc).create_if(condition, std::span<const ir::Type>(&type, 1));
   for (unsigned branch = 0; branch < 2; ++branch) {
-    push_region(op->region(branch));
+    push_region(op->region(branch), RegionKind::Condition);
     ir::Value *value = branch == 0 ? then_value() : else_value();
     builder_at(loc).create(ir::Opcode::Yield, {value});
+    close_guards();
     current->regions.pop_back();
   }
   return op->result();
@@ -193,8 +325,11 @@ ir::Value *emit_if_value(ir::Value *condition, ir::Type type,
 void end_then() {
   // The if_ whose then-branch closes here: the owner of the innermost region (an if_ nested in
   // the branch has closed already, so it is not necessarily the last if_ begun).
-  ir::Operation *op = current->regions.back()->parent_op();
+  close_guards();
+  OpenRegion closed = current->regions.back();
+  ir::Operation *op = closed.region->parent_op();
   pop_region(ir::Opcode::Yield);
+  propagate_return(closed);
   current->builder.set_insertion_point_to_end(op->region(1));
   current->builder.set_location({});
   current->builder.yield();
@@ -207,52 +342,121 @@ ir::Operation *current_if_for_else(const Loc &loc) {
 
 void begin_else_of(ir::Operation *if_op, const Loc &loc) {
   TraceState &s = state(loc);
-  if (s.regions.back()->back() != if_op || if_op->region(1).size() != 1)
+  if (s.regions.back().region->back() != if_op || if_op->region(1).size() != 1)
     throw TraceError("else_ must directly follow its if_ (if_(c, ...).else_(...))", loc);
   if_op->region(1).erase(if_op->region(1).front());
-  push_region(if_op->region(1));
+  push_region(if_op->region(1), RegionKind::Branch);
 }
 
 void end_if() {
+  close_guards();
+  OpenRegion closed = current->regions.back();
   pop_region(ir::Opcode::Yield);
+  propagate_return(closed);
 }
 
 ir::Value *begin_for(ir::Value *lo, ir::Value *hi, ir::Value *step, int unroll, const Loc &loc) {
   ir::Operation *op = builder_at(loc).create_for(lo, hi, step, {});
   if (unroll > 0)
     op->attributes().set("unroll", int64_t{unroll});
-  push_region(op->region(0));
+  push_region(op->region(0), RegionKind::Loop);
   ++current->loop_depth;
   return op->region(0).argument(0);
 }
 
-void end_for() {
+/// Closes a for_ or while_ body, then sends its pending exits on.
+void end_loop() {
+  close_guards();
+  std::vector<PendingExit> exits = std::move(current->regions.back().exits);
   --current->loop_depth;
   pop_region(ir::Opcode::Yield);
+  continue_exits(std::move(exits));
+}
+
+void end_for() {
+  end_loop();
 }
 
 void begin_while(const Loc &loc) {
   ir::Operation *op = builder_at(loc).create(ir::Opcode::While, {}, {});
-  push_region(op->region(0)); // the body's region follows once the condition is emitted
+  // The body's region follows once the condition is emitted.
+  push_region(op->region(0), RegionKind::Condition);
 }
 
 void while_condition(ir::Value *condition, const Loc &loc) {
   builder_at(loc).create(ir::Opcode::Condition, {condition});
-  ir::Operation *loop = current->regions.back()->parent_op();
+  close_guards();
+  ir::Operation *loop = current->regions.back().region->parent_op();
   current->regions.pop_back();
-  push_region(loop->region(1));
+  push_region(loop->region(1), RegionKind::Loop);
   ++current->loop_depth;
 }
 
 void end_while() {
-  --current->loop_depth;
-  pop_region(ir::Opcode::Yield);
+  end_loop();
 }
 
 void emit_break(const Loc &loc) {
   if (state(loc).loop_depth == 0)
     throw TraceError("break_ is outside any for_ or while_ body", loc);
   emit_void(ir::Opcode::Break, {}, loc);
+}
+
+/// Checks that return_ or break_(levels) is not inside a while_ condition or a value branch.
+void check_exit_place(TraceState &s, const char *what, const Loc &loc) {
+  for (const OpenRegion &r : s.regions)
+    if (r.kind == RegionKind::Condition)
+      throw TraceError(fmt::format("{} inside a while_ condition cannot leave the loop; compute "
+                                   "the condition, and {} in the body",
+                                   what, what),
+                       loc);
+}
+
+/// The innermost open loop body.
+OpenRegion &innermost_loop(TraceState &s) {
+  for (auto it = s.regions.rbegin(); it != s.regions.rend(); ++it)
+    if (it->kind == RegionKind::Loop)
+      return *it;
+  throw std::logic_error("innermost_loop: no loop is open");
+}
+
+void emit_return(const Loc &loc) {
+  TraceState &s = state(loc);
+  check_exit_place(s, "return_", loc);
+  ir::Builder &b = builder_at(loc);
+  OpenRegion &here = s.regions.back();
+  if (here.kind == RegionKind::Body) { // the kernel's own end: nothing needs skipping
+    b.create(ir::Opcode::Return, {});
+    return;
+  }
+  if (!s.return_flag)
+    s.return_flag = new_flag(s);
+  ir::Builder &at = builder_at(loc);
+  set_flag(at, s.return_flag, 1);
+  if (s.loop_depth > 0) { // leave the loops, one break at a time (each body checks the flag)
+    at.create(ir::Opcode::Break, {});
+    innermost_loop(s).exits.push_back({s.return_flag, 0, true});
+    return;
+  }
+  at.create(ir::Opcode::Yield, {}); // the rest of this branch never runs
+  here.returns = true;
+}
+
+void emit_break_levels(int levels, const Loc &loc) {
+  TraceState &s = state(loc);
+  if (levels < 1 || levels > s.loop_depth)
+    throw TraceError(fmt::format("break_({}) leaves {} loop{}, but {} {} open here", levels, levels,
+                                 levels == 1 ? "" : "s", s.loop_depth,
+                                 s.loop_depth == 1 ? "is" : "are"),
+                     loc);
+  if (levels == 1)
+    return emit_break(loc);
+  check_exit_place(s, "break_(levels)", loc);
+  ir::Value *flag = new_flag(s);
+  ir::Builder &b = builder_at(loc);
+  set_flag(b, flag, 1);
+  b.create(ir::Opcode::Break, {});
+  innermost_loop(s).exits.push_back({flag, s.loop_depth - levels, false});
 }
 
 void emit_continue(const Loc &loc) {
@@ -270,11 +474,12 @@ void begin_kernel(ir::Module &module, const std::string &name, uint32_t wg_x, ui
   ir::Kernel &kernel = module.add_kernel(name);
   kernel.set_workgroup_size({wg_x, wg_y, wg_z});
   current = new TraceState(module, kernel);
-  current->regions.push_back(&kernel.body());
+  current->regions.emplace_back(&kernel.body(), RegionKind::Body);
 }
 
 ir::Kernel &end_kernel() {
   ir::Kernel &kernel = current->kernel;
+  close_guards();
   pop_region(ir::Opcode::Return);
   delete current;
   current = nullptr;

@@ -184,6 +184,33 @@ void storage_floats(dsl::Tensor<const float> x, dsl::Tensor<dsl::e4m3> q8,
   });
 }
 
+// Early exits. Invocations past the end and every fifth one return_ at once. The others find
+// the first cell of an 8 x 8 grid holding their index (break_(2) leaves both loops), then the
+// smallest k with k * k > i inside a loop that return_s from its body: the store after the loop
+// never runs.
+void early_exits(dsl::Tensor<const uint32_t> grid, dsl::Tensor<uint32_t> out) {
+  dsl::Val<uint32_t> i = dsl::global_id().x;
+  dsl::if_(i * 2u >= out.size(), [&] { dsl::return_(); });
+  dsl::if_(i % 5u == 4u, [&] { dsl::return_(); });
+  dsl::Var<uint32_t> found = 0xffffffffu;
+  dsl::for_(0u, 8u, [&](dsl::Val<uint32_t> r) {
+    dsl::for_(0u, 8u, [&](dsl::Val<uint32_t> c) {
+      dsl::if_(grid[r * 8u + c] == i, [&] {
+        found = r * 8u + c;
+        dsl::break_(2);
+      });
+    });
+  });
+  out[i * 2u] = found;
+  dsl::for_(0u, 100u, [&](dsl::Val<uint32_t> k) {
+    dsl::if_(k * k > i, [&] {
+      out[i * 2u + 1u] = k;
+      dsl::return_();
+    });
+  });
+  out[i * 2u + 1u] = 999u;
+}
+
 std::unique_ptr<cubecc::ir::Module> traced(dsl::TraceResult result) {
   EXPECT_TRUE(result.module) << cubecc::ir::to_string(result.errors);
   return std::move(result.module);
@@ -514,6 +541,37 @@ TEST_P(DslReach, storage_floats_quantize_and_convert_back_as_the_host_does) {
   // The host conversions are the documented ones: 1000 saturates in e4m3, rounds in ue8m0.
   EXPECT_EQ(dsl::e4m3::from(1000.0).value(), 448.0);
   EXPECT_EQ(dsl::ue8m0::from(1000.0).value(), 1024.0);
+}
+
+TEST_P(DslReach, return_and_break_out_of_nested_loops) {
+  auto module = traced(dsl::trace<early_exits>("early_exits", {.workgroup = {64, 1, 1}}));
+  ASSERT_TRUE(module);
+  const uint32_t n = 60; // 64 invocations: the last four return_ at once
+  std::vector<uint32_t> grid(64);
+  for (uint32_t p = 0; p < 64; ++p)
+    grid[p] = p * 37 % 48; // 0..47, each twice or once; 48..63 nowhere
+  Args args;
+  args.tensor(cubecc::ir::Scalar::U32, grid, 64);
+  size_t out =
+      args.tensor(cubecc::ir::Scalar::U32, std::vector<uint32_t>(2 * n, 0xeeeeeeee), 2 * n);
+  run(*module->kernels()[0], args, 1);
+  std::vector<uint32_t> got = args.read<uint32_t>(out);
+  for (uint32_t i = 0; i < n; ++i) {
+    if (i % 5 == 4) {
+      EXPECT_EQ(got[2 * i], 0xeeeeeeeeu) << "returned at " << i;
+      EXPECT_EQ(got[2 * i + 1], 0xeeeeeeeeu) << "returned at " << i;
+      continue;
+    }
+    uint32_t first = 0xffffffff;
+    for (uint32_t p = 0; p < 64 && first == 0xffffffff; ++p)
+      if (grid[p] == i)
+        first = p;
+    uint32_t k = 0;
+    while (k * k <= i)
+      ++k;
+    EXPECT_EQ(got[2 * i], first) << "break_(2) at " << i;
+    EXPECT_EQ(got[2 * i + 1], k) << "return_ from a loop at " << i;
+  }
 }
 
 TEST_P(DslReach, tensor_shape_and_stride_by_a_runtime_dimension) {

@@ -120,7 +120,7 @@ TEST(Dsl, a_statement_after_break_is_a_trace_error_at_that_statement) {
   EXPECT_FALSE(r.module);
   EXPECT_NE(first_error(r).find(":" + std::to_string(g_unreachable_line) + ":"), std::string::npos)
       << first_error(r);
-  EXPECT_NE(first_error(r).find("follows a break_ or continue_"), std::string::npos);
+  EXPECT_NE(first_error(r).find("follows a break_, continue_ or return_"), std::string::npos);
 }
 
 TEST(Dsl, break_outside_a_loop_is_a_trace_error) {

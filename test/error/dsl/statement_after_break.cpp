@@ -1,5 +1,5 @@
 // EXPECT: statement_after_break.cpp:15:
-// EXPECT: error: in kernel @kernel: this statement follows a break_ or continue_ in the same block
+// EXPECT: error: in kernel @kernel: this statement follows a break_, continue_ or return_ in the same
 // MODE: trace
 // A store after dsl::break_() in the same loop body: it can never run.
 #include <cubecc/dsl.h>

@@ -1,5 +1,5 @@
 // EXPECT: statement_after_continue.cpp:18:
-// EXPECT: error: in kernel @kernel: this statement follows a break_ or continue_ in the same block
+// EXPECT: error: in kernel @kernel: this statement follows a break_, continue_ or return_ in the same
 // MODE: trace
 // A store after dsl::continue_() in the same while_ body: it can never run.
 #include <cubecc/dsl.h>

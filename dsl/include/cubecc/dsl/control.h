@@ -4,7 +4,8 @@
 //   dsl::for_(0u, n, [&](dsl::Val<uint32_t> k) { ... });              // runtime bounds
 //   dsl::for_(0u, n, 4u, [&](auto k) { ... }, dsl::Unroll{2});        // step and unroll hint
 //   dsl::while_([&] { return x > 1u; }, [&] { ... });
-//   dsl::break_(); dsl::continue_();
+//   dsl::break_(); dsl::continue_(); dsl::break_(2);                  // leave two loops
+//   dsl::return_();                                                    // end the kernel here
 //   dsl::switch_(k, dsl::case_(0, [&] { ... }), dsl::default_([&] { ... }));
 //
 // A plain C++ `for` over comptime values is unrolled at trace time.
@@ -217,6 +218,18 @@ inline void break_(const Loc &loc = Loc::current()) {
   detail::emit_break(loc);
 }
 /// Starts the next iteration of the innermost for_ or while_.
+/// Leaves `levels` enclosing for_/while_ loops at once (break_(1) is break_()); execution
+/// resumes after the outermost of them. Each loop left checks a flag after its inner loop and
+/// breaks in turn.
+inline void break_(int levels, const Loc &loc = Loc::current()) {
+  detail::emit_break_levels(levels, loc);
+}
+/// Ends this invocation's kernel here: whatever follows (in this block, after the enclosing
+/// if_s and loops) is skipped. Inside loops it breaks out of each; a barrier after a return_
+/// taken by only some invocations of a workgroup is refused, as any divergent barrier is.
+inline void return_(const Loc &loc = Loc::current()) {
+  detail::emit_return(loc);
+}
 inline void continue_(const Loc &loc = Loc::current()) {
   detail::emit_continue(loc);
 }

@@ -85,6 +85,8 @@ void while_condition(ir::Value *condition, const Loc &loc);
 void end_while();
 void emit_break(const Loc &loc);
 void emit_continue(const Loc &loc);
+void emit_return(const Loc &loc);
+void emit_break_levels(int levels, const Loc &loc);
 
 /// Starts tracing `name` into `module` (one kernel at a time per thread) and ends it.
 void begin_kernel(ir::Module &module, const std::string &name, uint32_t wg_x, uint32_t wg_y,

@@ -32,8 +32,18 @@ void switch_chain(dsl::Tensor<uint32_t> y, dsl::Scalar<int32_t> k) {
                dsl::default_([&] { y[0u] = 0u; }));
 }
 
+void early_return(dsl::Tensor<uint32_t> y, dsl::Scalar<uint32_t> k) {
+  dsl::if_(k == 0u, [&] { dsl::return_(); });
+  y[0u] = 1u;
+  dsl::for_(0u, k, [&](dsl::Val<uint32_t> a) {
+    dsl::for_(0u, k, [&](dsl::Val<uint32_t> b) { dsl::if_(a * b == k, [&] { dsl::break_(2); }); });
+  });
+  y[1u] = 2u;
+}
+
 static const bool registered = dsl::register_kernel<masked_shift>("masked_shift") &&
                                dsl::register_kernel<unsigned_loop>("unsigned_loop") &&
                                dsl::register_kernel<vectors>("vectors") &&
                                dsl::register_kernel<bits>("bits") &&
-                               dsl::register_kernel<switch_chain>("switch_chain");
+                               dsl::register_kernel<switch_chain>("switch_chain") &&
+                               dsl::register_kernel<early_return>("early_return");
