@@ -211,6 +211,17 @@ void early_exits(dsl::Tensor<const uint32_t> grid, dsl::Tensor<uint32_t> out) {
   out[i * 2u + 1u] = 999u;
 }
 
+// && and || short-circuit: x has fewer elements than there are invocations, and x[i] is read
+// only where i < x.size() (the interpreter refuses a read past the end, so an eager && fails).
+void short_circuit(dsl::Tensor<const float> x, dsl::Tensor<uint32_t> out) {
+  dsl::Val<uint32_t> i = dsl::global_id().x;
+  dsl::Var<uint32_t> r = 0u;
+  dsl::if_(i < x.size() && x[i] > 0.5f, [&] { r += 1u; });
+  dsl::if_(i >= x.size() || x[i] < 0.25f, [&] { r += 2u; });
+  dsl::if_(i % 2u == 0u && i > 10u, [&] { r += 4u; }); // pure: a plain `and`
+  out[i] = r;
+}
+
 std::unique_ptr<cubecc::ir::Module> traced(dsl::TraceResult result) {
   EXPECT_TRUE(result.module) << cubecc::ir::to_string(result.errors);
   return std::move(result.module);
@@ -571,6 +582,25 @@ TEST_P(DslReach, return_and_break_out_of_nested_loops) {
       ++k;
     EXPECT_EQ(got[2 * i], first) << "break_(2) at " << i;
     EXPECT_EQ(got[2 * i + 1], k) << "return_ from a loop at " << i;
+  }
+}
+
+TEST_P(DslReach, logical_and_or_short_circuit) {
+  auto module = traced(dsl::trace<short_circuit>("short_circuit", {.workgroup = {64, 1, 1}}));
+  ASSERT_TRUE(module);
+  const uint32_t n = 40;
+  std::vector<float> x(n);
+  for (uint32_t k = 0; k < n; ++k)
+    x[k] = static_cast<float>(k % 4) / 4.0f; // 0, 0.25, 0.5, 0.75
+  Args args;
+  args.tensor(cubecc::ir::Scalar::F32, x, n);
+  size_t out = args.tensor(cubecc::ir::Scalar::U32, std::vector<uint32_t>(64), 64);
+  run(*module->kernels()[0], args, 1);
+  std::vector<uint32_t> got = args.read<uint32_t>(out);
+  for (uint32_t i = 0; i < 64; ++i) {
+    uint32_t want = (i < n && x[i] > 0.5f ? 1 : 0) + (i >= n || x[i] < 0.25f ? 2 : 0) +
+                    (i % 2 == 0 && i > 10 ? 4 : 0);
+    EXPECT_EQ(got[i], want) << "at " << i;
   }
 }
 

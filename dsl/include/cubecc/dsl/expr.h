@@ -291,15 +291,68 @@ requires detail::BinaryOperands<A, B>
 auto operator>>(const A &a, const B &b) {
   return detail::binary<ir::Opcode::Shr, detail::Need::Integer>(a, b);
 }
+namespace detail {
+/// Whether evaluating an expression node can neither read memory nor fail: constants, computed
+/// values, builtins and arithmetic on them. Anything else (loads, masked loads, nodes this list
+/// does not know) counts as not pure.
+template <class N> inline constexpr bool is_pure_node = false;
+template <class T> inline constexpr bool is_pure_node<ConstExpr<T>> = true;
+template <KernelType T> inline constexpr bool is_pure_node<Val<T>> = true;
+template <ir::Opcode Op, class R, class... Operands>
+inline constexpr bool is_pure_node<OpExpr<Op, R, Operands...>> = (is_pure_node<Operands> && ...);
+} // namespace detail
+
+/// `a && b`, `a || b` on scalar kernel bools, short-circuiting as in C++: `b` is evaluated only
+/// where it decides the result (an `if` with a result), so `i < n && x[i] > 0` never reads x[n].
+/// When `b` is pure (no load; detail::is_pure_node) both sides are evaluated and combined with
+/// `and`/`or`, which gives the same value without a branch. On bool vectors: lane-wise, both
+/// sides evaluated.
+template <bool IsAnd, class A, class B> struct ShortCircuitExpr {
+  using dsl_value_type = bool;
+  A a;
+  B b;
+  ShortCircuitExpr dsl_node() const { return *this; }
+  ir::Value *emit(const Loc &loc) const {
+    ir::Value *left = a.emit(loc);
+    if constexpr (detail::is_pure_node<B>) {
+      return detail::emit(IsAnd ? ir::Opcode::And : ir::Opcode::Or, {left, b.emit(loc)},
+                          ir_type<bool>(), loc);
+    } else {
+      auto decided = [&] { return detail::emit_int_constant(ir_type<bool>(), IsAnd ? 0 : 1, loc); };
+      auto right = [&] { return b.emit(loc); };
+      return IsAnd ? detail::emit_if_value(left, ir_type<bool>(), right, decided, loc)
+                   : detail::emit_if_value(left, ir_type<bool>(), decided, right, loc);
+    }
+  }
+};
+
+namespace detail {
+template <bool IsAnd, class A, class B>
+inline constexpr bool is_pure_node<ShortCircuitExpr<IsAnd, A, B>> =
+    is_pure_node<A> &&is_pure_node<B>;
+
+template <bool IsAnd, class A, class B> auto logical(const A &a, const B &b) {
+  using T = typename OperandType<A, B>::type;
+  check_class<Need::Bool, T>();
+  if constexpr (lanes_of < T >> 1) {
+    return make_node < IsAnd ? ir::Opcode::And : ir::Opcode::Or, T > (node_as<T>(a), node_as<T>(b));
+  } else {
+    using NA = decltype(node_as<T>(a));
+    using NB = decltype(node_as<T>(b));
+    return ShortCircuitExpr<IsAnd, NA, NB>{node_as<T>(a), node_as<T>(b)};
+  }
+}
+} // namespace detail
+
 template <class A, class B>
 requires detail::BinaryOperands<A, B>
 auto operator&&(const A &a, const B &b) {
-  return detail::binary<ir::Opcode::And, detail::Need::Bool>(a, b);
+  return detail::logical<true>(a, b);
 }
 template <class A, class B>
 requires detail::BinaryOperands<A, B>
 auto operator||(const A &a, const B &b) {
-  return detail::binary<ir::Opcode::Or, detail::Need::Bool>(a, b);
+  return detail::logical<false>(a, b);
 }
 template <ExprLike A> auto operator!(const A &a) {
   return detail::unary<ir::Opcode::Not, detail::Need::Bool>(a);

@@ -14,6 +14,10 @@ struct ComponentExpr {
   ir::Value *emit(const Loc &) const { return detail::builtin_component(vector, lane); }
 };
 
+namespace detail {
+template <> inline constexpr bool is_pure_node<ComponentExpr> = true;
+} // namespace detail
+
 /// The three u32 components of a launch builtin (x, y, z).
 struct Dim3 {
   ComponentExpr x, y, z;

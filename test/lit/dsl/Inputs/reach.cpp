@@ -41,9 +41,16 @@ void early_return(dsl::Tensor<uint32_t> y, dsl::Scalar<uint32_t> k) {
   y[1u] = 2u;
 }
 
+void short_circuit(dsl::Tensor<const float> x, dsl::Tensor<uint32_t> y, dsl::Scalar<uint32_t> n) {
+  auto i = dsl::global_id().x;
+  dsl::if_(i < n && x[i] > 0.0f, [&] { y[i] = 1u; });
+  dsl::if_(i < n || i > 3u, [&] { y[i] = 2u; });
+}
+
 static const bool registered = dsl::register_kernel<masked_shift>("masked_shift") &&
                                dsl::register_kernel<unsigned_loop>("unsigned_loop") &&
                                dsl::register_kernel<vectors>("vectors") &&
                                dsl::register_kernel<bits>("bits") &&
                                dsl::register_kernel<switch_chain>("switch_chain") &&
-                               dsl::register_kernel<early_return>("early_return");
+                               dsl::register_kernel<early_return>("early_return") &&
+                               dsl::register_kernel<short_circuit>("short_circuit");
