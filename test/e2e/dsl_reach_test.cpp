@@ -222,6 +222,30 @@ void short_circuit(dsl::Tensor<const float> x, dsl::Tensor<uint32_t> out) {
   out[i] = r;
 }
 
+// Views and slices. words[i] = raw's bytes 4i .. 4i + 3 as one uint32_t (a view), then that
+// word seen as a float (a view of words) is doubled in place. A slice of out, from a runtime
+// start and length, gets raw's bytes decoded as e4m3 (a view of u8 as e4m3); invocation 0 writes
+// 7 into elements 1 and 2 of a slice of the slice that follows it.
+void views_and_slices(dsl::Tensor<const uint8_t> raw, dsl::Tensor<uint32_t> words,
+                      dsl::Tensor<float> out, dsl::Scalar<uint32_t> start,
+                      dsl::Scalar<uint32_t> length) {
+  dsl::Val<uint32_t> i = dsl::global_id().x;
+  auto as_words = dsl::view<uint32_t>(raw);
+  auto as_floats = dsl::view<float>(words);
+  dsl::if_(i < as_words.size(), [&] {
+    words[i] = as_words[i];
+    as_floats[i] *= 2.0f;
+  });
+  auto window = dsl::slice(out, start, length);
+  auto e4m3 = dsl::view<dsl::e4m3>(raw);
+  dsl::if_(i < window.size(), [&] { window[i] = dsl::cast<float>(e4m3[i]); });
+  dsl::if_(i == 0u, [&] {
+    auto after = dsl::slice(dsl::slice(out, start + length, 4u), 1u, 2u);
+    after[0u] = 7.0f;
+    after[1u] = 7.0f;
+  });
+}
+
 std::unique_ptr<cubecc::ir::Module> traced(dsl::TraceResult result) {
   EXPECT_TRUE(result.module) << cubecc::ir::to_string(result.errors);
   return std::move(result.module);
@@ -248,6 +272,8 @@ public:
         args_.push_back({nullptr, {v}});
     return buffers_.size() - 1;
   }
+  /// A Scalar<T> parameter: its bits (integers zero-extended, floats their IEEE bits).
+  void scalar(uint64_t bits) { args_.push_back({nullptr, {bits}}); }
   template <class T> std::vector<T> read(size_t handle) const {
     const cubecc::ir::HostBuffer &b = buffers_[handle];
     std::vector<T> out(b.bytes.size() / sizeof(T));
@@ -601,6 +627,36 @@ TEST_P(DslReach, logical_and_or_short_circuit) {
     uint32_t want = (i < n && x[i] > 0.5f ? 1 : 0) + (i >= n || x[i] < 0.25f ? 2 : 0) +
                     (i % 2 == 0 && i > 10 ? 4 : 0);
     EXPECT_EQ(got[i], want) << "at " << i;
+  }
+}
+
+TEST_P(DslReach, views_as_another_element_type_and_slices_of_runtime_length) {
+  auto module = traced(dsl::trace<views_and_slices>("views", {.workgroup = {64, 1, 1}}));
+  ASSERT_TRUE(module);
+  std::vector<float> halves(16);
+  for (uint32_t k = 0; k < 16; ++k)
+    halves[k] = 0.5f * static_cast<float>(k) - 3.0f;
+  std::vector<uint8_t> raw(64);
+  std::memcpy(raw.data(), halves.data(), 64);
+  const uint32_t start = 5, length = 40;
+  Args args;
+  args.tensor(cubecc::ir::Scalar::U8, raw, 64);
+  size_t words = args.tensor(cubecc::ir::Scalar::U32, std::vector<uint32_t>(16), 16);
+  size_t out = args.tensor(cubecc::ir::Scalar::F32, std::vector<float>(64, -1.0f), 64);
+  args.scalar(start);
+  args.scalar(length);
+  run(*module->kernels()[0], args, 1);
+  std::vector<uint32_t> got_words = args.read<uint32_t>(words);
+  for (uint32_t k = 0; k < 16; ++k)
+    EXPECT_EQ(got_words[k], std::bit_cast<uint32_t>(halves[k] * 2.0f)) << "word " << k;
+  std::vector<float> got = args.read<float>(out);
+  for (uint32_t k = 0; k < 64; ++k) {
+    float want = -1.0f;
+    if (k >= start && k < start + length)
+      want = static_cast<float>(dsl::e4m3{raw[k - start]}.value());
+    else if (k == start + length + 1 || k == start + length + 2)
+      want = 7.0f;
+    EXPECT_EQ(std::bit_cast<uint32_t>(got[k]), std::bit_cast<uint32_t>(want)) << "out " << k;
   }
 }
 

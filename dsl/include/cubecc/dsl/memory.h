@@ -121,6 +121,7 @@ private:
 template <class T, class Derived> class Indexable {
 public:
   using V = std::remove_const_t<T>;
+  using dsl_element_type = T; ///< const for read-only memory
   template <class I> auto operator[](const I &i) const {
     auto index = detail::index_node(i);
     return ElementRef<T, decltype(index)>(self().memory(), index);
@@ -375,6 +376,133 @@ template <class C, class E, class O> struct MaskedLoadExpr {
   }
 };
 } // namespace detail
+
+/// `length` consecutive elements of a memory handle from element `start` (both runtime uint32_t
+/// values, or C++ integers): `s[i]` is `memory[start + i]`, `s.size()` is `length`. Made by
+/// dsl::slice(t, start, length); a slice of a slice adds the starts. Reads and writes follow the
+/// underlying memory's access (a slice of a Tensor<const T> is read-only). Indexing past
+/// `length` is not checked: the index reaches the memory as start + i.
+template <class T> class Slice {
+public:
+  using V = std::remove_const_t<T>;
+  using dsl_element_type = T; ///< const for read-only memory
+  Slice(ir::Value *memory, Val<uint32_t> start, Val<uint32_t> length)
+      : memory_(memory), start_(start), length_(length) {}
+  template <class I> auto operator[](const I &i) const {
+    auto index = start_ + detail::index_node(i);
+    return ElementRef<T, decltype(index)>(memory_, index);
+  }
+  Val<uint32_t> size() const { return length_; }
+  Val<uint32_t> start() const { return start_; }
+  ir::Value *memory() const { return memory_; }
+  /// N consecutive elements from i (start + i must be a multiple of N).
+  template <int N, class I> Val<Vec<V, N>> load(const I &i, const Loc &loc = Loc::current()) const {
+    ir::Value *index = (start_ + detail::index_node(i)).emit(loc);
+    return Val<Vec<V, N>>::from_ir(
+        detail::emit(ir::Opcode::Load, {memory_, index}, ir_type<Vec<V, N>>(), loc));
+  }
+  template <int N, class I> void store(const I &i, Stored<Vec<V, N>> value) const {
+    static_assert(!std::is_const_v<T>, "cubecc: cannot store to read-only memory (the slice is of "
+                                       "a tensor declared with a const element type)");
+    ir::Value *index = (start_ + detail::index_node(i)).emit(value.loc);
+    detail::emit_void(ir::Opcode::Store, {memory_, index, value.value}, value.loc);
+  }
+
+private:
+  ir::Value *memory_;
+  Val<uint32_t> start_, length_;
+};
+
+/// The elements [start, start + length) of a Tensor (flat), Array, Shared or Local array, or
+/// Slice, as a Slice.
+template <class H, class S, class L>
+auto slice(const H &memory, const S &start, const L &length, const Loc &loc = Loc::current()) {
+  auto as_value = [&](const auto &node) -> Val<uint32_t> {
+    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(node)>, Val<uint32_t>>)
+      return node;
+    else
+      return Val<uint32_t>(node, loc);
+  };
+  Val<uint32_t> first = as_value(detail::index_node(start));
+  Val<uint32_t> count = as_value(detail::index_node(length));
+  using T = typename H::dsl_element_type;
+  if constexpr (requires { memory.start(); })
+    return Slice<T>(memory.memory(), as_value(memory.start() + first), count);
+  else
+    return Slice<T>(memory.memory(), first, count);
+}
+
+/// One element of a View: the memory's element(s) at its index, reinterpreted.
+template <class U, class T, int N, class Index>
+class ViewRef : public CompoundAssign<ViewRef<U, T, N, Index>, U> {
+  using E = std::remove_const_t<T>;
+  using Wide = std::conditional_t<N == 1, E, Vec<E, N>>;
+
+public:
+  ViewRef(ir::Value *memory, Index index) : memory_(memory), index_(index) {}
+  auto dsl_node() const {
+    using Load = LoadExpr<Wide, Index>;
+    return OpExpr<ir::Opcode::Bitcast, U, Load>{std::tuple<Load>(Load{memory_, index_})};
+  }
+  const ViewRef &operator=(Stored<U> s) const {
+    static_assert(!std::is_const_v<T>, "cubecc: cannot store through a view of read-only memory");
+    ir::Value *bits = detail::emit(ir::Opcode::Bitcast, {s.value}, ir_type<Wide>(), s.loc);
+    detail::emit_void(ir::Opcode::Store, {memory_, index_.emit(s.loc), bits}, s.loc);
+    return *this;
+  }
+  const ViewRef &operator=(const ViewRef &other) const { return *this = Stored<U>(other); }
+
+private:
+  ir::Value *memory_;
+  Index index_;
+};
+
+/// Memory of element type T seen as elements of type U, U as wide as N elements of T (N = 1, 2,
+/// 4, 8, 16): element i is the bits of the memory's elements N i .. N i + N - 1 (lane 0 the least
+/// significant, as dsl::bitcast). Made by dsl::view<U>(t). `v.size()` is the memory's size / N.
+template <class U, class H> class View {
+  using T = typename H::dsl_element_type;
+  using E = std::remove_const_t<T>;
+  static constexpr int N = static_cast<int>(detail::bytes_of<U>() / detail::bytes_of<E>());
+
+public:
+  explicit View(const H &memory) : memory_(memory) {}
+  template <class I> auto operator[](const I &i) const {
+    if constexpr (N == 1) {
+      auto index = detail::index_node(i);
+      return ViewRef<U, T, N, decltype(index)>(memory_.memory(), index);
+    } else {
+      auto index = detail::index_node(i) * static_cast<uint32_t>(N);
+      return ViewRef<U, T, N, decltype(index)>(memory_.memory(), index);
+    }
+  }
+  Val<uint32_t> size(const Loc &loc = Loc::current()) const {
+    if constexpr (N == 1)
+      return memory_.size();
+    else
+      return Val<uint32_t>(memory_.size() / static_cast<uint32_t>(N), loc);
+  }
+
+private:
+  H memory_;
+};
+
+/// `memory` (a Tensor, Array or Slice) as elements of type U: same size, or a whole multiple of
+/// the memory's element size (a u8 tensor as uint32_t, a uint32_t tensor as float, u8 as e4m3).
+/// Views of narrower elements are not offered: a store would rewrite its neighbours; load the
+/// wide element and dsl::bitcast it to a Vec instead.
+template <KernelType U, class H> auto view(const H &memory) {
+  using E = std::remove_const_t<typename H::dsl_element_type>;
+  static_assert(lanes_of<U> == 1, "cubecc: dsl::view<U> views memory as scalars of type U");
+  static_assert(!std::is_same_v<U, bool>, "cubecc: memory holds no bool; view it as uint8_t");
+  constexpr size_t wide = detail::bytes_of<U>(), narrow = detail::bytes_of<E>();
+  static_assert(wide >= narrow && wide % narrow == 0 &&
+                    (wide / narrow == 1 || wide / narrow == 2 || wide / narrow == 4 ||
+                     wide / narrow == 8 || wide / narrow == 16),
+                "cubecc: dsl::view<U> needs U as wide as 1, 2, 4, 8 or 16 of the memory's "
+                "elements; for narrower U load the element and dsl::bitcast it to a Vec<U, N>");
+  return View<U, H>(memory);
+}
 
 /// `memory[index]` where `mask` is true and `other` where it is false, without reading memory
 /// where it is false (an index out of bounds under a false mask is never read): a guarded load,

@@ -47,10 +47,16 @@ void short_circuit(dsl::Tensor<const float> x, dsl::Tensor<uint32_t> y, dsl::Sca
   dsl::if_(i < n || i > 3u, [&] { y[i] = 2u; });
 }
 
-static const bool registered = dsl::register_kernel<masked_shift>("masked_shift") &&
-                               dsl::register_kernel<unsigned_loop>("unsigned_loop") &&
-                               dsl::register_kernel<vectors>("vectors") &&
-                               dsl::register_kernel<bits>("bits") &&
-                               dsl::register_kernel<switch_chain>("switch_chain") &&
-                               dsl::register_kernel<early_return>("early_return") &&
-                               dsl::register_kernel<short_circuit>("short_circuit");
+void views(dsl::Tensor<const uint8_t> raw, dsl::Tensor<float> y, dsl::Scalar<uint32_t> start) {
+  auto words = dsl::view<uint32_t>(raw);
+  auto window = dsl::slice(y, start, 8u);
+  window[1u] = dsl::bitcast<float>(words[2u]);
+}
+
+static const bool registered =
+    dsl::register_kernel<masked_shift>("masked_shift") &&
+    dsl::register_kernel<unsigned_loop>("unsigned_loop") &&
+    dsl::register_kernel<vectors>("vectors") && dsl::register_kernel<bits>("bits") &&
+    dsl::register_kernel<switch_chain>("switch_chain") &&
+    dsl::register_kernel<early_return>("early_return") &&
+    dsl::register_kernel<short_circuit>("short_circuit") && dsl::register_kernel<views>("views");
