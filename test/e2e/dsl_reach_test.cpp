@@ -142,12 +142,13 @@ void control_and_primitives(dsl::Tensor<const uint32_t> x, dsl::Tensor<uint32_t>
   dsl::switch_(v % 4u, dsl::case_(0, [&] { kind = 10u; }), dsl::case_(2, [&] { kind = 20u; }),
                dsl::default_([&] { kind = 30u; }));
   dsl::WorkgroupOps<uint32_t, 64> wg;
-  out[i * 6u] = kind;
-  out[i * 6u + 1u] = wg.reduce(v, dsl::plus);
-  out[i * 6u + 2u] = wg.inclusive_scan(v, dsl::plus);
-  out[i * 6u + 3u] = wg.exclusive_scan(v, dsl::maximum);
-  out[i * 6u + 4u] = wg.broadcast(v, 5u);
-  out[i * 6u + 5u] = wg.reduce(v, dsl::minimum);
+  out[i * 7u] = kind;
+  out[i * 7u + 1u] = wg.reduce(v, dsl::plus);
+  out[i * 7u + 2u] = wg.inclusive_scan(v, dsl::plus);
+  out[i * 7u + 3u] = wg.exclusive_scan(v, dsl::maximum);
+  out[i * 7u + 4u] = wg.broadcast(v, 5u);
+  out[i * 7u + 5u] = wg.reduce(v, dsl::minimum);
+  out[i * 7u + 6u] = wg.reduce(v, [](auto a, auto b) { return a | b; }); // no subgroup op: a tree
   dsl::grid_stride_for(doubled.size(), [&](dsl::Val<uint32_t> k) { doubled[k] = k * 2u; });
 }
 
@@ -517,15 +518,16 @@ TEST_P(DslReach, switch_grid_stride_loop_and_workgroup_primitives) {
     x[k] = (k * 2654435761u) >> 20;
   Args args;
   args.tensor(cubecc::ir::Scalar::U32, x, n);
-  size_t out = args.tensor(cubecc::ir::Scalar::U32, std::vector<uint32_t>(6 * n, 7), 6 * n);
+  size_t out = args.tensor(cubecc::ir::Scalar::U32, std::vector<uint32_t>(7 * n, 7), 7 * n);
   size_t doubled = args.tensor(cubecc::ir::Scalar::U32, std::vector<uint32_t>(m, 7), m);
   run(*module->kernels()[0], args, n / 64);
   std::vector<uint32_t> got = args.read<uint32_t>(out);
   for (uint32_t k = 0; k < n; ++k) {
     uint32_t base = k / 64 * 64, lane = k % 64;
-    uint32_t sum = 0, prefix = 0, running_max = 0, lowest = UINT32_MAX;
+    uint32_t sum = 0, prefix = 0, running_max = 0, lowest = UINT32_MAX, any = 0;
     for (uint32_t j = base; j < base + 64; ++j) {
       sum += x[j];
+      any |= x[j];
       lowest = std::min(lowest, x[j]);
       if (j <= k)
         prefix += x[j];
@@ -533,12 +535,13 @@ TEST_P(DslReach, switch_grid_stride_loop_and_workgroup_primitives) {
         running_max = std::max(running_max, x[j]);
     }
     uint32_t kind = x[k] % 4 == 0 ? 10 : x[k] % 4 == 2 ? 20 : 30;
-    EXPECT_EQ(got[6 * k], kind) << "switch_ at " << k;
-    EXPECT_EQ(got[6 * k + 1], sum) << "reduce at " << k;
-    EXPECT_EQ(got[6 * k + 2], prefix) << "inclusive_scan at " << k;
-    EXPECT_EQ(got[6 * k + 3], lane == 0 ? 0u : running_max) << "exclusive_scan at " << k;
-    EXPECT_EQ(got[6 * k + 4], x[base + 5]) << "broadcast at " << k;
-    EXPECT_EQ(got[6 * k + 5], lowest) << "reduce(minimum) at " << k;
+    EXPECT_EQ(got[7 * k], kind) << "switch_ at " << k;
+    EXPECT_EQ(got[7 * k + 1], sum) << "reduce at " << k;
+    EXPECT_EQ(got[7 * k + 2], prefix) << "inclusive_scan at " << k;
+    EXPECT_EQ(got[7 * k + 3], lane == 0 ? 0u : running_max) << "exclusive_scan at " << k;
+    EXPECT_EQ(got[7 * k + 4], x[base + 5]) << "broadcast at " << k;
+    EXPECT_EQ(got[7 * k + 5], lowest) << "reduce(minimum) at " << k;
+    EXPECT_EQ(got[7 * k + 6], any) << "reduce(a | b) at " << k;
   }
   std::vector<uint32_t> got_doubled = args.read<uint32_t>(doubled);
   for (uint32_t k = 0; k < m; ++k)

@@ -12,8 +12,9 @@
 // invocation must call them (like a barrier: not under a condition that varies); `N` is the
 // kernel's workgroup size (all three dimensions multiplied), a power of two. They work in the
 // shared memory their object declares and end with a barrier, so one object serves any number
-// of calls. Reductions are trees and scans Hillis-Steele over that memory: log2(N) steps, each
-// a barrier.
+// of calls. Reductions with plus, multiplies, minimum and maximum go through subgroup
+// reductions and one exchange of the subgroups' partials (two barriers); other ops reduce as a
+// tree, and scans Hillis-Steele, over that memory: log2(N) steps, each a barrier.
 //
 //===-----------------------------------------------------------------------------------------===//
 #pragma once
@@ -39,16 +40,26 @@ void grid_stride_for(const N &n, F &&body, const Loc &loc = Loc::current()) {
 }
 
 /// Associative operations for the workgroup primitives, with their identity elements.
+/// Each also names its subgroup reduction, the fast path of WorkgroupOps::reduce.
 struct Plus {
   template <class A, class B> auto operator()(const A &a, const B &b) const { return a + b; }
   template <class T> static T identity() { return T(0); }
+  template <class X> static auto subgroup(const X &x, const Loc &loc) {
+    return subgroup_sum(x, loc);
+  }
 };
 struct Multiplies {
   template <class A, class B> auto operator()(const A &a, const B &b) const { return a * b; }
   template <class T> static T identity() { return T(1); }
+  template <class X> static auto subgroup(const X &x, const Loc &loc) {
+    return subgroup_product(x, loc);
+  }
 };
 struct Minimum {
   template <class A, class B> auto operator()(const A &a, const B &b) const { return min(a, b); }
+  template <class X> static auto subgroup(const X &x, const Loc &loc) {
+    return subgroup_min(x, loc);
+  }
   template <class T> static T identity() {
     return std::numeric_limits<T>::has_infinity ? std::numeric_limits<T>::infinity()
                                                 : std::numeric_limits<T>::max();
@@ -56,6 +67,9 @@ struct Minimum {
 };
 struct Maximum {
   template <class A, class B> auto operator()(const A &a, const B &b) const { return max(a, b); }
+  template <class X> static auto subgroup(const X &x, const Loc &loc) {
+    return subgroup_max(x, loc);
+  }
   template <class T> static T identity() {
     return std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
                                                 : std::numeric_limits<T>::lowest();
@@ -77,24 +91,43 @@ public:
   explicit WorkgroupOps(const Loc &loc = Loc::current()) : scratch_(loc) {}
 
   /// `op` over every invocation's `x`, in every invocation.
+  /// With an op that names a subgroup reduction (plus, multiplies, minimum, maximum): each
+  /// subgroup reduces in registers, lane 0 of each writes its partial, and after one barrier
+  /// every invocation folds the partials in subgroup order (two barriers in all, whatever N).
+  /// Other ops: a tree in shared memory (log2(N) barriers).
   template <class X, class Op>
   Val<T> reduce(const X &x, const Op &op, const Loc &loc = Loc::current()) {
-    Val<uint32_t> li = local_index(loc);
-    scratch_[li] = node_as_value(x);
-    barrier(loc);
-    for (int s = N / 2; s > 0; s /= 2) { // a tree: each level halves the live elements
+    if constexpr (requires(const Val<T> &v, const Loc &l) { Op::subgroup(v, l); }) {
+      Val<T> mine = Op::subgroup(node_as_value(x), loc);
+      Val<uint32_t> subgroup = subgroup_id(loc);
       if_(
-          li < static_cast<uint32_t>(s),
-          [&] {
-            Val<T> a = scratch_[li], b = scratch_[li + static_cast<uint32_t>(s)];
-            scratch_[li] = op(a, b);
-          },
-          loc);
+          subgroup_lane(loc) == 0u, [&] { scratch_[subgroup] = mine; }, loc);
       barrier(loc);
+      Var<T> total = scratch_[0u];
+      for_(
+          1u, num_subgroups(loc), 1u, [&](Val<uint32_t> s) { total = op(total, scratch_[s]); },
+          Unroll{1}, loc);
+      Val<T> result = total;
+      barrier(loc); // the memory is free again
+      return result;
+    } else {
+      Val<uint32_t> li = local_index(loc);
+      scratch_[li] = node_as_value(x);
+      barrier(loc);
+      for (int s = N / 2; s > 0; s /= 2) { // a tree: each level halves the live elements
+        if_(
+            li < static_cast<uint32_t>(s),
+            [&] {
+              Val<T> a = scratch_[li], b = scratch_[li + static_cast<uint32_t>(s)];
+              scratch_[li] = op(a, b);
+            },
+            loc);
+        barrier(loc);
+      }
+      Val<T> result = scratch_[0u];
+      barrier(loc); // the memory is free again
+      return result;
     }
-    Val<T> result = scratch_[0u];
-    barrier(loc); // the memory is free again
-    return result;
   }
 
   /// `op` over the `x` of invocations 0 .. local_index() (in local_index order).
