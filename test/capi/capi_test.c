@@ -173,6 +173,9 @@ int main(int argc, char **argv) {
   CHECK(strcmp(cubecc_status_name(CUBECC_ERROR_ENVIRONMENT), "CUBECC_ERROR_ENVIRONMENT") == 0);
   CHECK(strcmp(cubecc_dtype_name(CUBECC_DTYPE_BF16), "bf16") == 0);
   CHECK(cubecc_dtype_size(CUBECC_DTYPE_F64) == 8);
+  CHECK(strcmp(cubecc_dtype_name(CUBECC_DTYPE_E4M3), "e4m3") == 0);
+  CHECK(strcmp(cubecc_dtype_name(CUBECC_DTYPE_UE8M0), "ue8m0") == 0);
+  CHECK(cubecc_dtype_size(CUBECC_DTYPE_E2M1) == 1); /* one e2m1 per byte */
   EXPECT_ERROR(cubecc_runtime_open(device, NULL), CUBECC_ERROR_INVALID_ARGUMENT,
                "the output runtime pointer is NULL");
   cubecc_runtime none = NULL;

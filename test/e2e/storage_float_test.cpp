@@ -14,13 +14,13 @@
 
 #include "cubecc/ir/float_formats.h"
 #include "cubecc/ir/semantics.h"
+#include "float_samples.h"
 #include "test_support.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <random>
 
 using namespace cubecc;
 
@@ -104,57 +104,25 @@ protected:
   }
 };
 
-std::vector<uint64_t> every(unsigned bits) {
-  std::vector<uint64_t> out(size_t{1} << bits);
-  for (size_t i = 0; i < out.size(); ++i)
-    out[i] = i;
-  return out;
-}
-
-/// f32 or f64 bit patterns: every exponent (f64: near the storage floats' range, and the
-/// extremes) with mantissas at and around each storage float's rounding points, and random ones.
-std::vector<uint64_t> samples(Scalar s) {
-  ir::FloatFormat f = ir::float_format(s);
-  unsigned w = f.bits(), m = f.mantissa_bits;
-  std::vector<uint64_t> mantissas = {0, 1, (uint64_t{1} << m) - 1};
-  for (unsigned kept = 0; kept <= 3; ++kept)
-    for (uint64_t base : {uint64_t{0}, uint64_t{1} << (m - kept)}) {
-      uint64_t half = base + (uint64_t{1} << (m - kept - 1));
-      for (uint64_t at : {half - 1, half, half + 1})
-        mantissas.push_back(at & ir::width_mask(m));
-    }
-  std::vector<uint64_t> out;
-  for (uint64_t sign : {uint64_t{0}, uint64_t{1}})
-    for (uint64_t e = 0; e < (uint64_t{1} << f.exponent_bits); ++e) {
-      if (s == Scalar::F64 && !(e < 4 || (e > 1023 - 140 && e < 1023 + 140) || e > 2043))
-        continue;
-      for (uint64_t mant : mantissas)
-        out.push_back((sign << (w - 1)) | (e << m) | mant);
-    }
-  std::mt19937_64 rng(23);
-  for (int i = 0; i < 8192; ++i)
-    out.push_back(rng() & ir::width_mask(w));
-  return out;
-}
-
 TEST_P(StorageFloats, every_encoding_converts_to_every_float_type_as_the_interpreter_does) {
   for (Scalar s : kStorage) {
     for (Scalar to : {Scalar::F32, Scalar::F16, Scalar::BF16, Scalar::F64})
-      expect_table(s, to, every(8));
+      expect_table(s, to, test::every_pattern(8));
     for (Scalar to : kStorage)
-      expect_table(s, to, every(8));
+      expect_table(s, to, test::every_pattern(8));
   }
 }
 
 TEST_P(StorageFloats, every_f16_and_bf16_value_converts_as_the_interpreter_does) {
   for (Scalar s : kStorage) {
-    expect_table(Scalar::F16, s, every(16));
-    expect_table(Scalar::BF16, s, every(16));
+    expect_table(Scalar::F16, s, test::every_pattern(16));
+    expect_table(Scalar::BF16, s, test::every_pattern(16));
   }
 }
 
 TEST_P(StorageFloats, f32_and_f64_values_convert_as_the_interpreter_does) {
-  std::vector<uint64_t> f32 = samples(Scalar::F32), f64 = samples(Scalar::F64);
+  std::vector<uint64_t> f32 = test::rounding_point_samples(Scalar::F32, 8192),
+                        f64 = test::rounding_point_samples(Scalar::F64, 8192);
   for (Scalar s : kStorage) {
     expect_table(Scalar::F32, s, f32);
     expect_table(Scalar::F64, s, f64);
@@ -162,9 +130,9 @@ TEST_P(StorageFloats, f32_and_f64_values_convert_as_the_interpreter_does) {
 }
 
 TEST_P(StorageFloats, four_lane_vectors_convert_lane_by_lane) {
-  std::vector<uint64_t> f32 = samples(Scalar::F32);
+  std::vector<uint64_t> f32 = test::rounding_point_samples(Scalar::F32, 8192);
   for (Scalar s : kStorage) {
-    expect_table(s, Scalar::F32, every(8), 4);
+    expect_table(s, Scalar::F32, test::every_pattern(8), 4);
     expect_table(Scalar::F32, s, f32, 4);
   }
 }

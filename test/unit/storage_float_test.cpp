@@ -16,6 +16,7 @@
 #include "cubecc/ir/semantics.h"
 #include "cubecc/ir/verifier.h"
 #include "cubecc/passes/legalize.h"
+#include "float_samples.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -24,7 +25,6 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <random>
 
 namespace cubecc {
 namespace {
@@ -199,55 +199,20 @@ void expect_same(Scalar from, Scalar to, const std::vector<uint64_t> &inputs) {
   }
 }
 
-std::vector<uint64_t> all_codes(unsigned bits) {
-  std::vector<uint64_t> out(size_t{1} << bits);
-  for (size_t i = 0; i < out.size(); ++i)
-    out[i] = i;
-  return out;
-}
-
 TEST(StorageFloat, EveryEncodingConvertsToEveryFloatTypeAsTheReferenceDoes) {
   for (Scalar s : kStorage) {
     for (Scalar to : kFloats)
-      expect_same(s, to, all_codes(8));
+      expect_same(s, to, test::every_pattern(8));
     for (Scalar to : kStorage)
-      expect_same(s, to, all_codes(8));
+      expect_same(s, to, test::every_pattern(8));
   }
 }
 
-/// Bit patterns of the float type `s`: every exponent (f64: those near the storage floats' range,
-/// and the extremes) with mantissas at and around each storage float's rounding points (halfway,
-/// just below and above, for 0 to 3 kept bits), and random ones. The interpreter is too slow
-/// for every f16 through the expansion here; the device tests (test/e2e/storage_float_test.cpp)
-/// convert every f16 value on each device.
-std::vector<uint64_t> samples(Scalar s) {
-  ir::FloatFormat f = ir::float_format(s);
-  unsigned w = f.bits(), m = f.mantissa_bits;
-  std::vector<uint64_t> mantissas = {0, 1, (uint64_t{1} << m) - 1};
-  for (unsigned kept = 0; kept <= 3; ++kept) {
-    uint64_t half = uint64_t{1} << (m - kept - 1);
-    for (uint64_t base : {uint64_t{0}, uint64_t{1} << (m - kept)})
-      for (uint64_t at : {base + half - 1, base + half, base + half + 1})
-        mantissas.push_back(at & ((uint64_t{1} << m) - 1));
-  }
-  std::vector<uint64_t> out;
-  uint64_t exponents = uint64_t{1} << f.exponent_bits;
-  for (uint64_t sign : {uint64_t{0}, uint64_t{1}})
-    for (uint64_t e = 0; e < exponents; ++e) {
-      if (s == Scalar::F64 && !(e < 4 || (e > 1023 - 140 && e < 1023 + 140) || e > 2043))
-        continue;
-      for (uint64_t mant : mantissas)
-        out.push_back((sign << (w - 1)) | (e << m) | mant);
-    }
-  std::mt19937_64 rng(19);
-  for (int i = 0; i < 2000; ++i)
-    out.push_back(rng() & ir::width_mask(w));
-  return out;
-}
-
+// Samples, not every f16 and bf16 value: the interpreter runs the expansion too slowly for that
+// here; the device tests (test/e2e/storage_float_test.cpp) convert every f16 and bf16 value.
 TEST(StorageFloat, FloatValuesAroundEveryRoundingPointConvertAsTheReferenceDoes) {
   for (Scalar from : kFloats) {
-    std::vector<uint64_t> inputs = samples(from);
+    std::vector<uint64_t> inputs = test::rounding_point_samples(from, 2000);
     for (Scalar s : kStorage)
       expect_same(from, s, inputs);
   }
