@@ -580,8 +580,12 @@ void Writer::declare_parameters() {
       v = emit(spv::Op::OpINotEqual, m_.type_bool(), {raw, u32(0)});
     else if (s == Scalar::BF16)
       v = bf16_bits_to_f32(raw);
-    else if (bits < 32)
-      v = cast(Scalar::U32, s == Scalar::F16 ? Scalar::U16 : s, raw);
+    else if (bits < 32) // f16 as its bits; a storage float is its byte (legalized IR)
+      v = cast(Scalar::U32,
+               s == Scalar::F16          ? Scalar::U16
+               : ir::is_storage_float(s) ? Scalar::U8
+                                         : s,
+               raw);
     else
       v = raw;
     if (s == Scalar::F16 || ((bits == 32 || bits == 64) && s != Scalar::U32 && s != Scalar::U64))

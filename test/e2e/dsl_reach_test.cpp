@@ -163,11 +163,12 @@ void runtime_dims(dsl::Tensor<float, 3> t, dsl::Tensor<uint32_t> out) {
 
 // Storage floats, as an MX-style quantizer would use them: q8 = e4m3(x), q5 = e5m2(100 x),
 // scale = the ue8m0 power of two nearest x, q4 = e2m1(x / scale), back = f32(q8) read back from
-// memory, and wide[4j .. 4j + 3] = f32(q8[4j .. 4j + 3]) through one 4-lane vector load.
+// memory plus an e4m3 parameter, and wide[4j .. 4j + 3] = f32(q8[4j .. 4j + 3]) through one 4-lane
+// vector load.
 void storage_floats(dsl::Tensor<const float> x, dsl::Tensor<dsl::e4m3> q8,
                     dsl::Tensor<dsl::e5m2> q5, dsl::Tensor<dsl::e2m1> q4,
-                    dsl::Tensor<dsl::ue8m0> scale, dsl::Tensor<float> back,
-                    dsl::Tensor<float> wide) {
+                    dsl::Tensor<dsl::ue8m0> scale, dsl::Tensor<float> back, dsl::Tensor<float> wide,
+                    dsl::Scalar<dsl::e4m3> bias) {
   dsl::Val<uint32_t> i = dsl::global_id().x;
   dsl::if_(i < x.size(), [&] {
     dsl::Val<float> v = x[i];
@@ -176,7 +177,7 @@ void storage_floats(dsl::Tensor<const float> x, dsl::Tensor<dsl::e4m3> q8,
     dsl::Val<dsl::ue8m0> s = dsl::cast<dsl::ue8m0>(v);
     scale[i] = s;
     q4[i] = dsl::cast<dsl::e2m1>(v / dsl::cast<float>(s));
-    back[i] = dsl::cast<float>(q8[i]);
+    back[i] = dsl::cast<float>(q8[i]) + dsl::cast<float>(bias);
   });
   dsl::barrier();
   dsl::if_(i * 4u < x.size(), [&] {
@@ -563,6 +564,8 @@ TEST_P(DslReach, storage_floats_quantize_and_convert_back_as_the_host_does) {
   size_t scale = args.tensor(cubecc::ir::Scalar::UE8M0, std::vector<uint8_t>(n), n);
   size_t back = args.tensor(cubecc::ir::Scalar::F32, std::vector<float>(n), n);
   size_t wide = args.tensor(cubecc::ir::Scalar::F32, std::vector<float>(n), n);
+  const dsl::e4m3 bias = dsl::e4m3::from(-0.375);
+  args.scalar(bias.bits);
   run(*module->kernels()[0], args, 1);
   std::vector<uint8_t> got8 = args.read<uint8_t>(q8), got5 = args.read<uint8_t>(q5),
                        got4 = args.read<uint8_t>(q4), got_scale = args.read<uint8_t>(scale);
@@ -575,7 +578,8 @@ TEST_P(DslReach, storage_floats_quantize_and_convert_back_as_the_host_does) {
     EXPECT_EQ(got_scale[k], s.bits) << "ue8m0 of " << x[k];
     EXPECT_EQ(got4[k], dsl::e2m1::from(x[k] / static_cast<float>(s.value())).bits)
         << "e2m1 of " << x[k];
-    EXPECT_EQ(got_back[k], static_cast<float>(e.value())) << "e4m3 back to f32 at " << k;
+    EXPECT_EQ(got_back[k], static_cast<float>(e.value()) + static_cast<float>(bias.value()))
+        << "e4m3 back to f32, plus an e4m3 parameter, at " << k;
     EXPECT_EQ(got_wide[k], static_cast<float>(e.value())) << "4-lane e4m3 load at " << k;
   }
   // The host conversions are the documented ones: 1000 saturates in e4m3, rounds in ue8m0.
