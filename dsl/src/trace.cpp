@@ -169,11 +169,12 @@ void set_flag(ir::Builder &b, ir::Value *flag, uint64_t value) {
           b.const_int(ir::Type::scalar(ir::Scalar::U8), static_cast<int64_t>(value)));
 }
 
-/// `flag == 1`, read at the builder's position.
-ir::Value *flag_is_set(ir::Builder &b, ir::Value *flag) {
+/// `flag != 0` (taken) or `flag == 0` (not taken), read at the builder's position.
+ir::Value *flag_test(ir::Builder &b, ir::Value *flag, bool taken) {
   ir::Value *v = b.load(flag, b.const_int(ir::Type::scalar(ir::Scalar::U32), 0),
                         ir::Type::scalar(ir::Scalar::U8));
-  return b.op(ir::Opcode::Ne, {v, b.const_int(ir::Type::scalar(ir::Scalar::U8), 0)});
+  return b.op(taken ? ir::Opcode::Ne : ir::Opcode::Eq,
+              {v, b.const_int(ir::Type::scalar(ir::Scalar::U8), 0)});
 }
 
 /// Opens `if (!returned)` in the innermost region: its statements from here on run only when
@@ -182,10 +183,7 @@ void open_guard(TraceState &s) {
   OpenRegion &here = s.regions.back();
   here.pending_guard = false;
   ir::Builder &b = structural_builder(*here.region);
-  ir::Value *not_returned =
-      b.op(ir::Opcode::Eq, {b.load(s.return_flag, b.const_int(ir::Type::scalar(ir::Scalar::U32), 0),
-                                   ir::Type::scalar(ir::Scalar::U8)),
-                            b.const_int(ir::Type::scalar(ir::Scalar::U8), 0)});
+  ir::Value *not_returned = flag_test(b, s.return_flag, false);
   ir::Operation *guard = b.create_if(not_returned, {});
   structural_builder(guard->region(1)).yield();
   push_region(guard->region(0), RegionKind::Guard);
@@ -207,7 +205,7 @@ void continue_exits(std::vector<PendingExit> exits) {
     OpenRegion &parent = current->regions.back();
     if (current->loop_depth > exit.depth) {
       ir::Builder &b = structural_builder(*parent.region);
-      ir::Operation *check = b.create_if(flag_is_set(b, exit.flag), {});
+      ir::Operation *check = b.create_if(flag_test(b, exit.flag, true), {});
       structural_builder(check->region(0)).create(ir::Opcode::Break, {});
       structural_builder(check->region(1)).yield();
       for (auto it = current->regions.rbegin(); it != current->regions.rend(); ++it)

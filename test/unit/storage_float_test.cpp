@@ -190,8 +190,6 @@ void expect_same(Scalar from, Scalar to, const std::vector<uint64_t> &inputs) {
   ASSERT_EQ(legalized.size(), inputs.size());
   unsigned shown = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    // The reference itself: the cast's value rounded once from the exact input.
-    EXPECT_EQ(reference[i], ir::convert_lane(from, to, inputs[i]));
     if (reference[i] != legalized[i] && shown++ < 10)
       ADD_FAILURE() << fmt::format("cast {} 0x{:x} to {}: reference 0x{:x}, legalized 0x{:x}",
                                    ir::scalar_name(from), inputs[i], ir::scalar_name(to),
