@@ -1,15 +1,16 @@
 //===- vulkan_vs_glsl.cpp - cubecc's SPIR-V against the same algorithms written in GLSL
 //--------===//
 //
-// For axpy, reduction, softmax, transpose and matmul: the example kernel (traced, -O2, written by
-// cubecc's SPIR-V writer) and its GLSL twin (bench/glsl/*.comp, compiled by glslangValidator)
-// run on the same Vulkan device, buffers and grid. Both outputs are compared first (the twins
-// must compute the same thing); then the two are launched alternately, each launch timed by
-// device timestamps, and the medians are compared: ratio = cubecc / GLSL (below 1: cubecc is
-// faster). Mesa's shader cache is turned off for the run. Prints a table, then one JSON object
-// per kernel. matmul has two rows: against matmul.comp (GLSL's fma(), which may round twice) and
-// against matmul_exact_fma.comp (the single rounding the IR's fma promises, computed as cubecc's
-// writer computes it where the device's fma is not fused; the outputs must agree bit for bit).
+// For axpy, reduction, prefix sum, softmax, transpose and matmul: the example kernel (traced, -O2,
+// written by cubecc's SPIR-V writer) and its GLSL twin (bench/glsl/*.comp, compiled by
+// glslangValidator) run on the same Vulkan device, buffers and grid. Both outputs are compared
+// first (the twins must compute the same thing); then the two are launched alternately, each launch
+// timed by device timestamps, and the medians are compared: ratio = cubecc / GLSL (below 1: cubecc
+// is faster). Mesa's shader cache is turned off for the run. Prints a table, then one JSON object
+// per kernel (with `bits_differ`: how many output elements of the twins differ in any bit). matmul
+// has two rows: against matmul.comp (GLSL's fma(), which may round twice) and against
+// matmul_exact_fma.comp (the single rounding the IR's fma promises, computed as cubecc's writer
+// computes it where the device's fma is not fused; the outputs must agree bit for bit).
 //
 // Usage: vulkan_vs_glsl [--rounds N] [--kernel NAME] [--dump DIR] [--cpu-time]
 // --cpu-time times each launch by the CPU time the process spent on it instead of device
@@ -175,6 +176,21 @@ std::vector<Case> cases() {
                    1e-4});
   }
   {
+    const uint32_t n = 1u << 22, groups = n / 256;
+    Params p;
+    p.tensor({n}, {1});
+    p.tensor({n}, {1});
+    p.tensor({groups}, {1});
+    out.push_back({"prefix_sum_f32",
+                   "prefix_sum.comp",
+                   "n = 2^22, blocks of 256",
+                   {random_floats(n, 8), std::vector<float>(n), std::vector<float>(groups)},
+                   p.values,
+                   {groups, 1, 1},
+                   1,
+                   1e-5});
+  }
+  {
     const uint32_t rows = 512, cols = 1024;
     Params p;
     p.tensor({rows, cols}, {cols, 1});
@@ -325,8 +341,10 @@ int main(int argc, char **argv) {
     reset_buffers();
     run(*theirs);
     stream->download(memories[c.output], 0, theirs_out.data(), theirs_out.size() * 4);
+    size_t differing = 0; // elements whose bits differ
     for (size_t i = 0; i < ours_out.size(); ++i) {
       double a = ours_out[i], b = theirs_out[i];
+      differing += bits(ours_out[i]) != bits(theirs_out[i]);
       if (!(std::abs(a - b) <= c.tolerance * std::max(1.0, std::abs(b))))
         die(fmt::format("{}: the GLSL twin disagrees at element {}: cubecc {} GLSL {}", c.name, i,
                         a, b));
@@ -345,8 +363,9 @@ int main(int argc, char **argv) {
     const std::string &row = c.label.empty() ? c.name : c.label;
     std::printf("%-16s %-26s %12.1f %12.1f %8.2f\n", row.c_str(), c.what.c_str(), a, b, a / b);
     json.push_back(fmt::format(
-        R"({{"kernel": "{}", "size": "{}", "cubecc_us": {:.1f}, "glsl_us": {:.1f}, "ratio": {:.3f}}})",
-        row, c.what, a, b, a / b));
+        R"({{"kernel": "{}", "size": "{}", "cubecc_us": {:.1f}, "glsl_us": {:.1f}, "ratio": {:.3f}, )"
+        R"("elements": {}, "bits_differ": {}}})",
+        row, c.what, a, b, a / b, ours_out.size(), differing));
     for (auto &m : memories)
       device->free(m);
   }

@@ -394,6 +394,14 @@ void end_while() {
   end_loop();
 }
 
+bool inside_loop(const Loc &loc) {
+  for (const OpenRegion &r : state(loc).regions)
+    if (const ir::Operation *op = r.region->parent_op();
+        op && (op->opcode() == ir::Opcode::For || op->opcode() == ir::Opcode::While))
+      return true;
+  return false;
+}
+
 void emit_break(const Loc &loc) {
   if (state(loc).loop_depth == 0)
     throw TraceError("break_ is outside any for_ or while_ body", loc);

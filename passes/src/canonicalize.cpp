@@ -57,6 +57,20 @@ bool fold(ir::Module &m, Operation *op, PassContext &ctx) {
   return true;
 }
 
+/// A lane of `workgroup_size`: the kernel's `workgroup(x, y, z)`, a constant.
+bool fold_workgroup_size(ir::Module &m, Operation *op, PassContext &ctx) {
+  if (op->opcode() != Opcode::VecExtract)
+    return false;
+  const Operation *src = op->operand(0)->defining_op();
+  auto lane = op->attributes().get_int("lane");
+  if (!src || src->opcode() != Opcode::WorkgroupSize || !lane || *lane < 0 || *lane > 2)
+    return false;
+  uint32_t size = op->parent_region()->kernel()->workgroup_size()[static_cast<size_t>(*lane)];
+  detail::replace_op(op, {detail::insert_constant(m, op, op->result()->type(), size)});
+  ctx.count("ops folded");
+  return true;
+}
+
 bool is_constant(const Value *v, uint64_t bits) {
   auto c = detail::constant_bits(v);
   return c && *c == bits;
@@ -194,7 +208,8 @@ void canonicalize(ir::Module &module, PassContext &context) {
         continue;
       if (order_operands(op, context))
         changed = true;
-      if (fold(module, op, context) || apply_identity(module, op, context))
+      if (fold(module, op, context) || fold_workgroup_size(module, op, context) ||
+          apply_identity(module, op, context))
         changed = true;
     }
     if (!changed)

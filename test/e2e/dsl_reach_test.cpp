@@ -133,7 +133,8 @@ void atomics_reach(dsl::Tensor<const float> x, dsl::Tensor<float> extremes,
   });
 }
 
-// switch_ over an integer, a grid-stride loop and the workgroup primitives.
+// switch_ over an integer, a grid-stride loop and the workgroup primitives: their subgroup paths
+// (named ops), their shared-memory trees (a lambda), and calls in a loop.
 void control_and_primitives(dsl::Tensor<const uint32_t> x, dsl::Tensor<uint32_t> out,
                             dsl::Tensor<uint32_t> doubled) {
   dsl::Val<uint32_t> i = dsl::global_id().x;
@@ -142,13 +143,20 @@ void control_and_primitives(dsl::Tensor<const uint32_t> x, dsl::Tensor<uint32_t>
   dsl::switch_(v % 4u, dsl::case_(0, [&] { kind = 10u; }), dsl::case_(2, [&] { kind = 20u; }),
                dsl::default_([&] { kind = 30u; }));
   dsl::WorkgroupOps<uint32_t, 64> wg;
-  out[i * 7u] = kind;
-  out[i * 7u + 1u] = wg.reduce(v, dsl::plus);
-  out[i * 7u + 2u] = wg.inclusive_scan(v, dsl::plus);
-  out[i * 7u + 3u] = wg.exclusive_scan(v, dsl::maximum);
-  out[i * 7u + 4u] = wg.broadcast(v, 5u);
-  out[i * 7u + 5u] = wg.reduce(v, dsl::minimum);
-  out[i * 7u + 6u] = wg.reduce(v, [](auto a, auto b) { return a | b; }); // no subgroup op: a tree
+  auto bit_or = [](auto a, auto b) { return a | b; }; // no subgroup op: a tree
+  out[i * 10u] = kind;
+  out[i * 10u + 1u] = wg.reduce(v, dsl::plus);
+  out[i * 10u + 2u] = wg.inclusive_scan(v, dsl::plus);
+  out[i * 10u + 3u] = wg.exclusive_scan(v, dsl::maximum);
+  out[i * 10u + 4u] = wg.broadcast(v, 5u);
+  out[i * 10u + 5u] = wg.reduce(v, dsl::minimum);
+  out[i * 10u + 6u] = wg.reduce(v, bit_or);
+  out[i * 10u + 7u] = wg.inclusive_scan(v, bit_or);
+  out[i * 10u + 8u] = wg.exclusive_scan(v, dsl::plus);
+  dsl::WorkgroupOps<uint32_t, 64> fresh; // its first call is in a loop
+  dsl::Var<uint32_t> weighted = 0u;
+  dsl::for_(1u, 4u, [&](dsl::Val<uint32_t> k) { weighted += fresh.reduce(v * k, dsl::plus); });
+  out[i * 10u + 9u] = weighted;
   dsl::grid_stride_for(doubled.size(), [&](dsl::Val<uint32_t> k) { doubled[k] = k * 2u; });
 }
 
@@ -519,30 +527,38 @@ TEST_P(DslReach, switch_grid_stride_loop_and_workgroup_primitives) {
     x[k] = (k * 2654435761u) >> 20;
   Args args;
   args.tensor(cubecc::ir::Scalar::U32, x, n);
-  size_t out = args.tensor(cubecc::ir::Scalar::U32, std::vector<uint32_t>(7 * n, 7), 7 * n);
+  size_t out = args.tensor(cubecc::ir::Scalar::U32, std::vector<uint32_t>(10 * n, 7), 10 * n);
   size_t doubled = args.tensor(cubecc::ir::Scalar::U32, std::vector<uint32_t>(m, 7), m);
   run(*module->kernels()[0], args, n / 64);
   std::vector<uint32_t> got = args.read<uint32_t>(out);
   for (uint32_t k = 0; k < n; ++k) {
     uint32_t base = k / 64 * 64, lane = k % 64;
-    uint32_t sum = 0, prefix = 0, running_max = 0, lowest = UINT32_MAX, any = 0;
+    uint32_t sum = 0, prefix = 0, before = 0, running_max = 0, lowest = UINT32_MAX, any = 0,
+             prefix_any = 0;
     for (uint32_t j = base; j < base + 64; ++j) {
       sum += x[j];
       any |= x[j];
       lowest = std::min(lowest, x[j]);
-      if (j <= k)
+      if (j <= k) {
         prefix += x[j];
-      if (j < k)
+        prefix_any |= x[j];
+      }
+      if (j < k) {
         running_max = std::max(running_max, x[j]);
+        before += x[j];
+      }
     }
     uint32_t kind = x[k] % 4 == 0 ? 10 : x[k] % 4 == 2 ? 20 : 30;
-    EXPECT_EQ(got[7 * k], kind) << "switch_ at " << k;
-    EXPECT_EQ(got[7 * k + 1], sum) << "reduce at " << k;
-    EXPECT_EQ(got[7 * k + 2], prefix) << "inclusive_scan at " << k;
-    EXPECT_EQ(got[7 * k + 3], lane == 0 ? 0u : running_max) << "exclusive_scan at " << k;
-    EXPECT_EQ(got[7 * k + 4], x[base + 5]) << "broadcast at " << k;
-    EXPECT_EQ(got[7 * k + 5], lowest) << "reduce(minimum) at " << k;
-    EXPECT_EQ(got[7 * k + 6], any) << "reduce(a | b) at " << k;
+    EXPECT_EQ(got[10 * k], kind) << "switch_ at " << k;
+    EXPECT_EQ(got[10 * k + 1], sum) << "reduce at " << k;
+    EXPECT_EQ(got[10 * k + 2], prefix) << "inclusive_scan at " << k;
+    EXPECT_EQ(got[10 * k + 3], lane == 0 ? 0u : running_max) << "exclusive_scan at " << k;
+    EXPECT_EQ(got[10 * k + 4], x[base + 5]) << "broadcast at " << k;
+    EXPECT_EQ(got[10 * k + 5], lowest) << "reduce(minimum) at " << k;
+    EXPECT_EQ(got[10 * k + 6], any) << "reduce(a | b) at " << k;
+    EXPECT_EQ(got[10 * k + 7], prefix_any) << "inclusive_scan(a | b) at " << k;
+    EXPECT_EQ(got[10 * k + 8], before) << "exclusive_scan(plus) at " << k;
+    EXPECT_EQ(got[10 * k + 9], 6 * sum) << "reduce in a loop at " << k;
   }
   std::vector<uint32_t> got_doubled = args.read<uint32_t>(doubled);
   for (uint32_t k = 0; k < m; ++k)

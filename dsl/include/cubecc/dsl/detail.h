@@ -87,6 +87,9 @@ void emit_break(const Loc &loc);
 void emit_continue(const Loc &loc);
 void emit_return(const Loc &loc);
 void emit_break_levels(int levels, const Loc &loc);
+/// Whether the statement being traced is inside a for_ or while_ (its body or condition), so may
+/// run more than once.
+bool inside_loop(const Loc &loc);
 
 /// Starts tracing `name` into `module` (one kernel at a time per thread) and ends it.
 void begin_kernel(ir::Module &module, const std::string &name, uint32_t wg_x, uint32_t wg_y,

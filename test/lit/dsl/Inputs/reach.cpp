@@ -53,10 +53,24 @@ void views(dsl::Tensor<const uint8_t> raw, dsl::Tensor<float> y, dsl::Scalar<uin
   window[1u] = dsl::bitcast<float>(words[2u]);
 }
 
+void workgroup_calls(dsl::Tensor<float> y) {
+  dsl::WorkgroupOps<float, 64> wg;
+  dsl::Val<float> v = y[dsl::local_index()];
+  dsl::Val<float> total = wg.reduce(v, dsl::plus); // the first call: no barrier before it
+  dsl::Val<float> before = wg.exclusive_scan(v, dsl::maximum); // a barrier first
+  dsl::Var<float> acc = 0.0f;
+  dsl::for_(0u, 2u, [&](dsl::Val<uint32_t>) {
+    dsl::WorkgroupOps<float, 64> inner;
+    acc += inner.inclusive_scan(v, dsl::plus); // first call, in a loop: a barrier first
+  });
+  y[dsl::local_index()] = total + before + acc;
+}
+
 static const bool registered =
     dsl::register_kernel<masked_shift>("masked_shift") &&
     dsl::register_kernel<unsigned_loop>("unsigned_loop") &&
     dsl::register_kernel<vectors>("vectors") && dsl::register_kernel<bits>("bits") &&
     dsl::register_kernel<switch_chain>("switch_chain") &&
     dsl::register_kernel<early_return>("early_return") &&
-    dsl::register_kernel<short_circuit>("short_circuit") && dsl::register_kernel<views>("views");
+    dsl::register_kernel<short_circuit>("short_circuit") && dsl::register_kernel<views>("views") &&
+    dsl::register_kernel<workgroup_calls>("workgroup_calls", "", {.workgroup = {64, 1, 1}});
