@@ -45,8 +45,7 @@ using ir::Type;
 
 /// The register type of a scalar (f16/bf16 live in f32).
 std::string reg(Scalar s) {
-  if (ir::is_storage_float(s))
-    return "u8"; // legalized: only loaded, stored, moved and bitcast, as their bytes
+  s = ir::register_scalar(s);
   switch (s) {
   case Scalar::Bool:
     return "bool";

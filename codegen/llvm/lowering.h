@@ -108,15 +108,11 @@ private:
   //===- Types and constants -----------------------------------------------------------------===//
 
   Type *elem_type(Scalar s) {
-    switch (s) {
+    switch (ir::register_scalar(s)) {
     case Scalar::Bool:
       return B_.getInt1Ty();
     case Scalar::I8:
     case Scalar::U8:
-    case Scalar::E4M3: // storage floats are bytes; legalize turned their conversions into
-    case Scalar::E5M2: // integer ops
-    case Scalar::E2M1:
-    case Scalar::UE8M0:
       return B_.getInt8Ty();
     case Scalar::I16:
     case Scalar::U16:
@@ -133,6 +129,11 @@ private:
       return B_.getFloatTy();
     case Scalar::F64:
       return B_.getDoubleTy();
+    case Scalar::E4M3: // bytes (register_scalar): not reached
+    case Scalar::E5M2:
+    case Scalar::E2M1:
+    case Scalar::UE8M0:
+      break;
     }
     return B_.getInt32Ty();
   }

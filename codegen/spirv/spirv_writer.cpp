@@ -131,8 +131,7 @@ private:
   //===--- Types, constants, instructions ------------------------------------------------===//
 
   Id scalar_type(Scalar s) {
-    if (ir::is_storage_float(s)) // legalized: only moved and bitcast, as their bytes
-      s = Scalar::U8;
+    s = ir::register_scalar(s);
     switch (s) { // the capability each width needs, on first use
     case Scalar::I8:
     case Scalar::U8:
@@ -169,7 +168,7 @@ private:
       float_widths_.insert(ir::scalar_bits(s));
       return m_.type_float(ir::scalar_bits(s));
     case ir::ScalarClass::StorageFloat:
-      break; // mapped to u8 above
+      break; // a byte (register_scalar, above)
     }
     return 0;
   }
@@ -345,13 +344,9 @@ private:
 
 bool Writer::check_type(const ir::Operation &op, Scalar s) {
   const char *missing = nullptr;
-  switch (s) {
+  switch (ir::register_scalar(s)) {
   case Scalar::I8:
   case Scalar::U8:
-  case Scalar::E4M3: // storage floats are bytes
-  case Scalar::E5M2:
-  case Scalar::E2M1:
-  case Scalar::UE8M0:
     missing = features_.int8 ? nullptr : "8-bit integers (shaderInt8, storageBuffer8BitAccess)";
     break;
   case Scalar::I16:
@@ -581,11 +576,7 @@ void Writer::declare_parameters() {
     else if (s == Scalar::BF16)
       v = bf16_bits_to_f32(raw);
     else if (bits < 32) // f16 as its bits; a storage float is its byte (legalized IR)
-      v = cast(Scalar::U32,
-               s == Scalar::F16          ? Scalar::U16
-               : ir::is_storage_float(s) ? Scalar::U8
-                                         : s,
-               raw);
+      v = cast(Scalar::U32, s == Scalar::F16 ? Scalar::U16 : ir::register_scalar(s), raw);
     else
       v = raw;
     if (s == Scalar::F16 || ((bits == 32 || bits == 64) && s != Scalar::U32 && s != Scalar::U64))

@@ -56,6 +56,12 @@ inline bool is_float(Scalar s) {
 inline bool is_storage_float(Scalar s) {
   return scalar_class(s) == ScalarClass::StorageFloat;
 }
+/// The scalar a backend holds `s` in, in registers and in memory: a storage float is its byte
+/// (legalize has expanded every conversion, so only moves, loads, stores, selects, shuffles and
+/// bitcasts remain), every other scalar is itself. The one place that says so for all targets.
+inline Scalar register_scalar(Scalar s) {
+  return is_storage_float(s) ? Scalar::U8 : s;
+}
 inline bool is_integer(Scalar s) {
   return scalar_class(s) == ScalarClass::Signed || scalar_class(s) == ScalarClass::Unsigned;
 }
