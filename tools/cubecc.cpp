@@ -137,6 +137,15 @@ int run(int argc, char **argv) {
   kernels->footer("Examples:\n  cubecc kernels build/examples/libcubecc_examples.so\n"
                   "  cubecc kernels build/examples/libcubecc_examples.so --hash --json");
 
+  // What a written bundle records about its making (reproducible unless asked otherwise).
+  auto add_provenance = [](CLI::App *command, ProvenanceOptions &options) {
+    command->add_option("--created-at", options.created_at,
+                        "record this creation time: seconds since 1970, or 'now' (default: "
+                        "$SOURCE_DATE_EPOCH, else none, so that rebuilds are byte-identical)");
+    command->add_flag("--record-host", options.record_host, "record this machine's host name");
+    command->add_flag("--record-command", options.record_command,
+                      "record the whole command line (its paths included)");
+  };
   CLI::App *env = app.add_subcommand("env", "build, inspect, verify and merge environment bundles");
   env->require_subcommand(1);
   env->footer("Examples:\n"
@@ -161,6 +170,7 @@ int run(int argc, char **argv) {
       ->check(CLI::Range(0, 3));
   env_build->add_option("-j,--jobs", build_options.jobs,
                         "compile jobs at once (default: all cores)");
+  add_provenance(env_build, build_options.provenance);
   env_build->footer("Example:\n  cubecc env build build/examples/libcubecc_examples.so "
                     "--target cuda:sm_80,cuda:sm_90,hip:gfx90a,vulkan -o app.cubeenv");
   CLI::App *env_inspect =
@@ -187,6 +197,8 @@ int run(int argc, char **argv) {
   std::string merge_output;
   env_merge->add_option("bundles", merge_inputs, "the bundles to merge")->required();
   env_merge->add_option("-o", merge_output, "the bundle to write")->required();
+  ProvenanceOptions merge_provenance;
+  add_provenance(env_merge, merge_provenance);
   env_merge->footer("Example:\n  cubecc env merge app.cubeenv tuning.cubeenv -o merged.cubeenv");
 
   CLI::App *tune = app.add_subcommand(
@@ -202,6 +214,7 @@ int run(int argc, char **argv) {
       ->check(CLI::Range(1, 1000));
   tune->add_option("--warmup", tune_options.warmup, "untimed runs per variant (default 2)")
       ->check(CLI::Range(0, 100));
+  add_provenance(tune, tune_options.provenance);
   tune->footer("Examples:\n  cubecc tune build/examples/libcubecc_examples.so --device vulkan "
                "--samples 3 -o tuning.cubeenv\n"
                "  cubecc env merge app.cubeenv tuning.cubeenv -o merged.cubeenv");
@@ -236,19 +249,24 @@ int run(int argc, char **argv) {
   for (int i = 0; i < argc; ++i)
     command_line += (i ? " " : "") + std::string(argv[i]);
   if (tune->parsed()) {
-    tune_options.command_line = command_line;
+    tune_options.provenance.tool = "cubecc tune";
+    tune_options.provenance.command_line = command_line;
     return tune_command(tune_options);
   }
   if (env_build->parsed()) {
-    build_options.command_line = command_line;
+    build_options.provenance.tool = "cubecc env build";
+    build_options.provenance.command_line = command_line;
     return env_build_command(build_options);
   }
   if (env_inspect->parsed())
     return env_inspect_command(bundle_path, inspect_json);
   if (env_verify->parsed())
     return env_verify_command(bundle_path, verify_json);
-  if (env_merge->parsed())
-    return env_merge_command(merge_inputs, merge_output, command_line);
+  if (env_merge->parsed()) {
+    merge_provenance.tool = "cubecc env merge";
+    merge_provenance.command_line = command_line;
+    return env_merge_command(merge_inputs, merge_output, merge_provenance);
+  }
   if (kernels->parsed())
     return kernels_command(library_path, hashes, kernels_json);
   std::cout << app.help();

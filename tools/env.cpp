@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -172,10 +173,12 @@ int env_build_command(const EnvBuildOptions &options) {
   build.jobs = options.jobs;
   Progress progress;
   build.progress = std::ref(progress);
+  environments::Metadata metadata;
+  if (!provenance_metadata(options.provenance, metadata))
+    return kUserError;
   auto contents = environments::build_entries(kernels, build, errors);
   if (!contents)
     return report(errors);
-  auto metadata = environments::current_metadata(options.command_line);
   metadata.targets = contents->metadata.targets;
   metadata.toolkits = contents->metadata.toolkits;
   contents->metadata = std::move(metadata);
@@ -190,6 +193,35 @@ int env_build_command(const EnvBuildOptions &options) {
                            shown(options.output), contents->entries.size(), artifacts,
                            fmt::join(*targets, ", "), seconds, human_bytes(bytes));
   return load_rc;
+}
+
+bool provenance_metadata(const ProvenanceOptions &options, environments::Metadata &out) {
+  environments::Provenance provenance;
+  provenance.record_host = options.record_host;
+  if (options.created_at == "now") {
+    provenance.created_unix = std::chrono::duration_cast<std::chrono::seconds>(
+                                  std::chrono::system_clock::now().time_since_epoch())
+                                  .count();
+  } else if (!options.created_at.empty()) {
+    const std::string &text = options.created_at;
+    int64_t seconds = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+    if (ec != std::errc() || end != text.data() + text.size() || seconds < 0) {
+      std::cerr << fmt::format("cubecc: error: --created-at '{}': give seconds since 1970 "
+                               "(e.g. git log -1 --format=%ct) or 'now'\n",
+                               shown(text));
+      return false;
+    }
+    provenance.created_unix = seconds;
+  }
+  try {
+    out = environments::current_metadata(
+        options.record_command ? options.command_line : options.tool, provenance);
+  } catch (const runtime::Error &e) {
+    report_error(e);
+    return false;
+  }
+  return true;
 }
 
 int env_inspect_command(const std::string &path, bool json) {
@@ -219,8 +251,10 @@ int env_inspect_command(const std::string &path, bool json) {
     std::cerr << fmt::format("cubecc: error: {}: {}\n", path, fmt::join(damage, ", "));
     return kUserError;
   };
-  std::string created = fmt::format("{:%Y-%m-%d %H:%M:%S} UTC",
-                                    fmt::gmtime(static_cast<std::time_t>(m.created_unix)));
+  std::string created = m.created_unix == 0
+                            ? std::string("an unrecorded time")
+                            : fmt::format("{:%Y-%m-%d %H:%M:%S} UTC",
+                                          fmt::gmtime(static_cast<std::time_t>(m.created_unix)));
 
   if (json) {
     nlohmann::json out;
@@ -228,8 +262,10 @@ int env_inspect_command(const std::string &path, bool json) {
     out["bytes"] = bundle->file_bytes();
     out["format_version"] = bundle->format_version();
     out["cubecc_version"] = m.cubecc_version;
-    out["created"] = {
-        {"unix", m.created_unix}, {"utc", created}, {"host", m.created_host}, {"by", m.created_by}};
+    out["created"] = {{"unix", m.created_unix},
+                      {"utc", m.created_unix == 0 ? nlohmann::json() : nlohmann::json(created)},
+                      {"host", m.created_host},
+                      {"by", m.created_by}};
     out["targets"] = m.targets;
     out["toolkits"] = nlohmann::json::object();
     for (const auto &[name, version] : m.toolkits)
@@ -284,7 +320,7 @@ int env_inspect_command(const std::string &path, bool json) {
   print_out("{}: environment bundle, format {}, {}\n", path, bundle->format_version(),
             human_bytes(bundle->file_bytes()));
   print_out("built by cubecc {} on {} at {}{}\n", m.cubecc_version,
-            m.created_host.empty() ? "?" : m.created_host, created,
+            m.created_host.empty() ? "an unrecorded host" : m.created_host, created,
             m.created_by.empty() ? "" : fmt::format(" ({})", m.created_by));
   print_out("targets: {}\n",
             m.targets.empty() ? "-" : fmt::format("{}", fmt::join(m.targets, ", ")));
@@ -400,9 +436,12 @@ int env_verify_command(const std::string &path, bool json) {
 }
 
 int env_merge_command(const std::vector<std::string> &inputs, const std::string &output,
-                      const std::string &command_line) {
+                      const ProvenanceOptions &provenance) {
   if (int code = check_output(output))
     return code;
+  environments::Metadata metadata;
+  if (!provenance_metadata(provenance, metadata))
+    return kUserError;
   environments::BundleContents merged;
   std::string version;
   for (const std::string &input : inputs) {
@@ -432,7 +471,6 @@ int env_merge_command(const std::vector<std::string> &inputs, const std::string 
       return report_error(e);
     }
   }
-  auto metadata = environments::current_metadata(command_line);
   metadata.cubecc_version = version;
   metadata.targets = std::move(merged.metadata.targets);
   metadata.toolkits = std::move(merged.metadata.toolkits);

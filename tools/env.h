@@ -4,7 +4,27 @@
 #include <string>
 #include <vector>
 
+namespace cubecc::environments {
+struct Metadata;
+}
+
 namespace cubecc::tools {
+
+/// How a bundle that a command writes records its making. By default nothing that differs
+/// between two runs on the same inputs (paths, host, time), so the bundles are byte-identical.
+struct ProvenanceOptions {
+  std::string tool;            ///< what made the bundle: "cubecc env build", ...
+  std::string command_line;    ///< the whole command line: recorded with --record-command
+  std::string created_at;      ///< --created-at: seconds since 1970 or "now"; empty: none, or
+                               ///< $SOURCE_DATE_EPOCH
+  bool record_host = false;    ///< --record-host
+  bool record_command = false; ///< --record-command
+};
+
+/// The metadata a bundle written under `options` records (this cubecc's version, the creation
+/// time and host as asked); false after printing the error for a bad --created-at or
+/// $SOURCE_DATE_EPOCH.
+bool provenance_metadata(const ProvenanceOptions &options, environments::Metadata &out);
 
 struct EnvBuildOptions {
   std::vector<std::string> inputs;
@@ -12,7 +32,7 @@ struct EnvBuildOptions {
   std::string output;
   int opt_level = 2;
   unsigned jobs = 0;
-  std::string command_line; ///< recorded in the bundle
+  ProvenanceOptions provenance;
 };
 
 /// Each returns the process exit code (tool_support.h).
@@ -20,6 +40,6 @@ int env_build_command(const EnvBuildOptions &options);
 int env_inspect_command(const std::string &bundle, bool json);
 int env_verify_command(const std::string &bundle, bool json);
 int env_merge_command(const std::vector<std::string> &inputs, const std::string &output,
-                      const std::string &command_line);
+                      const ProvenanceOptions &provenance);
 
 } // namespace cubecc::tools

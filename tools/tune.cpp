@@ -83,8 +83,8 @@ int tune_command(const TuneCommandOptions &options) {
                                     shown(options.tunable)));
     return kUserError;
   }
-  environments::Metadata metadata = environments::current_metadata(options.command_line);
-  contents.metadata = std::move(metadata);
+  if (!provenance_metadata(options.provenance, contents.metadata))
+    return kUserError;
   if (int code = write_output("cubecc", options.output, environments::serialize_bundle(contents)))
     return code;
   std::cerr << fmt::format("cubecc: {}: {} tuning records (merge them with compiled kernels: "

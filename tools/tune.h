@@ -1,6 +1,8 @@
 //===- tune.h - `cubecc tune`: tuning a kernel library's tunables into a bundle ---------------===//
 #pragma once
 
+#include "env.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -14,7 +16,7 @@ struct TuneCommandOptions {
   std::string tunable;             ///< only this tunable, when set
   uint32_t samples = 10;
   uint32_t warmup = 2;
-  std::string command_line;
+  ProvenanceOptions provenance;
 };
 
 /// Returns the process exit code (tool_support.h).

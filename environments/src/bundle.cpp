@@ -17,7 +17,8 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
+#include <charconv>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -65,6 +66,16 @@ bool key_less(const fb::EntryRef &a, uint64_t high, uint64_t low) {
 /// The FlatBuffers verifier checks a vector's length field for alignment, not its elements: a
 /// crafted index could place the 8-byte EntryRef structs off their alignment.
 /// (An empty table is never read, and the builder does not align one.)
+/// Whether the padding after a part of the file that ends at `end` (up to the next multiple of
+/// 16) lies in the file and is zero, as written. Checked so that no byte of a bundle can change
+/// unnoticed: the parts themselves have checksums.
+bool zero_padding(const uint8_t *file, uint64_t end, uint64_t file_bytes) {
+  uint64_t padded = (end + kEntryAlignment - 1) / kEntryAlignment * kEntryAlignment;
+  if (end > file_bytes || padded > file_bytes)
+    return false;
+  return std::all_of(file + end, file + padded, [](uint8_t b) { return b == 0; });
+}
+
 bool entries_aligned(const fb::Index *index) {
   return index->entries()->size() == 0 ||
          reinterpret_cast<uintptr_t>(index->entries()->Data()) % alignof(fb::EntryRef) == 0;
@@ -239,15 +250,28 @@ ir::Hash128 entry_key(const ir::Hash128 &hash, std::string_view options) {
   return {h.high64, h.low64};
 }
 
-Metadata current_metadata(std::string created_by) {
+Metadata current_metadata(std::string created_by, const Provenance &provenance) {
   Metadata m;
   m.cubecc_version = std::string(cubecc::version());
-  m.created_unix = std::chrono::duration_cast<std::chrono::seconds>(
-                       std::chrono::system_clock::now().time_since_epoch())
-                       .count();
-  char host[256] = {};
-  if (gethostname(host, sizeof host - 1) == 0)
-    m.created_host = host;
+  if (provenance.created_unix) {
+    m.created_unix = *provenance.created_unix;
+  } else if (const char *epoch = std::getenv("SOURCE_DATE_EPOCH"); epoch && *epoch) {
+    std::string_view text(epoch);
+    int64_t seconds = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+    if (ec != std::errc() || end != text.data() + text.size() || seconds < 0)
+      throw runtime::Error(runtime::ErrorKind::InvalidArgument,
+                           fmt::format("SOURCE_DATE_EPOCH is '{}', not a number of seconds since "
+                                       "1970; set it to one (e.g. the last commit's time: git "
+                                       "log -1 --format=%ct) or unset it",
+                                       text));
+    m.created_unix = seconds;
+  }
+  if (provenance.record_host) {
+    char host[256] = {};
+    if (gethostname(host, sizeof host - 1) == 0)
+      m.created_host = host;
+  }
   m.created_by = std::move(created_by);
   return m;
 }
@@ -495,9 +519,9 @@ std::shared_ptr<const Bundle> Bundle::open(const std::string &path) {
   m.modified = st.st_mtim;
   bundle->size_ = static_cast<uint64_t>(st.st_size);
 
-  // The header and the index, read (not mapped) into memory: check() sees them, and lookups use
-  // them, whatever happens to the file later. The index size is the header's, bounded by the
-  // file: check() refuses a header that does not describe this file.
+  // The header and the index (with its padding), read (not mapped) into memory: check() sees
+  // them, and lookups use them, whatever happens to the file later. The index size is the
+  // header's, bounded by the file: check() refuses a header that does not describe this file.
   uint64_t head_bytes = std::min(bundle->size_, kHeaderBytes);
   if (head_bytes == kHeaderBytes) {
     uint8_t header[kHeaderBytes];
@@ -506,6 +530,8 @@ std::shared_ptr<const Bundle> Bundle::open(const std::string &path) {
                   fmt::format("{}: the file shrank while it was opened", path));
     head_bytes += std::min({read_le<uint64_t>(header + kOffIndexBytes),
                             bundle->size_ - kHeaderBytes, uint64_t(FLATBUFFERS_MAX_BUFFER_SIZE)});
+    head_bytes = std::min(bundle->size_,
+                          (head_bytes + kEntryAlignment - 1) / kEntryAlignment * kEntryAlignment);
   }
   m.head = std::make_unique_for_overwrite<uint64_t[]>(head_bytes / 8 + 1); // filled just below
   if (!read_at(fd, 0, head_bytes, reinterpret_cast<uint8_t *>(m.head.get())))
@@ -608,6 +634,10 @@ void Bundle::check() {
   if (read_le<uint64_t>(head_ + kOffIndexChecksum) != checksum(head_ + kHeaderBytes, index_bytes))
     fail(fmt::format("the index at offset {} is damaged (its checksum does not match)",
                      kHeaderBytes));
+  if (!zero_padding(head_, kHeaderBytes + index_bytes, size_))
+    fail(fmt::format("the padding after the index, at offset {}, is not zero (the file was "
+                     "changed after it was written); rebuild the bundle",
+                     kHeaderBytes + index_bytes));
   flatbuffers::Verifier verifier(head_ + kHeaderBytes, index_bytes,
                                  flatbuffers::Verifier::Options{64, kMaxTables, true, true});
   if (!verifier.VerifyBuffer<fb::Index>(nullptr))
@@ -676,7 +706,8 @@ std::string Bundle::verify_entry(size_t i) const {
   if (state == 1)
     return {};
   if (state == 0) {
-    bool sound = checksum(bytes, ref->size()) == ref->checksum();
+    bool sound = checksum(bytes, ref->size()) == ref->checksum() &&
+                 zero_padding(data_, ref->offset() + ref->size(), size_);
     if (sound) {
       flatbuffers::Verifier verifier(bytes, ref->size(),
                                      flatbuffers::Verifier::Options{64, kMaxTables, true, true});
@@ -694,6 +725,10 @@ std::string Bundle::verify_entry(size_t i) const {
     return fmt::format("entry {} at offset {} ({} bytes) is damaged: its checksum does not match; "
                        "rebuild the bundle",
                        i, ref->offset(), ref->size());
+  if (!zero_padding(data_, ref->offset() + ref->size(), size_))
+    return fmt::format("entry {} at offset {}: the padding after it is not zero (the file was "
+                       "changed after it was written); rebuild the bundle",
+                       i, ref->offset());
   flatbuffers::Verifier verifier(bytes, ref->size(),
                                  flatbuffers::Verifier::Options{64, kMaxTables, true, true});
   if (!verifier.VerifyBuffer<fb::Entry>(nullptr))

@@ -77,9 +77,9 @@ struct TuningEntry {
 
 struct Metadata {
   std::string cubecc_version; ///< of the cubecc that built it
-  int64_t created_unix = 0;
-  std::string created_host;
-  std::string created_by; ///< the command line
+  int64_t created_unix = 0;   ///< 0: not recorded
+  std::string created_host;   ///< empty: not recorded
+  std::string created_by;     ///< the tool ("cubecc env build"), or its command line if asked
   std::vector<std::string> targets;
   std::vector<std::pair<std::string, std::string>> toolkits; ///< (name, version)
 };
@@ -93,8 +93,20 @@ struct BundleContents {
 /// The index key of an entry: xxh3-128 of the kernel hash and the options.
 ir::Hash128 entry_key(const ir::Hash128 &hash, std::string_view options);
 
-/// Metadata for a bundle built now by this process: this cubecc's version, the time, the host.
-Metadata current_metadata(std::string created_by);
+/// What a bundle records about its making beyond its contents. The defaults record nothing that
+/// differs between two builds of the same inputs with the same options and toolkits, so those
+/// two bundles are byte-identical (reproducible builds).
+struct Provenance {
+  /// The creation time, in seconds since 1970. Unset: $SOURCE_DATE_EPOCH where it is set (the
+  /// reproducible-builds.org convention), else not recorded (0).
+  std::optional<int64_t> created_unix;
+  bool record_host = false; ///< this machine's host name
+};
+
+/// Metadata for a bundle made by `created_by` in this process: this cubecc's version, and the
+/// time and host as `provenance` says. Throws runtime::Error (InvalidArgument) when
+/// $SOURCE_DATE_EPOCH is needed but is not a non-negative number of seconds.
+Metadata current_metadata(std::string created_by, const Provenance &provenance = {});
 
 /// The file's bytes. Throws runtime::Error when two entries have the same key or two tuning
 /// records the same key (merge_contents combines them first).
