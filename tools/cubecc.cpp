@@ -170,6 +170,9 @@ int run(int argc, char **argv) {
       ->check(CLI::Range(0, 3));
   env_build->add_option("-j,--jobs", build_options.jobs,
                         "compile jobs at once (default: all cores)");
+  env_build->add_option("--shard", build_options.shard,
+                        "I/N: build share I (1..N) of the (kernel, target) work, for a build "
+                        "spread over N machines; `env merge` of the N bundles is the whole build");
   add_provenance(env_build, build_options.provenance);
   env_build->footer("Example:\n  cubecc env build build/examples/libcubecc_examples.so "
                     "--target cuda:sm_80,cuda:sm_90,hip:gfx90a,vulkan -o app.cubeenv");

@@ -24,6 +24,7 @@
 #include <cstring>
 #include <iostream>
 #include <map>
+#include <optional>
 
 namespace cubecc::tools {
 
@@ -173,6 +174,24 @@ int env_build_command(const EnvBuildOptions &options) {
   build.jobs = options.jobs;
   Progress progress;
   build.progress = std::ref(progress);
+  if (!options.shard.empty()) {
+    unsigned index = 0, count = 0;
+    const std::string &s = options.shard;
+    size_t slash = s.find('/');
+    auto number = [](std::string_view text, unsigned &out) {
+      auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+      return ec == std::errc() && end == text.data() + text.size();
+    };
+    if (slash == std::string::npos || !number(std::string_view(s).substr(0, slash), index) ||
+        !number(std::string_view(s).substr(slash + 1), count) || index < 1 || index > count) {
+      std::cerr << fmt::format("cubecc: error: --shard '{}': give I/N, share I of N with 1 <= I "
+                               "<= N (e.g. --shard 2/4)\n",
+                               shown(s));
+      return kUserError;
+    }
+    build.shard_index = index - 1;
+    build.shard_count = count;
+  }
   environments::Metadata metadata;
   if (!provenance_metadata(options.provenance, metadata))
     return kUserError;
@@ -189,9 +208,10 @@ int env_build_command(const EnvBuildOptions &options) {
   for (const auto &e : contents->entries)
     artifacts += e.artifacts.size();
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::cerr << fmt::format("cubecc: {}: {} kernels, {} binaries for {} in {:.1f} s ({})\n",
-                           shown(options.output), contents->entries.size(), artifacts,
-                           fmt::join(*targets, ", "), seconds, human_bytes(bytes));
+  std::cerr << fmt::format(
+      "cubecc: {}: {}{} kernels, {} binaries for {} in {:.1f} s ({})\n", shown(options.output),
+      options.shard.empty() ? "" : "shard " + options.shard + ": ", contents->entries.size(),
+      artifacts, fmt::join(*targets, ", "), seconds, human_bytes(bytes));
   return load_rc;
 }
 
@@ -444,6 +464,10 @@ int env_merge_command(const std::vector<std::string> &inputs, const std::string 
     return kUserError;
   environments::BundleContents merged;
   std::string version;
+  // A merge of bundles made alike (the shards of one build) records how they were made, so that
+  // it is that build byte for byte; of bundles made otherwise, or when asked, its own making.
+  std::optional<environments::Metadata> common;
+  bool alike = true;
   for (const std::string &input : inputs) {
     auto bundle = open_bundle(input);
     if (!bundle)
@@ -456,6 +480,12 @@ int env_merge_command(const std::vector<std::string> &inputs, const std::string 
       return kUserError;
     }
     version = bundle->metadata().cubecc_version;
+    const environments::Metadata &m = bundle->metadata();
+    if (!common)
+      common = m;
+    else if (m.created_by != common->created_by || m.created_unix != common->created_unix ||
+             m.created_host != common->created_host)
+      alike = false;
     for (const auto &t : bundle->tuning_records()) {
       std::string error;
       if (!autotune::parse_record(t.record, error)) {
@@ -472,6 +502,11 @@ int env_merge_command(const std::vector<std::string> &inputs, const std::string 
     }
   }
   metadata.cubecc_version = version;
+  if (alike && common && !provenance.asked()) {
+    metadata.created_by = common->created_by;
+    metadata.created_unix = common->created_unix;
+    metadata.created_host = common->created_host;
+  }
   metadata.targets = std::move(merged.metadata.targets);
   metadata.toolkits = std::move(merged.metadata.toolkits);
   merged.metadata = std::move(metadata);

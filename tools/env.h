@@ -19,6 +19,8 @@ struct ProvenanceOptions {
                                ///< $SOURCE_DATE_EPOCH
   bool record_host = false;    ///< --record-host
   bool record_command = false; ///< --record-command
+  /// Whether any of the three was given (a merge keeps its inputs' provenance otherwise).
+  bool asked() const { return !created_at.empty() || record_host || record_command; }
 };
 
 /// The metadata a bundle written under `options` records (this cubecc's version, the creation
@@ -32,6 +34,7 @@ struct EnvBuildOptions {
   std::string output;
   int opt_level = 2;
   unsigned jobs = 0;
+  std::string shard; ///< "I/N": build share I (1 .. N) of the work; empty: all of it
   ProvenanceOptions provenance;
 };
 

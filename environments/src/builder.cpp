@@ -62,6 +62,13 @@ std::vector<Artifact> compile_group(const ir::Kernel &kernel, const TargetGroup 
   return out;
 }
 
+/// The shard (0 .. count - 1) that compiles `kernel` for the targets of `group`: a hash of both,
+/// so that it depends on neither the inputs' order nor the other kernels.
+unsigned shard_of(const ir::Hash128 &kernel, const TargetGroup &group, unsigned count) {
+  std::string key = fmt::format("{}|{}", kernel.hex(), fmt::join(group.targets, ","));
+  return static_cast<unsigned>(XXH3_64bits(key.data(), key.size()) % count);
+}
+
 /// Runs `count` jobs on `threads` threads.
 template <class F> void parallel_for(size_t count, unsigned threads, F &&body) {
   std::atomic<size_t> next{0};
@@ -108,6 +115,10 @@ std::string compile_options(int opt_level) {
 std::optional<BundleContents> build_entries(std::span<const KernelInput> kernels,
                                             const BuildOptions &options,
                                             std::vector<ir::Diagnostic> &errors) {
+  if (options.shard_count == 0 || options.shard_index >= options.shard_count)
+    throw runtime::Error(runtime::ErrorKind::InvalidArgument,
+                         fmt::format("build_entries: shard {} of {} does not exist",
+                                     options.shard_index, options.shard_count));
   std::vector<KernelInput> unique_kernels;
   unsigned threads =
       options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
@@ -131,10 +142,22 @@ std::optional<BundleContents> build_entries(std::span<const KernelInput> kernels
   }
   kernels = unique_kernels;
 
-  // Each kernel's own module, optimized once.
+  // The (kernel, backend) jobs of this shard, kernel-major.
+  std::vector<Job> jobs;
+  std::vector<bool> has_jobs(kernels.size(), false);
+  for (size_t k = 0; k < kernels.size(); ++k)
+    for (const TargetGroup &g : groups)
+      if (shard_of(hashes[k], g, options.shard_count) == options.shard_index) {
+        jobs.push_back({k, &g});
+        has_jobs[k] = true;
+      }
+
+  // Each kernel's own module (those with work in this shard), optimized once.
   std::vector<std::unique_ptr<ir::Module>> optimized(kernels.size());
   std::vector<std::vector<ir::Diagnostic>> problems(kernels.size());
   parallel_for(kernels.size(), threads, [&](size_t i) {
+    if (!has_jobs[i])
+      return;
     const ir::Kernel &kernel = *kernels[i].kernel;
     problems[i] = ir::verify(kernel);
     if (!problems[i].empty())
@@ -153,10 +176,6 @@ std::optional<BundleContents> build_entries(std::span<const KernelInput> kernels
   if (!errors.empty())
     return std::nullopt;
 
-  std::vector<Job> jobs;
-  for (size_t k = 0; k < kernels.size(); ++k)
-    for (const TargetGroup &g : groups)
-      jobs.push_back({k, &g});
   std::vector<std::vector<Artifact>> artifacts(jobs.size());
   std::vector<std::vector<ir::Diagnostic>> job_errors(jobs.size());
   std::mutex progress_mutex;
@@ -187,8 +206,11 @@ std::optional<BundleContents> build_entries(std::span<const KernelInput> kernels
     if (!g.backend->toolkit_label().empty())
       for (const codegen::Toolkit &t : g.backend->toolkits())
         contents.metadata.toolkits.emplace_back(t.name, t.version);
-  // Jobs are kernel-major: kernel k's artifacts are those of jobs k * groups .. (k + 1) * groups.
+  // Jobs are kernel-major: kernel k's artifacts are those of its consecutive jobs.
+  size_t next_job = 0;
   for (size_t k = 0; k < kernels.size(); ++k) {
+    if (!has_jobs[k])
+      continue;
     Entry entry;
     entry.hash = hashes[k];
     entry.options = opt;
@@ -198,8 +220,8 @@ std::optional<BundleContents> build_entries(std::span<const KernelInput> kernels
     entry.library_build = kernels[k].library_build;
     for (unsigned p = 0; p < kernels[k].kernel->num_parameters(); ++p)
       entry.parameter_names.push_back(kernels[k].kernel->parameter(p)->name());
-    for (size_t j = k * groups.size(); j < (k + 1) * groups.size(); ++j)
-      for (Artifact &a : artifacts[j])
+    for (; next_job < jobs.size() && jobs[next_job].kernel == k; ++next_job)
+      for (Artifact &a : artifacts[next_job])
         entry.artifacts.push_back(std::move(a));
     contents.entries.push_back(std::move(entry));
   }

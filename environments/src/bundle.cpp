@@ -438,6 +438,21 @@ std::vector<std::string> merge_contents(BundleContents &into, BundleContents fro
     if (std::find(into.metadata.targets.begin(), into.metadata.targets.end(), target) ==
         into.metadata.targets.end())
       into.metadata.targets.push_back(std::move(target));
+  // Each entry's binaries in the order a build makes them: by backend, in the order the targets
+  // name the backends (a backend's own binaries keep their order). So the merge of a build's
+  // shards is that build, byte for byte.
+  std::vector<std::string_view> backend_order;
+  auto backend_of = [](std::string_view target) { return target.substr(0, target.find(':')); };
+  for (const std::string &t : into.metadata.targets)
+    if (std::find(backend_order.begin(), backend_order.end(), backend_of(t)) == backend_order.end())
+      backend_order.push_back(backend_of(t));
+  auto rank = [&](const Artifact &a) {
+    return std::find(backend_order.begin(), backend_order.end(), backend_of(a.target.target)) -
+           backend_order.begin();
+  };
+  for (Entry &e : into.entries)
+    std::stable_sort(e.artifacts.begin(), e.artifacts.end(),
+                     [&](const Artifact &a, const Artifact &b) { return rank(a) < rank(b); });
   for (auto &toolkit : from.metadata.toolkits)
     if (std::find(into.metadata.toolkits.begin(), into.metadata.toolkits.end(), toolkit) ==
         into.metadata.toolkits.end())

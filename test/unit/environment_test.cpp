@@ -146,6 +146,42 @@ TEST(Bundle, metadata_records_a_time_and_host_only_when_asked) {
   unsetenv("SOURCE_DATE_EPOCH");
 }
 
+// Sharded builds: the shards share the work out with nothing twice and nothing left, and their
+// merge, in any order, serializes to the bytes of the whole build.
+TEST(Bundle, shards_merged_in_any_order_are_the_whole_build) {
+  auto module = traced_examples();
+  std::vector<environments::KernelInput> inputs;
+  for (const auto &k : module->kernels())
+    inputs.push_back({k.get(), "config of " + k->name()});
+  environments::BuildOptions options;
+  options.targets = {"vulkan", "interp"};
+  std::vector<ir::Diagnostic> errors;
+  auto whole = environments::build_entries(inputs, options, errors);
+  ASSERT_TRUE(whole) << ir::to_string(errors);
+  std::vector<environments::BundleContents> shards;
+  options.shard_count = 3;
+  size_t binaries = 0;
+  for (unsigned i = 0; i < 3; ++i) {
+    options.shard_index = i;
+    auto shard = environments::build_entries(inputs, options, errors);
+    ASSERT_TRUE(shard) << ir::to_string(errors);
+    EXPECT_FALSE(shard->entries.empty()) << "shard " << i;
+    for (const auto &e : shard->entries)
+      binaries += e.artifacts.size();
+    shards.push_back(std::move(*shard));
+  }
+  EXPECT_EQ(binaries, 2 * module->kernels().size());
+  const std::string expected = environments::serialize_bundle(*whole);
+  for (const auto &order : {std::array{0, 1, 2}, std::array{2, 0, 1}, std::array{1, 2, 0}}) {
+    environments::BundleContents merged;
+    for (int i : order)
+      EXPECT_TRUE(environments::merge_contents(merged, shards[i]).empty());
+    EXPECT_EQ(environments::serialize_bundle(merged), expected) << order[0] << order[1] << order[2];
+  }
+  options.shard_index = 3;
+  EXPECT_THROW(environments::build_entries(inputs, options, errors), runtime::Error);
+}
+
 TEST(Bundle, merge_joins_binaries_and_replaces_tuning_records) {
   auto module = traced_examples();
   auto interp = build(*module, {"interp"});

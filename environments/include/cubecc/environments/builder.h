@@ -32,6 +32,13 @@ struct BuildOptions {
   int opt_level = 2;
   /// Compile jobs at once; 0: one per core.
   unsigned jobs = 0;
+  /// Build only share `shard_index` (0 .. shard_count - 1) of the (kernel, backend) work, for a
+  /// build spread over machines: a job's share is a hash of its kernel and targets, so the
+  /// shares are the same on every machine and for any order of the inputs, and merging the
+  /// shards' bundles (merge_contents, then serialize_bundle) gives the bytes of the whole build.
+  /// A shard's bundle holds the kernels that have work in it, with their binaries from it.
+  unsigned shard_index = 0;
+  unsigned shard_count = 1;
   /// Called after each job (any thread, serialized): jobs done, jobs in all, what finished.
   std::function<void(size_t done, size_t total, const std::string &what)> progress;
 };

@@ -122,7 +122,10 @@ std::string reseal_for_testing(std::string bytes);
 
 /// Merges `from` into `into`: entries with the same key gain the artifacts they lack (an artifact
 /// for the same target, format, features and toolkit is replaced), tuning records with the same
-/// key are replaced. Returns one line per replacement, for the user.
+/// key are replaced. Each entry's artifacts are then ordered by backend, in the order the merged
+/// targets name the backends (as a build orders them), so merging the shards of a build
+/// (BuildOptions::shard_index) gives that build's contents. Returns one line per replacement,
+/// for the user.
 std::vector<std::string> merge_contents(BundleContents &into, BundleContents from);
 
 /// An opened bundle. Thread-safe: lookups from many threads may run at once.
