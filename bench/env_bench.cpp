@@ -20,6 +20,7 @@
 // tables, then one JSON object per row.
 //
 // Usage: env_bench [--reps N] [--kernel NAME] [--entries N] [--no-lavapipe] [--keep DIR]
+//        env_bench --bundle FILE [--reps N]   (part 2 only, on a real bundle: open and lookups)
 //
 //===-----------------------------------------------------------------------------------------===//
 #include "bench_support.h"
@@ -211,6 +212,8 @@ std::string random_bytes(std::mt19937_64 &rng, size_t n) {
   return s;
 }
 
+void measure_file(const std::string &path, int reps, SyntheticResult &result);
+
 SyntheticResult synthetic(size_t count, const std::string &path, int reps) {
   SyntheticResult result;
   result.entries = count;
@@ -249,6 +252,29 @@ SyntheticResult synthetic(size_t count, const std::string &path, int reps) {
   environments::write_bundle(path, contents);
   result.write_ms = ms_since(write_start);
   contents = {};
+  measure_file(path, reps, result);
+  return result;
+}
+
+/// Opening `path` and looking its kernels up, into `result` (its entries and file size too).
+void measure_file(const std::string &path, int reps, SyntheticResult &result) {
+  std::mt19937_64 rng(2026);
+  // The keys, and each entry's first binary as the target to ask for.
+  std::vector<ir::Hash128> hashes;
+  std::vector<runtime::BinaryTarget> wants;
+  {
+    std::shared_ptr<const environments::Bundle> bundle = environments::Bundle::open(path);
+    for (size_t i = 0; i < bundle->num_entries(); ++i) {
+      std::string error;
+      auto e = bundle->read_entry(i, error);
+      if (!e || e->artifacts.empty() || e->options != runtime::kRuntimeCompileOptions)
+        die(fmt::format("{}: entry {} cannot be looked up: {}", path, i, error));
+      hashes.push_back(e->hash);
+      wants.push_back(e->artifacts.front().target);
+    }
+  }
+  const size_t count = hashes.size();
+  result.entries = count;
 
   // Opening: mmap, the header, the index's checksum and verifier. The file was just written, so
   // its pages are in the page cache (as for an application that starts again).
@@ -258,7 +284,7 @@ SyntheticResult synthetic(size_t count, const std::string &path, int reps) {
     std::shared_ptr<const environments::Bundle> bundle = environments::Bundle::open(path);
     double ms = ms_since(start);
     if (bundle->num_entries() != count)
-      die("the synthetic bundle has the wrong number of entries");
+      die("the bundle has the wrong number of entries");
     result.file_bytes = bundle->file_bytes();
     if (r > 0)
       opens.push_back(ms);
@@ -269,7 +295,6 @@ SyntheticResult synthetic(size_t count, const std::string &path, int reps) {
 
   // Lookups of random keys: the first (the entry is verified then) and the second (warm) in one
   // freshly opened bundle, then keys it does not hold.
-  const runtime::BinaryTarget want{"cuda:sm_90", "cubin", "", toolkit};
   const size_t n = std::min<size_t>(count, 1000);
   std::vector<size_t> order(count);
   for (size_t i = 0; i < count; ++i)
@@ -280,6 +305,7 @@ SyntheticResult synthetic(size_t count, const std::string &path, int reps) {
     std::vector<double> us;
     for (size_t i = 0; i < n; ++i) {
       ir::Hash128 hash = key_of(i);
+      const runtime::BinaryTarget &want = wants[order[i]];
       auto start = Clock::now();
       runtime::EnvironmentLookup found =
           bundle->find_kernel(hash, runtime::kRuntimeCompileOptions, {&want, 1});
@@ -313,7 +339,6 @@ SyntheticResult synthetic(size_t count, const std::string &path, int reps) {
     std::shared_ptr<const environments::Bundle> bundle = environments::Bundle::open(path);
     return ms_since(start);
   });
-  return result;
 }
 
 //===- 3. Time to the first result on lavapipe ----------------------------------------------===//
@@ -483,7 +508,7 @@ int main(int argc, char **argv) try {
   int reps = 5;
   size_t synthetic_entries = 10000;
   bool lavapipe = true;
-  std::string only, keep;
+  std::string only, keep, given_bundle;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--reps") && i + 1 < argc)
       reps = std::max(1, std::atoi(argv[++i]));
@@ -495,9 +520,32 @@ int main(int argc, char **argv) try {
       lavapipe = false;
     else if (!std::strcmp(argv[i], "--keep") && i + 1 < argc)
       keep = argv[++i];
+    else if (!std::strcmp(argv[i], "--bundle") && i + 1 < argc)
+      given_bundle = argv[++i];
     else
       die("usage: env_bench [--reps N] [--kernel NAME] [--entries N] [--no-lavapipe] "
-          "[--keep DIR]");
+          "[--keep DIR] | --bundle FILE [--reps N]");
+  }
+  if (!given_bundle.empty()) { // only part 2, on a bundle `cubecc env build` made
+    SyntheticResult s;
+    measure_file(given_bundle, reps, s);
+    std::printf("%s: %zu entries, %.1f MiB\n", given_bundle.c_str(), s.entries,
+                s.file_bytes / 1048576.0);
+    std::printf("   Bundle::open: median %.3f ms (min %.3f, max %.3f); page cache evicted: %.3f "
+                "ms\n",
+                s.open_ms, s.open_min_ms, s.open_max_ms, s.cold_open_ms);
+    std::printf("   find_kernel, median of %zu random keys: hit, first use %.2f us; hit, warm "
+                "%.2f us; miss %.2f us\n",
+                s.lookups, s.hit_first_us, s.hit_warm_us, s.miss_us);
+    std::printf(
+        "%s\n",
+        fmt::format(
+            R"({{"bench": "bundle_file", "file": "{}", "entries": {}, "file_bytes": {}, "open_ms": {}, "cold_open_ms": {}, "lookups": {}, "hit_first_use_us": {}, "hit_warm_us": {}, "miss_us": {}}})",
+            given_bundle, s.entries, s.file_bytes, json_number(s.open_ms),
+            json_number(s.cold_open_ms), s.lookups, json_number(s.hit_first_us),
+            json_number(s.hit_warm_us), json_number(s.miss_us))
+            .c_str());
+    return 0;
   }
   std::string why_cuda;
   std::string nvrtc = codegen::nvrtc_version(&why_cuda);
