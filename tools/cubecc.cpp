@@ -146,13 +146,16 @@ int run(int argc, char **argv) {
     command->add_flag("--record-command", options.record_command,
                       "record the whole command line (its paths included)");
   };
-  CLI::App *env = app.add_subcommand("env", "build, inspect, verify and merge environment bundles");
+  CLI::App *env = app.add_subcommand(
+      "env", "build, inspect, verify, merge, diff and prune environment bundles");
   env->require_subcommand(1);
   env->footer("Examples:\n"
               "  cubecc env build build/examples/libcubecc_examples.so --target "
               "cuda:sm_90,vulkan -o app.cubeenv\n"
               "  cubecc env inspect app.cubeenv\n  cubecc env verify app.cubeenv\n"
               "  cubecc env merge app.cubeenv tuning.cubeenv -o merged.cubeenv\n"
+              "  cubecc env diff old.cubeenv app.cubeenv\n"
+              "  cubecc env prune app.cubeenv --drop-target interp -o small.cubeenv\n"
               "Run 'cubecc env <subcommand> --help' for each one's options.");
   CLI::App *env_build = env->add_subcommand(
       "build", "compile every kernel of the inputs for every target into a bundle (no GPU needed)");
@@ -203,6 +206,31 @@ int run(int argc, char **argv) {
   ProvenanceOptions merge_provenance;
   add_provenance(env_merge, merge_provenance);
   env_merge->footer("Example:\n  cubecc env merge app.cubeenv tuning.cubeenv -o merged.cubeenv");
+
+  CLI::App *env_diff = env->add_subcommand(
+      "diff", "which kernels, binaries and tuning records differ between two bundles");
+  std::string diff_a, diff_b;
+  bool diff_json = false;
+  env_diff->add_option("a", diff_a, "a bundle")->required();
+  env_diff->add_option("b", diff_b, "another bundle")->required();
+  env_diff->add_flag("--json", diff_json, "machine-readable output");
+  env_diff->footer("Examples:\n  cubecc env diff old.cubeenv new.cubeenv\n"
+                   "  cubecc env diff old.cubeenv new.cubeenv --json");
+  CLI::App *env_prune =
+      env->add_subcommand("prune", "write a bundle without some targets' binaries or some kernels");
+  EnvPruneOptions prune_options;
+  env_prune->add_option("bundle", prune_options.input, "the bundle to prune")->required();
+  env_prune->add_option("-o", prune_options.output, "the bundle to write")->required();
+  env_prune
+      ->add_option("--drop-target", prune_options.drop_targets,
+                   "drop the binaries of these targets (comma-separated or repeated)")
+      ->delimiter(',');
+  env_prune
+      ->add_option("--drop-kernel", prune_options.drop_kernels,
+                   "drop the kernels of these names (comma-separated or repeated)")
+      ->delimiter(',');
+  env_prune->footer("Example:\n  cubecc env prune app.cubeenv --drop-target interp -o "
+                    "small.cubeenv");
 
   CLI::App *tune = app.add_subcommand(
       "tune", "tune every tunable of kernel libraries on a device; write the records to a bundle");
@@ -265,6 +293,15 @@ int run(int argc, char **argv) {
     return env_inspect_command(bundle_path, inspect_json);
   if (env_verify->parsed())
     return env_verify_command(bundle_path, verify_json);
+  if (env_diff->parsed())
+    return env_diff_command(diff_a, diff_b, diff_json);
+  if (env_prune->parsed()) {
+    if (prune_options.drop_targets.empty() && prune_options.drop_kernels.empty()) {
+      std::cerr << "cubecc: error: env prune needs --drop-target or --drop-kernel\n";
+      return kUsageError;
+    }
+    return env_prune_command(prune_options);
+  }
   if (env_merge->parsed()) {
     merge_provenance.tool = "cubecc env merge";
     merge_provenance.command_line = command_line;

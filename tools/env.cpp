@@ -519,4 +519,205 @@ int env_merge_command(const std::vector<std::string> &inputs, const std::string 
   return kSuccess;
 }
 
+//===- env diff and env prune ----------------------------------------------------------------===//
+
+namespace {
+
+/// A bundle's whole contents, or nothing after printing why (a damaged entry included).
+std::optional<environments::BundleContents> read_contents(const std::string &path) {
+  auto bundle = open_bundle(path);
+  if (!bundle)
+    return std::nullopt;
+  try {
+    return bundle->contents();
+  } catch (const runtime::Error &e) {
+    report_error(e);
+    return std::nullopt;
+  }
+}
+
+std::string kernel_label(const environments::Entry &e) {
+  return fmt::format("{}{} {} ({})", e.name, e.configuration.empty() ? "" : " " + e.configuration,
+                     e.options, e.hash.hex().substr(0, 12));
+}
+
+std::string binary_label(const environments::Artifact &a) {
+  return fmt::format("{} {}{}", a.target.target, a.target.format,
+                     a.target.toolkit.empty() ? "" : " (" + a.target.toolkit + ")");
+}
+
+} // namespace
+
+int env_diff_command(const std::string &a_path, const std::string &b_path, bool json) {
+  auto a = read_contents(a_path);
+  if (!a)
+    return kUserError;
+  auto b = read_contents(b_path);
+  if (!b)
+    return kUserError;
+  // Entries by key (hash and options); binaries by kind (target, format, features, toolkit).
+  auto key = [](const environments::Entry &e) { return e.hash.hex() + " " + e.options; };
+  auto kind = [](const environments::Artifact &x) {
+    return fmt::format("{}|{}|{}|{}", x.target.target, x.target.format, x.target.features,
+                       x.target.toolkit);
+  };
+  std::map<std::string, const environments::Entry *> in_b;
+  for (const auto &e : b->entries)
+    in_b[key(e)] = &e;
+  nlohmann::json out = {{"a", a_path}, {"b", b_path}};
+  std::vector<std::string> lines;
+  auto note = [&](const char *field, nlohmann::json item, std::string line) {
+    out[field].push_back(std::move(item));
+    lines.push_back(std::move(line));
+  };
+  for (const char *field :
+       {"kernels_only_in_a", "kernels_only_in_b", "binaries_only_in_a", "binaries_only_in_b",
+        "binaries_changed", "tuning_only_in_a", "tuning_only_in_b", "tuning_changed"})
+    out[field] = nlohmann::json::array();
+  for (const auto &e : a->entries) {
+    auto found = in_b.find(key(e));
+    if (found == in_b.end()) {
+      note("kernels_only_in_a", {{"name", e.name}, {"hash", e.hash.hex()}, {"options", e.options}},
+           "- kernel " + kernel_label(e));
+      continue;
+    }
+    const environments::Entry &other = *found->second;
+    in_b.erase(found);
+    std::map<std::string, const environments::Artifact *> theirs;
+    for (const auto &x : other.artifacts)
+      theirs[kind(x)] = &x;
+    for (const auto &x : e.artifacts) {
+      auto t = theirs.find(kind(x));
+      nlohmann::json item = {{"kernel", e.name},
+                             {"target", x.target.target},
+                             {"format", x.target.format},
+                             {"toolkit", x.target.toolkit}};
+      if (t == theirs.end()) {
+        note("binaries_only_in_a", item,
+             fmt::format("- {}: {} ({} bytes)", kernel_label(e), binary_label(x), x.data.size()));
+        continue;
+      }
+      if (t->second->data != x.data || t->second->entry != x.entry) {
+        item["bytes_a"] = x.data.size();
+        item["bytes_b"] = t->second->data.size();
+        note("binaries_changed", item,
+             fmt::format("~ {}: {} ({} -> {} bytes)", kernel_label(e), binary_label(x),
+                         x.data.size(), t->second->data.size()));
+      }
+      theirs.erase(t);
+    }
+    for (const auto &[k, x] : theirs)
+      note("binaries_only_in_b",
+           {{"kernel", e.name},
+            {"target", x->target.target},
+            {"format", x->target.format},
+            {"toolkit", x->target.toolkit}},
+           fmt::format("+ {}: {} ({} bytes)", kernel_label(e), binary_label(*x), x->data.size()));
+  }
+  for (const auto &e : b->entries)
+    if (in_b.contains(key(e)))
+      note("kernels_only_in_b", {{"name", e.name}, {"hash", e.hash.hex()}, {"options", e.options}},
+           "+ kernel " + kernel_label(e));
+  std::map<std::string, std::string> records_b;
+  for (const auto &t : b->tuning)
+    records_b[t.key] = t.record;
+  for (const auto &t : a->tuning) {
+    auto found = records_b.find(t.key);
+    if (found == records_b.end())
+      note("tuning_only_in_a", t.key, "- tuning " + t.key);
+    else if (found->second != t.record)
+      note("tuning_changed", t.key, "~ tuning " + t.key);
+    if (found != records_b.end())
+      records_b.erase(found);
+  }
+  for (const auto &[k, record] : records_b)
+    note("tuning_only_in_b", k, "+ tuning " + k);
+  out["identical_contents"] = lines.empty();
+  if (json) {
+    std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    return kSuccess;
+  }
+  for (const std::string &line : lines)
+    print_out("{}\n", line);
+  print_out("{} vs {}: {}\n", a_path, b_path,
+            lines.empty()
+                ? std::string("the same kernels, binaries and tuning records")
+                : fmt::format("{} difference{}", lines.size(), lines.size() == 1 ? "" : "s"));
+  return kSuccess;
+}
+
+int env_prune_command(const EnvPruneOptions &options) {
+  if (int code = check_output(options.output))
+    return code;
+  auto contents = read_contents(options.input);
+  if (!contents)
+    return kUserError;
+  auto listed = [](const std::vector<std::string> &list, const std::string &name) {
+    return std::find(list.begin(), list.end(), name) != list.end();
+  };
+  // A name that matches nothing is a mistake worth stopping for (a typo would prune nothing).
+  for (const std::string &t : options.drop_targets)
+    if (!listed(contents->metadata.targets, t)) {
+      std::cerr << fmt::format("cubecc: error: {}: no target '{}' (its targets: {})\n",
+                               shown(options.input), shown(t),
+                               fmt::join(contents->metadata.targets, ", "));
+      return kUserError;
+    }
+  for (const std::string &k : options.drop_kernels)
+    if (std::none_of(contents->entries.begin(), contents->entries.end(),
+                     [&](const environments::Entry &e) { return e.name == k; })) {
+      std::cerr << fmt::format("cubecc: error: {}: no kernel named '{}'\n", shown(options.input),
+                               shown(k));
+      return kUserError;
+    }
+  // A target's binaries: those its backend made for it (a CUDA target's PTX is named after its
+  // compute capability: cuda:sm_80 owns cuda:compute_80).
+  auto owned_by = [&](const environments::Artifact &x) {
+    for (const std::string &t : options.drop_targets) {
+      if (x.target.target == t)
+        return true;
+      if (t.starts_with("cuda:sm_") && x.target.target == "cuda:compute_" + t.substr(8))
+        return true;
+    }
+    return false;
+  };
+  size_t kernels = 0, binaries = 0;
+  std::vector<environments::Entry> kept;
+  for (environments::Entry &e : contents->entries) {
+    if (listed(options.drop_kernels, e.name)) {
+      ++kernels;
+      continue;
+    }
+    size_t before = e.artifacts.size();
+    std::erase_if(e.artifacts, owned_by);
+    binaries += before - e.artifacts.size();
+    if (!e.artifacts.empty())
+      kept.push_back(std::move(e));
+    else
+      ++kernels;
+  }
+  contents->entries = std::move(kept);
+  std::erase_if(contents->metadata.targets,
+                [&](const std::string &t) { return listed(options.drop_targets, t); });
+  // The toolkits that made a binary still in the bundle.
+  std::erase_if(contents->metadata.toolkits, [&](const auto &toolkit) {
+    return std::none_of(contents->entries.begin(), contents->entries.end(), [&](const auto &e) {
+      return std::any_of(e.artifacts.begin(), e.artifacts.end(), [&](const auto &x) {
+        return x.target.toolkit.starts_with(toolkit.first);
+      });
+    });
+  });
+  size_t bytes = 0;
+  if (int code = write_bundle_file(options.output, *contents, bytes))
+    return code;
+  std::cerr << fmt::format("cubecc: {}: {} kernels left ({} dropped, {} binaries dropped), "
+                           "targets {} ({})\n",
+                           shown(options.output), contents->entries.size(), kernels, binaries,
+                           contents->metadata.targets.empty()
+                               ? std::string("-")
+                               : fmt::format("{}", fmt::join(contents->metadata.targets, ", ")),
+                           human_bytes(bytes));
+  return kSuccess;
+}
+
 } // namespace cubecc::tools

@@ -38,10 +38,18 @@ struct EnvBuildOptions {
   ProvenanceOptions provenance;
 };
 
+struct EnvPruneOptions {
+  std::string input, output;
+  std::vector<std::string> drop_targets; ///< binaries for these targets go
+  std::vector<std::string> drop_kernels; ///< entries of kernels with these names go
+};
+
 /// Each returns the process exit code (tool_support.h).
 int env_build_command(const EnvBuildOptions &options);
 int env_inspect_command(const std::string &bundle, bool json);
 int env_verify_command(const std::string &bundle, bool json);
+int env_diff_command(const std::string &a, const std::string &b, bool json);
+int env_prune_command(const EnvPruneOptions &options);
 int env_merge_command(const std::vector<std::string> &inputs, const std::string &output,
                       const ProvenanceOptions &provenance);
 

@@ -221,6 +221,8 @@ class Suite:
             ("env inspect", ("cubeenv",), lambda i, d: [c, "env", "inspect", i, "--json"], False),
             ("env verify", ("cubeenv",), lambda i, d: [c, "env", "verify", i], False),
             ("env merge", ("cubeenv",), lambda i, d: [c, "env", "merge", i, "-o", f"{d}/out.cubeenv"], True),
+            ("env diff", ("cubeenv",), lambda i, d: [c, "env", "diff", i, i, "--json"], False),
+            ("env prune", ("cubeenv",), lambda i, d: [c, "env", "prune", i, "--drop-target", "interp", "-o", f"{d}/out.cubeenv"], True),
             # --tunable names none: the inputs are loaded and a device opened, nothing is tuned.
             ("tune", ("so",), lambda i, d: [c, "tune", i, "--device", "interp", "--tunable", "none", "-o", f"{d}/out.cubeenv"], True),
         ]
@@ -259,7 +261,7 @@ class Suite:
         """Every command that writes -o, against hostile outputs (a good input each)."""
         f = self.fixtures
         good = {"compile": "good.cir", "cubecc-opt": "good.cir", "env build": "good.cir",
-                "env merge": "good.cubeenv", "tune": "good.so"}
+                "env merge": "good.cubeenv", "env prune": "good.cubeenv", "tune": "good.so"}
         outputs = [
             # (name, make(d) -> path, expected exit, stderr pattern)
             ("devfull-link", lambda d: self.link(d, "full", "/dev/full"), 1,
@@ -327,6 +329,7 @@ class Suite:
             ("env inspect", [c, "env", "inspect", f"{f}/good.cubeenv"]),
             ("env inspect --json", [c, "env", "inspect", f"{f}/good.cubeenv", "--json"]),
             ("env verify", [c, "env", "verify", f"{f}/good.cubeenv"]),
+            ("env diff", [c, "env", "diff", f"{f}/good.cubeenv", f"{f}/good.cubeenv"]),
             ("devices", [c, "devices", "--json"]),
             ("--version", [c, "--version"]),
             ("--help", [c, "--help"]),
