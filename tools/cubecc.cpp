@@ -154,8 +154,8 @@ int run(int argc, char **argv) {
               "cuda:sm_90,vulkan -o app.cubeenv\n"
               "  cubecc env inspect app.cubeenv\n  cubecc env verify app.cubeenv\n"
               "  cubecc env merge app.cubeenv tuning.cubeenv -o merged.cubeenv\n"
-              "  cubecc env diff old.cubeenv app.cubeenv\n"
-              "  cubecc env prune app.cubeenv --drop-target interp -o small.cubeenv\n"
+              "  cubecc env diff app.cubeenv merged.cubeenv\n"
+              "  cubecc env prune app.cubeenv --drop-target vulkan -o small.cubeenv\n"
               "Run 'cubecc env <subcommand> --help' for each one's options.");
   CLI::App *env_build = env->add_subcommand(
       "build", "compile every kernel of the inputs for every target into a bundle (no GPU needed)");
@@ -214,8 +214,8 @@ int run(int argc, char **argv) {
   env_diff->add_option("a", diff_a, "a bundle")->required();
   env_diff->add_option("b", diff_b, "another bundle")->required();
   env_diff->add_flag("--json", diff_json, "machine-readable output");
-  env_diff->footer("Examples:\n  cubecc env diff old.cubeenv new.cubeenv\n"
-                   "  cubecc env diff old.cubeenv new.cubeenv --json");
+  env_diff->footer("Examples:\n  cubecc env diff app.cubeenv merged.cubeenv\n"
+                   "  cubecc env diff app.cubeenv merged.cubeenv --json");
   CLI::App *env_prune =
       env->add_subcommand("prune", "write a bundle without some targets' binaries or some kernels");
   EnvPruneOptions prune_options;
@@ -229,7 +229,7 @@ int run(int argc, char **argv) {
       ->add_option("--drop-kernel", prune_options.drop_kernels,
                    "drop the kernels of these names (comma-separated or repeated)")
       ->delimiter(',');
-  env_prune->footer("Example:\n  cubecc env prune app.cubeenv --drop-target interp -o "
+  env_prune->footer("Example:\n  cubecc env prune app.cubeenv --drop-target vulkan -o "
                     "small.cubeenv");
 
   CLI::App *tune = app.add_subcommand(

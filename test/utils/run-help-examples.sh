@@ -16,7 +16,7 @@ cd "$scratch" || exit 2
 
 # In the order that makes each example's inputs exist.
 commands=("" "compile" "kernels" "env build" "tune" "env inspect" "env verify" "env merge" "env"
-          "devices" "opt")
+          "env diff" "env prune" "devices" "opt")
 failures=0
 examples=0
 for sub in "${commands[@]}"; do
