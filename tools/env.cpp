@@ -223,16 +223,13 @@ bool provenance_metadata(const ProvenanceOptions &options, environments::Metadat
                                   std::chrono::system_clock::now().time_since_epoch())
                                   .count();
   } else if (!options.created_at.empty()) {
-    const std::string &text = options.created_at;
-    int64_t seconds = 0;
-    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
-    if (ec != std::errc() || end != text.data() + text.size() || seconds < 0) {
+    provenance.created_unix = environments::parse_unix_seconds(options.created_at);
+    if (!provenance.created_unix) {
       std::cerr << fmt::format("cubecc: error: --created-at '{}': give seconds since 1970 "
                                "(e.g. git log -1 --format=%ct) or 'now'\n",
-                               shown(text));
+                               shown(options.created_at));
       return false;
     }
-    provenance.created_unix = seconds;
   }
   try {
     out = environments::current_metadata(

@@ -66,11 +66,16 @@ bool key_less(const fb::EntryRef &a, uint64_t high, uint64_t low) {
 /// The FlatBuffers verifier checks a vector's length field for alignment, not its elements: a
 /// crafted index could place the 8-byte EntryRef structs off their alignment.
 /// (An empty table is never read, and the builder does not align one.)
+/// `n` rounded up to a multiple of kEntryAlignment: where the part after one ending at `n` starts.
+constexpr uint64_t padded_to_entry_alignment(uint64_t n) {
+  return (n + kEntryAlignment - 1) / kEntryAlignment * kEntryAlignment;
+}
+
 /// Whether the padding after a part of the file that ends at `end` (up to the next multiple of
 /// 16) lies in the file and is zero, as written. Checked so that no byte of a bundle can change
 /// unnoticed: the parts themselves have checksums.
 bool zero_padding(const uint8_t *file, uint64_t end, uint64_t file_bytes) {
-  uint64_t padded = (end + kEntryAlignment - 1) / kEntryAlignment * kEntryAlignment;
+  uint64_t padded = padded_to_entry_alignment(end);
   if (end > file_bytes || padded > file_bytes)
     return false;
   return std::all_of(file + end, file + padded, [](uint8_t b) { return b == 0; });
@@ -250,22 +255,28 @@ ir::Hash128 entry_key(const ir::Hash128 &hash, std::string_view options) {
   return {h.high64, h.low64};
 }
 
+std::optional<int64_t> parse_unix_seconds(std::string_view text) {
+  int64_t seconds = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+  if (ec != std::errc() || end != text.data() + text.size() || seconds < 0)
+    return std::nullopt;
+  return seconds;
+}
+
 Metadata current_metadata(std::string created_by, const Provenance &provenance) {
   Metadata m;
   m.cubecc_version = std::string(cubecc::version());
   if (provenance.created_unix) {
     m.created_unix = *provenance.created_unix;
   } else if (const char *epoch = std::getenv("SOURCE_DATE_EPOCH"); epoch && *epoch) {
-    std::string_view text(epoch);
-    int64_t seconds = 0;
-    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
-    if (ec != std::errc() || end != text.data() + text.size() || seconds < 0)
+    std::optional<int64_t> seconds = parse_unix_seconds(epoch);
+    if (!seconds)
       throw runtime::Error(runtime::ErrorKind::InvalidArgument,
                            fmt::format("SOURCE_DATE_EPOCH is '{}', not a number of seconds since "
                                        "1970; set it to one (e.g. the last commit's time: git "
                                        "log -1 --format=%ct) or unset it",
-                                       text));
-    m.created_unix = seconds;
+                                       epoch));
+    m.created_unix = *seconds;
   }
   if (provenance.record_host) {
     char host[256] = {};
@@ -319,7 +330,7 @@ std::string serialize_bundle(const BundleContents &contents) {
       const std::string &blob = blobs[i];
       refs.emplace_back(keyed[i].key.high, keyed[i].key.low, offset, blob.size(),
                         checksum(reinterpret_cast<const uint8_t *>(blob.data()), blob.size()));
-      offset = (offset + blob.size() + kEntryAlignment - 1) / kEntryAlignment * kEntryAlignment;
+      offset = padded_to_entry_alignment(offset + blob.size());
     }
     std::vector<flatbuffers::Offset<fb::Tuning>> records;
     for (const TuningEntry *t : tuning)
@@ -337,9 +348,7 @@ std::string serialize_bundle(const BundleContents &contents) {
         b.CreateVector(records)));
     return std::string(reinterpret_cast<const char *>(b.GetBufferPointer()), b.GetSize());
   };
-  auto align = [](uint64_t n) {
-    return (n + kEntryAlignment - 1) / kEntryAlignment * kEntryAlignment;
-  };
+  auto align = padded_to_entry_alignment;
   std::string index = build_index(0);
   uint64_t entries_start = align(kHeaderBytes + index.size());
   index = build_index(entries_start);
@@ -545,8 +554,7 @@ std::shared_ptr<const Bundle> Bundle::open(const std::string &path) {
                   fmt::format("{}: the file shrank while it was opened", path));
     head_bytes += std::min({read_le<uint64_t>(header + kOffIndexBytes),
                             bundle->size_ - kHeaderBytes, uint64_t(FLATBUFFERS_MAX_BUFFER_SIZE)});
-    head_bytes = std::min(bundle->size_,
-                          (head_bytes + kEntryAlignment - 1) / kEntryAlignment * kEntryAlignment);
+    head_bytes = std::min(bundle->size_, padded_to_entry_alignment(head_bytes));
   }
   m.head = std::make_unique_for_overwrite<uint64_t[]>(head_bytes / 8 + 1); // filled just below
   if (!read_at(fd, 0, head_bytes, reinterpret_cast<uint8_t *>(m.head.get())))

@@ -108,6 +108,9 @@ struct Provenance {
 /// $SOURCE_DATE_EPOCH is needed but is not a non-negative number of seconds.
 Metadata current_metadata(std::string created_by, const Provenance &provenance = {});
 
+/// `text` as a creation time: a non-negative number of seconds since 1970, nothing else.
+std::optional<int64_t> parse_unix_seconds(std::string_view text);
+
 /// The file's bytes. Throws runtime::Error when two entries have the same key or two tuning
 /// records the same key (merge_contents combines them first).
 std::string serialize_bundle(const BundleContents &contents);
