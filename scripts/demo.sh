@@ -12,11 +12,12 @@
 #      and the CPU (native SIMD code through LLVM, one shared object per kernel and x86-64 level);
 #   6. build an environment bundle of every example kernel for cuda:sm_80, cuda:sm_90, hip:gfx90a,
 #      vulkan, interp and cpu:x86-64-v2..v4 (no GPU needed), tune the matmul variants on the
-#      default device, merge the two, inspect and verify the bundle;
+#      default device, merge the two, sign the bundle with a new Ed25519 key, inspect it and
+#      verify it against the public key;
 #   7. list the devices, and run example kernels on the default one (CUBECC_DEVICE, or the best
 #      present: a GPU, else the cpu device) through the runtime, checked against the host: once
 #      compiling them (JIT, with an empty per-user object cache), once loading them from the
-#      bundle (CUBECC_ENV: no compilation);
+#      signed bundle (CUBECC_ENV: no compilation; CUBECC_TRUSTED_KEYS: signed bundles only);
 #      the last one is a captured graph of launches, replayed;
 #   8. a table of the kernels run: result check, time to the first result with JIT and with the
 #      bundle.
@@ -108,8 +109,10 @@ echo "== an environment bundle: every example kernel for every target, tuning re
   -o "$tmp/kernels.cubeenv"
 "$cubecc" tune "$library" -o "$tmp/tuning.cubeenv"
 "$cubecc" env merge "$tmp/kernels.cubeenv" "$tmp/tuning.cubeenv" -o "$tmp/app.cubeenv"
+"$cubecc" env keygen -o "$tmp/ci"
+"$cubecc" env sign "$tmp/app.cubeenv" --key "$tmp/ci.key"
 "$cubecc" env inspect "$tmp/app.cubeenv"
-"$cubecc" env verify "$tmp/app.cubeenv"
+"$cubecc" env verify "$tmp/app.cubeenv" --key "$tmp/ci.pub"
 
 echo
 echo "== devices =="
@@ -121,8 +124,9 @@ echo "-- compiled at the first launch (JIT):"
 # a real compile.
 export CUBECC_CACHE_DIR="$tmp/cache"
 "$runner" --summary "$tmp/jit.tsv"
-echo "-- loaded from the environment bundle (CUBECC_ENV): nothing compiled"
-CUBECC_ENV="$tmp/app.cubeenv" "$runner" --summary "$tmp/env.tsv" | tee "$tmp/run.txt"
+echo "-- loaded from the signed environment bundle (CUBECC_ENV, CUBECC_TRUSTED_KEYS): nothing compiled"
+CUBECC_ENV="$tmp/app.cubeenv" CUBECC_TRUSTED_KEYS="$tmp/ci.pub" "$runner" --summary "$tmp/env.tsv" |
+  tee "$tmp/run.txt"
 grep -q ', 0 compiles$' "$tmp/run.txt" || { echo "demo: kernels were compiled despite the bundle" >&2; exit 1; }
 
 echo
@@ -137,4 +141,4 @@ if grep -qv $'\tok\t' "$tmp/jit.tsv" "$tmp/env.tsv"; then
   echo "demo: a kernel gave a wrong result" >&2
   exit 1
 fi
-echo "demo: every example kernel traced, verified, round-tripped, compiled to SPIR-V, PTX, CUBIN, a HIP code object and native CPU code, bundled with tuning records, and run with and without the bundle"
+echo "demo: every example kernel traced, verified, round-tripped, compiled to SPIR-V, PTX, CUBIN, a HIP code object and native CPU code, bundled with tuning records, signed, and run with and without the bundle"

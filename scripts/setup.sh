@@ -17,6 +17,7 @@ packages=(
   libdlpack-dev  # the C API exchanges tensors with frameworks through DLPack
   libtbb-dev     # the cpu device spreads a launch's workgroups over the cores with oneTBB
   libflatbuffers-dev flatbuffers-compiler  # environment bundles: the index and entries are FlatBuffers
+  libsodium-dev  # environment bundles: Ed25519 signatures (cubecc env sign / keygen / verify --key)
   # SPIR-V backend and the Vulkan runtime (lavapipe runs it on the CPU)
   spirv-headers spirv-tools spirv-cross libspirv-cross-c-shared-dev
   libvulkan-dev libvulkan-volk-dev mesa-vulkan-drivers vulkan-tools

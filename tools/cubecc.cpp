@@ -147,7 +147,7 @@ int run(int argc, char **argv) {
                       "record the whole command line (its paths included)");
   };
   CLI::App *env = app.add_subcommand(
-      "env", "build, inspect, verify, merge, diff and prune environment bundles");
+      "env", "build, inspect, verify, sign, merge, diff and prune environment bundles");
   env->require_subcommand(1);
   env->footer("Examples:\n"
               "  cubecc env build build/examples/libcubecc_examples.so --target "
@@ -156,6 +156,9 @@ int run(int argc, char **argv) {
               "  cubecc env merge app.cubeenv tuning.cubeenv -o merged.cubeenv\n"
               "  cubecc env diff app.cubeenv merged.cubeenv\n"
               "  cubecc env prune app.cubeenv --drop-target vulkan -o small.cubeenv\n"
+              "  cubecc env keygen -o release\n"
+              "  cubecc env sign app.cubeenv --key release.key -o signed.cubeenv\n"
+              "  cubecc env verify signed.cubeenv --key release.pub\n"
               "Run 'cubecc env <subcommand> --help' for each one's options.");
   CLI::App *env_build = env->add_subcommand(
       "build", "compile every kernel of the inputs for every target into a bundle (no GPU needed)");
@@ -192,10 +195,29 @@ int run(int argc, char **argv) {
                 "(SPIR-V validated, IR verified, CUBIN/code objects checked as ELF, tuning "
                 "records parsed); exit 1 on any problem");
   bool verify_json = false;
+  std::vector<std::string> verify_keys;
   env_verify->add_option("bundle", bundle_path, "an environment bundle")->required();
   env_verify->add_flag("--json", verify_json, "machine-readable output");
+  env_verify->add_option("--key", verify_keys,
+                         "require a signature by this public key (a .pub file or 64 hexadecimal "
+                         "digits; repeat for several, any one will do)");
   env_verify->footer("Examples:\n  cubecc env verify app.cubeenv\n"
-                     "  cubecc env verify app.cubeenv --json");
+                     "  cubecc env verify app.cubeenv --json\n"
+                     "  cubecc env verify signed.cubeenv --key ci.pub");
+  CLI::App *env_keygen = env->add_subcommand(
+      "keygen", "make an Ed25519 key pair for signing bundles: NAME.key (secret) and NAME.pub");
+  std::string keygen_name;
+  env_keygen->add_option("-o", keygen_name, "the key pair's name: writes NAME.key and NAME.pub")
+      ->required();
+  env_keygen->footer("Example:\n  cubecc env keygen -o ci");
+  CLI::App *env_sign = env->add_subcommand(
+      "sign", "sign a bundle (every byte) with a secret key; runtimes trusting its public key "
+              "then use it, and refuse it if any byte changes");
+  std::string sign_key, sign_output;
+  env_sign->add_option("bundle", bundle_path, "the bundle to sign")->required();
+  env_sign->add_option("--key", sign_key, "the secret key file (`cubecc env keygen`)")->required();
+  env_sign->add_option("-o", sign_output, "write the signed bundle here (default: in place)");
+  env_sign->footer("Example:\n  cubecc env sign app.cubeenv --key ci.key -o signed.cubeenv");
   CLI::App *env_merge = env->add_subcommand(
       "merge", "combine bundles (e.g. compiled kernels from CI with tuning records from GPU "
                "machines); a later input's binary or record replaces an earlier one's");
@@ -292,7 +314,11 @@ int run(int argc, char **argv) {
   if (env_inspect->parsed())
     return env_inspect_command(bundle_path, inspect_json);
   if (env_verify->parsed())
-    return env_verify_command(bundle_path, verify_json);
+    return env_verify_command(bundle_path, verify_json, verify_keys);
+  if (env_keygen->parsed())
+    return env_keygen_command(keygen_name);
+  if (env_sign->parsed())
+    return env_sign_command(bundle_path, sign_key, sign_output);
   if (env_diff->parsed())
     return env_diff_command(diff_a, diff_b, diff_json);
   if (env_prune->parsed()) {

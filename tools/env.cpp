@@ -8,6 +8,7 @@
 #include "cubecc/codegen/backend.h"
 #include "cubecc/environments/builder.h"
 #include "cubecc/environments/bundle.h"
+#include "cubecc/environments/signature.h"
 #include "cubecc/ir/parser.h"
 #include "cubecc/ir/verifier.h"
 
@@ -15,6 +16,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -40,14 +43,16 @@ std::string human_bytes(uint64_t bytes) {
 
 /// Opens a bundle for a command; prints the error and returns null when it does not open. A
 /// path that is not a regular file is refused before it is opened (a FIFO would block open()).
-std::shared_ptr<const environments::Bundle> open_bundle(const std::string &path) {
+std::shared_ptr<const environments::Bundle>
+open_bundle(const std::string &path,
+            environments::Bundle::OpenMode mode = environments::Bundle::OpenMode::Mapped) {
   if (auto problem = input_problem(path, /*missing_ok=*/true)) {
     std::cerr << fmt::format("cubecc: error: {}: cannot open the environment bundle: {}\n",
                              shown(path), *problem);
     return nullptr;
   }
   try {
-    return environments::Bundle::open(path);
+    return environments::Bundle::open(path, mode);
   } catch (const runtime::Error &e) {
     report_error(e); // Bundle::open's errors are all ErrorKind::Environment: the caller's 1
     return nullptr;
@@ -66,6 +71,14 @@ int write_bundle_file(const std::string &path, const environments::BundleContent
   }
   bytes = serialized.size();
   return write_output("cubecc", path, serialized);
+}
+
+/// Says that `output`, made from signed bundles, is not signed: a signature covers the bytes it
+/// was made over, and new bytes need a new one.
+void note_output_unsigned(const std::string &output) {
+  std::cerr << fmt::format("cubecc: note: {} is not signed, although its input was: sign it with "
+                           "`cubecc env sign {} --key KEY.key`\n",
+                           shown(output), shown(output));
 }
 
 /// Whether the targets given are none at all ("--target ''", "--target ,"): a usage error.
@@ -284,6 +297,8 @@ int env_inspect_command(const std::string &path, bool json) {
                       {"host", m.created_host},
                       {"by", m.created_by}};
     out["targets"] = m.targets;
+    out["signed_by"] =
+        bundle->signature() ? nlohmann::json(bundle->signature()->signer.hex()) : nlohmann::json();
     out["toolkits"] = nlohmann::json::object();
     for (const auto &[name, version] : m.toolkits)
       out["toolkits"][name] = version;
@@ -344,8 +359,13 @@ int env_inspect_command(const std::string &path, bool json) {
   std::vector<std::string> toolkits;
   for (const auto &[name, version] : m.toolkits)
     toolkits.push_back(name + " " + version);
-  print_out("toolkits: {}\n\n",
+  print_out("toolkits: {}\n",
             toolkits.empty() ? "-" : fmt::format("{}", fmt::join(toolkits, "; ")));
+  print_out("signature: {}\n\n",
+            bundle->signature()
+                ? fmt::format("by key {} (not checked here: `cubecc env verify --key`)",
+                              bundle->signature()->signer.id())
+                : std::string("none"));
   print_out("{:<22} {:<26} {:<4} {:<12} {}\n", "kernel", "configuration", "opt", "hash",
             "binaries");
   std::vector<size_t> order(entries.size()); // by name, for reading; the index is by key
@@ -387,8 +407,17 @@ int env_inspect_command(const std::string &path, bool json) {
   return finish();
 }
 
-int env_verify_command(const std::string &path, bool json) {
-  auto bundle = open_bundle(path);
+int env_verify_command(const std::string &path, bool json, const std::vector<std::string> &keys) {
+  std::vector<environments::PublicKey> trusted;
+  try {
+    for (const std::string &key : keys)
+      trusted.push_back(environments::trusted_key(key));
+  } catch (const runtime::Error &e) {
+    return report_error(e, "--key");
+  }
+  // Read whole when a signature is checked: what is verified is what the checks below read.
+  auto bundle = open_bundle(path, keys.empty() ? environments::Bundle::OpenMode::Mapped
+                                               : environments::Bundle::OpenMode::InMemory);
   if (!bundle)
     return kUserError;
   // Each problem: where (entry and kernel, or tuning record) and what.
@@ -421,12 +450,36 @@ int env_verify_command(const std::string &path, bool json) {
     if (!r || autotune::record_key(*r) != t.key)
       problem({{"tuning_record", t.key}}, r ? "stored under another record's key" : error);
   }
+  // The signature: by one of the keys given; without keys, a signature there is checked against
+  // its own key (intact or not), which says nothing about who signed.
+  const auto &signature = bundle->signature();
+  nlohmann::json signature_json = {{"signed", signature.has_value()}};
+  std::string signature_line; // nothing for an unsigned bundle, as before signatures
+  if (signature || !trusted.empty()) {
+    std::vector<environments::PublicKey> against = trusted;
+    if (against.empty())
+      against.push_back(signature->signer);
+    std::string why = bundle->signature_refusal(against);
+    if (!why.empty())
+      problem({{"signature", signature ? signature->signer.hex() : ""}}, why);
+    if (signature) {
+      signature_json["key"] = signature->signer.hex();
+      signature_json["valid"] = bundle->signature_refusal(std::span(&signature->signer, 1)).empty();
+      signature_json["trusted"] = trusted.empty() ? nlohmann::json() : nlohmann::json(why.empty());
+      signature_line = trusted.empty()
+                           ? fmt::format("; signed by key {} (the signature matches; pass --key "
+                                         "to check that the key is one you trust)",
+                                         signature->signer.id())
+                           : fmt::format("; signed by trusted key {}", signature->signer.id());
+    }
+  }
   if (json) {
     nlohmann::json out = {{"bundle", path},
                           {"ok", problems.empty()},
                           {"kernels", bundle->num_entries()},
                           {"binaries", artifacts},
                           {"tuning_records", bundle->num_tuning_records()},
+                          {"signature", signature_json},
                           {"problems", problems}};
     print_out("{}\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
     return problems.empty() ? kSuccess : kUserError;
@@ -435,6 +488,8 @@ int env_verify_command(const std::string &path, bool json) {
     std::string where;
     if (p.contains("tuning_record"))
       where = fmt::format("tuning record '{}'", p["tuning_record"].get<std::string>());
+    else if (p.contains("signature"))
+      where = "signature";
     else if (p.contains("kernel"))
       where = fmt::format("entry {}, kernel '{}', {} {}", p["entry"].get<size_t>(),
                           p["kernel"].get<std::string>(), p["target"].get<std::string>(),
@@ -447,8 +502,120 @@ int env_verify_command(const std::string &path, bool json) {
                              problems.size() == 1 ? "" : "s");
     return kUserError;
   }
-  print_out("{}: ok: {} kernels, {} binaries, {} tuning records verified\n", path,
-            bundle->num_entries(), artifacts, bundle->num_tuning_records());
+  print_out("{}: ok: {} kernels, {} binaries, {} tuning records verified{}\n", path,
+            bundle->num_entries(), artifacts, bundle->num_tuning_records(), signature_line);
+  return kSuccess;
+}
+
+//===- env keygen and env sign ---------------------------------------------------------------===//
+
+namespace {
+
+/// Creates `path` (which must not exist) with `mode` and writes `text` to it, synced; prints why
+/// not and returns false.
+bool create_new_file(const std::string &path, std::string_view text, mode_t mode) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+  auto fail = [&](const char *step) {
+    std::cerr << fmt::format("{}: error: cannot {} the key file: {}\n", shown(path), step,
+                             std::strerror(errno));
+    if (fd >= 0) {
+      ::close(fd);
+      ::unlink(path.c_str());
+    }
+    return false;
+  };
+  if (fd < 0)
+    return fail("create");
+  for (size_t done = 0; done < text.size();) {
+    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return fail("write");
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0)
+    return fail("sync");
+  if (::close(fd) != 0) {
+    fd = -1;
+    return fail("close");
+  }
+  return true;
+}
+
+} // namespace
+
+int env_keygen_command(const std::string &name) {
+  const std::string secret_path = name + ".key", public_path = name + ".pub";
+  for (const std::string &path : {secret_path, public_path}) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) == 0) {
+      std::cerr << fmt::format("{}: error: it exists, and keygen never replaces a key: choose "
+                               "another name, or remove the old key first\n",
+                               shown(path));
+      return kUserError;
+    }
+  }
+  environments::SecretKey key = environments::generate_secret_key();
+  environments::PublicKey public_key = key.public_key();
+  if (!create_new_file(secret_path, environments::secret_key_file_text(key), 0600))
+    return kUserError;
+  if (!create_new_file(public_path, environments::public_key_file_text(public_key), 0644)) {
+    ::unlink(secret_path.c_str()); // a secret key without its public half is of no use
+    return kUserError;
+  }
+  std::cerr << fmt::format("cubecc: wrote {} (the secret key: keep it where bundles are signed) "
+                           "and {} (public key {}: runtimes trust it with "
+                           "CUBECC_TRUSTED_KEYS={})\n",
+                           shown(secret_path), shown(public_path), public_key.id(),
+                           shown(public_path));
+  return kSuccess;
+}
+
+int env_sign_command(const std::string &path, const std::string &key_path,
+                     const std::string &output) {
+  const std::string &out = output.empty() ? path : output;
+  if (int code = check_output(out))
+    return code;
+  environments::SecretKey key;
+  try {
+    key = environments::read_secret_key(key_path);
+  } catch (const runtime::Error &e) {
+    return report_error(e);
+  }
+  // Read whole, checked, and signed from that copy: what is signed is what was checked.
+  auto bundle = open_bundle(path, environments::Bundle::OpenMode::InMemory);
+  if (!bundle)
+    return kUserError;
+  for (size_t i = 0; i < bundle->num_entries(); ++i) {
+    std::string error;
+    if (!bundle->read_entry(i, error)) {
+      std::cerr << fmt::format("cubecc: error: {}: {}: a damaged bundle is not signed\n",
+                               shown(path), error);
+      return kUserError;
+    }
+  }
+  for (const auto &t : bundle->tuning_records()) {
+    std::string error;
+    if (!autotune::parse_record(t.record, error)) {
+      std::cerr << fmt::format("cubecc: error: {}: tuning record '{}': {}: a damaged bundle is "
+                               "not signed\n",
+                               shown(path), t.key, error);
+      return kUserError;
+    }
+  }
+  std::span<const uint8_t> bytes = bundle->bytes();
+  std::string signed_bundle = environments::sign_bundle(
+      std::string_view(reinterpret_cast<const char *>(bytes.data()), bytes.size()), key);
+  if (int code = write_output("cubecc", out, signed_bundle))
+    return code;
+  const environments::PublicKey signer = key.public_key();
+  std::string replaced;
+  if (const auto &old = bundle->signature())
+    replaced = old->signer == signer
+                   ? std::string(" (replacing its signature by the same key)")
+                   : fmt::format(" (replacing its signature by key {})", old->signer.id());
+  std::cerr << fmt::format("cubecc: {}: signed with key {}{}\n", shown(out), signer.id(), replaced);
   return kSuccess;
 }
 
@@ -464,11 +631,12 @@ int env_merge_command(const std::vector<std::string> &inputs, const std::string 
   // A merge of bundles made alike (the shards of one build) records how they were made, so that
   // it is that build byte for byte; of bundles made otherwise, or when asked, its own making.
   std::optional<environments::Metadata> common;
-  bool alike = true;
+  bool alike = true, any_signed = false;
   for (const std::string &input : inputs) {
     auto bundle = open_bundle(input);
     if (!bundle)
       return kUserError;
+    any_signed = any_signed || bundle->signature().has_value();
     if (!version.empty() && bundle->metadata().cubecc_version != version) {
       std::cerr << fmt::format("cubecc: error: {} was built by cubecc {}, {} by cubecc {}: "
                                "bundles of different versions cannot be merged\n",
@@ -513,6 +681,8 @@ int env_merge_command(const std::vector<std::string> &inputs, const std::string 
   std::cerr << fmt::format("cubecc: {}: {} kernels, {} tuning records from {} bundles\n",
                            shown(output), merged.entries.size(), merged.tuning.size(),
                            inputs.size());
+  if (any_signed)
+    note_output_unsigned(output);
   return kSuccess;
 }
 
@@ -520,11 +690,15 @@ int env_merge_command(const std::vector<std::string> &inputs, const std::string 
 
 namespace {
 
-/// A bundle's whole contents, or nothing after printing why (a damaged entry included).
-std::optional<environments::BundleContents> read_contents(const std::string &path) {
+/// A bundle's whole contents, or nothing after printing why (a damaged entry included);
+/// `was_signed`, when given, says whether the file was signed.
+std::optional<environments::BundleContents> read_contents(const std::string &path,
+                                                          bool *was_signed = nullptr) {
   auto bundle = open_bundle(path);
   if (!bundle)
     return std::nullopt;
+  if (was_signed)
+    *was_signed = bundle->signature().has_value();
   try {
     return bundle->contents();
   } catch (const runtime::Error &e) {
@@ -646,7 +820,8 @@ int env_diff_command(const std::string &a_path, const std::string &b_path, bool 
 int env_prune_command(const EnvPruneOptions &options) {
   if (int code = check_output(options.output))
     return code;
-  auto contents = read_contents(options.input);
+  bool was_signed = false;
+  auto contents = read_contents(options.input, &was_signed);
   if (!contents)
     return kUserError;
   auto listed = [](const std::vector<std::string> &list, const std::string &name) {
@@ -714,6 +889,8 @@ int env_prune_command(const EnvPruneOptions &options) {
                                ? std::string("-")
                                : fmt::format("{}", fmt::join(contents->metadata.targets, ", ")),
                            human_bytes(bytes));
+  if (was_signed)
+    note_output_unsigned(options.output);
   return kSuccess;
 }
 

@@ -47,7 +47,14 @@ struct EnvPruneOptions {
 /// Each returns the process exit code (tool_support.h).
 int env_build_command(const EnvBuildOptions &options);
 int env_inspect_command(const std::string &bundle, bool json);
-int env_verify_command(const std::string &bundle, bool json);
+/// `keys`: public keys (files or 64 hexadecimal digits) of which one must have signed the
+/// bundle; empty: a signature, if any, is checked against its own signer only.
+int env_verify_command(const std::string &bundle, bool json, const std::vector<std::string> &keys);
+/// Writes `name`.key (the secret key, mode 600) and `name`.pub; never overwrites either.
+int env_keygen_command(const std::string &name);
+/// Signs `bundle` (every entry checked first) with the secret key file `key`; writes `output`,
+/// or the bundle itself when empty.
+int env_sign_command(const std::string &bundle, const std::string &key, const std::string &output);
 int env_diff_command(const std::string &a, const std::string &b, bool json);
 int env_prune_command(const EnvPruneOptions &options);
 int env_merge_command(const std::vector<std::string> &inputs, const std::string &output,

@@ -153,15 +153,30 @@ enum {
   /** Strict: a bundle that does not open or is not valid is an error of this call, and loading a
    *  kernel the bundle does not hold (or holds damaged) is an error instead of a JIT compile. */
   CUBECC_ENVIRONMENT_STRICT = 1u,
+  /** Signed bundles only: a bundle not signed (`cubecc env sign`) by one of the trusted keys
+   *  (those given to cubecc_runtime_use_signed_environment, and those the CUBECC_TRUSTED_KEYS
+   *  environment variable names), or changed in any byte since it was signed, is refused before
+   *  any of it is used, as a bundle that does not open is. Setting CUBECC_TRUSTED_KEYS turns
+   *  this on for every bundle a runtime uses. */
+  CUBECC_ENVIRONMENT_REQUIRE_SIGNATURE = 2u,
 };
 
 /** Loads kernels from the environment bundle at `path` (built by `cubecc env build`) before
- *  compiling them. Without CUBECC_ENVIRONMENT_STRICT, a bundle that does not open is a logged
- *  warning and the runtime compiles as without one. Replaces the environment in use, if any; the
- *  runtime maps the file for as long as it uses it. Errors: CUBECC_ERROR_ENVIRONMENT (strict:
- *  the message names the file and what is wrong with it). */
+ *  compiling them. Without CUBECC_ENVIRONMENT_STRICT, a bundle that does not open (or, where
+ *  signatures are required, is not signed by a trusted key) is a logged warning and the runtime
+ *  compiles as without one. Replaces the environment in use, if any; the runtime maps the file
+ *  for as long as it uses it (reads it whole where signatures are required). Errors:
+ *  CUBECC_ERROR_ENVIRONMENT (strict: the message names the file and what is wrong with it). */
 cubecc_status cubecc_runtime_use_environment(cubecc_runtime runtime, const char *path,
                                              uint32_t flags);
+
+/** cubecc_runtime_use_environment, trusting the `num_keys` public keys `trusted_keys` (each 64
+ *  hexadecimal digits, or the path of a public key file `cubecc env keygen` wrote) besides those
+ *  of CUBECC_TRUSTED_KEYS, with CUBECC_ENVIRONMENT_REQUIRE_SIGNATURE implied. A key that is
+ *  neither is refused like an unsigned bundle (the message names it). */
+cubecc_status cubecc_runtime_use_signed_environment(cubecc_runtime runtime, const char *path,
+                                                    uint32_t flags, const char *const *trusted_keys,
+                                                    size_t num_keys);
 
 /** What the runtime did so far. */
 typedef struct cubecc_statistics {

@@ -542,18 +542,48 @@ cubecc_status cubecc_runtime_device_info(cubecc_runtime runtime, cubecc_device_i
   });
 }
 
+namespace {
+
+rt::EnvironmentOptions environment_options(const char *function, uint32_t flags) {
+  constexpr uint32_t known = CUBECC_ENVIRONMENT_STRICT | CUBECC_ENVIRONMENT_REQUIRE_SIGNATURE;
+  if (flags & ~known)
+    fail(CUBECC_ERROR_INVALID_ARGUMENT,
+         fmt::format("{}: unknown flags {:#x} (the flags are CUBECC_ENVIRONMENT_STRICT and "
+                     "CUBECC_ENVIRONMENT_REQUIRE_SIGNATURE)",
+                     function, flags & ~known));
+  return rt::EnvironmentOptions{.fallback_to_jit = (flags & CUBECC_ENVIRONMENT_STRICT) == 0,
+                                .require_signature =
+                                    (flags & CUBECC_ENVIRONMENT_REQUIRE_SIGNATURE) != 0};
+}
+
+} // namespace
+
 cubecc_status cubecc_runtime_use_environment(cubecc_runtime runtime, const char *path,
                                              uint32_t flags) {
   return guarded(CUBECC_ERROR_ENVIRONMENT, [&] {
     rt::Runtime &r = runtime_of(runtime, "cubecc_runtime_use_environment");
     need(path, "cubecc_runtime_use_environment", "the bundle path");
-    if (flags & ~uint32_t(CUBECC_ENVIRONMENT_STRICT))
-      fail(CUBECC_ERROR_INVALID_ARGUMENT,
-           fmt::format("cubecc_runtime_use_environment: unknown flags {:#x} (the only flag is "
-                       "CUBECC_ENVIRONMENT_STRICT)",
-                       flags));
-    r.use_environment(
-        path, rt::EnvironmentOptions{.fallback_to_jit = (flags & CUBECC_ENVIRONMENT_STRICT) == 0});
+    r.use_environment(path, environment_options("cubecc_runtime_use_environment", flags));
+  });
+}
+
+cubecc_status cubecc_runtime_use_signed_environment(cubecc_runtime runtime, const char *path,
+                                                    uint32_t flags, const char *const *trusted_keys,
+                                                    size_t num_keys) {
+  constexpr const char *function = "cubecc_runtime_use_signed_environment";
+  return guarded(CUBECC_ERROR_ENVIRONMENT, [&] {
+    rt::Runtime &r = runtime_of(runtime, function);
+    need(path, function, "the bundle path");
+    if (num_keys > 0)
+      need(trusted_keys, function, "the trusted keys pointer");
+    rt::EnvironmentOptions options = environment_options(function, flags);
+    options.require_signature = true;
+    for (size_t i = 0; i < num_keys; ++i) {
+      if (!trusted_keys[i])
+        fail(CUBECC_ERROR_INVALID_ARGUMENT, fmt::format("{}: trusted key {} is NULL", function, i));
+      options.trusted_keys.emplace_back(trusted_keys[i]);
+    }
+    r.use_environment(path, std::move(options));
   });
 }
 

@@ -486,6 +486,9 @@ struct Bundle::Mapping {
   std::atomic<bool> changed{false};
   std::mutex mutex;
   std::string changed_message;
+  /// Whether the signature matches the file (computed once, by signature_refusal).
+  std::once_flag signature_checked;
+  bool signature_valid = false;
   ~Mapping() {
     if (address)
       ::munmap(address, length);
@@ -515,7 +518,7 @@ bool read_at(int fd, uint64_t offset, uint64_t size, uint8_t *out) {
 
 } // namespace
 
-std::shared_ptr<const Bundle> Bundle::open(const std::string &path) {
+std::shared_ptr<const Bundle> Bundle::open(const std::string &path, OpenMode mode) {
   // O_NONBLOCK: opening a FIFO for reading would wait for a writer; nothing but a regular file is
   // read, and for a regular file the flag changes nothing (it is cleared all the same).
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -539,6 +542,14 @@ std::shared_ptr<const Bundle> Bundle::open(const std::string &path) {
                     path, runtime::file_kind(st.st_mode)));
   if (int flags = ::fcntl(fd, F_GETFL); flags >= 0)
     ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  if (mode == OpenMode::InMemory) {
+    uint64_t size = static_cast<uint64_t>(st.st_size);
+    auto memory = std::make_unique_for_overwrite<uint64_t[]>(size / 8 + 1); // filled just below
+    if (!read_at(fd, 0, size, reinterpret_cast<uint8_t *>(memory.get())))
+      throw Error(ErrorKind::Environment,
+                  fmt::format("{}: the file shrank while it was read", path));
+    return in_memory(std::move(memory), size, path);
+  }
   m.size = st.st_size;
   m.modified = st.st_mtim;
   bundle->size_ = static_cast<uint64_t>(st.st_size);
@@ -561,6 +572,11 @@ std::shared_ptr<const Bundle> Bundle::open(const std::string &path) {
     throw Error(ErrorKind::Environment,
                 fmt::format("{}: the file shrank while it was opened", path));
   bundle->head_ = reinterpret_cast<const uint8_t *>(m.head.get());
+  if (bundle->size_ >= kHeaderBytes + kSignatureTrailerBytes &&
+      !read_at(fd, bundle->size_ - kSignatureTrailerBytes, kSignatureTrailerBytes,
+               bundle->tail_.data()))
+    throw Error(ErrorKind::Environment,
+                fmt::format("{}: the file shrank while it was opened", path));
   bundle->check();
 
   if (st.st_size > 0) {
@@ -576,14 +592,23 @@ std::shared_ptr<const Bundle> Bundle::open(const std::string &path) {
 }
 
 std::shared_ptr<const Bundle> Bundle::from_bytes(std::string_view bytes, std::string name) {
+  auto memory = std::make_unique<uint64_t[]>(bytes.size() / 8 + 1);
+  std::memcpy(memory.get(), bytes.data(), bytes.size());
+  return in_memory(std::move(memory), bytes.size(), std::move(name));
+}
+
+std::shared_ptr<const Bundle> Bundle::in_memory(std::unique_ptr<uint64_t[]> memory, uint64_t size,
+                                                std::string name) {
   std::shared_ptr<Bundle> bundle(new Bundle());
   bundle->name_ = std::move(name);
   bundle->mapping_ = std::make_unique<Mapping>();
-  bundle->mapping_->memory = std::make_unique<uint64_t[]>(bytes.size() / 8 + 1);
-  std::memcpy(bundle->mapping_->memory.get(), bytes.data(), bytes.size());
+  bundle->mapping_->memory = std::move(memory);
   bundle->data_ = reinterpret_cast<const uint8_t *>(bundle->mapping_->memory.get());
   bundle->head_ = bundle->data_;
-  bundle->size_ = bytes.size();
+  bundle->size_ = size;
+  if (size >= kHeaderBytes + kSignatureTrailerBytes)
+    std::memcpy(bundle->tail_.data(), bundle->data_ + size - kSignatureTrailerBytes,
+                kSignatureTrailerBytes);
   bundle->check();
   return bundle;
 }
@@ -644,20 +669,26 @@ void Bundle::check() {
   if (read_le<uint32_t>(head_ + kOffHeaderBytes) != kHeaderBytes)
     fail(fmt::format("header size {} at offset {}; expected {}",
                      read_le<uint32_t>(head_ + kOffHeaderBytes), kOffHeaderBytes, kHeaderBytes));
+  // The bundle is the header's size; a signed bundle's file has a signature trailer after it.
   uint64_t file_bytes = read_le<uint64_t>(head_ + kOffFileBytes);
-  if (file_bytes != size_)
-    fail(fmt::format("truncated or extended: the header says {} bytes, the file has {}", file_bytes,
-                     size_));
+  if (file_bytes != size_) {
+    if (file_bytes < kHeaderBytes || file_bytes > size_ ||
+        size_ - file_bytes != kSignatureTrailerBytes || !has_signature_magic(tail_))
+      fail(fmt::format("truncated or extended: the header says {} bytes, the file has {}",
+                       file_bytes, size_));
+    signature_ = parse_signature_trailer(tail_, file_bytes, name_);
+  }
+  bundle_bytes_ = file_bytes;
   uint64_t index_offset = read_le<uint64_t>(head_ + kOffIndexOffset);
   uint64_t index_bytes = read_le<uint64_t>(head_ + kOffIndexBytes);
-  if (index_offset != kHeaderBytes || index_bytes > size_ - kHeaderBytes ||
+  if (index_offset != kHeaderBytes || index_bytes > bundle_bytes_ - kHeaderBytes ||
       index_bytes > FLATBUFFERS_MAX_BUFFER_SIZE)
     fail(fmt::format("the index (offset {}, {} bytes) lies outside the file", index_offset,
                      index_bytes));
   if (read_le<uint64_t>(head_ + kOffIndexChecksum) != checksum(head_ + kHeaderBytes, index_bytes))
     fail(fmt::format("the index at offset {} is damaged (its checksum does not match)",
                      kHeaderBytes));
-  if (!zero_padding(head_, kHeaderBytes + index_bytes, size_))
+  if (!zero_padding(head_, kHeaderBytes + index_bytes, bundle_bytes_))
     fail(fmt::format("the padding after the index, at offset {}, is not zero (the file was "
                      "changed after it was written); rebuild the bundle",
                      kHeaderBytes + index_bytes));
@@ -674,8 +705,8 @@ void Bundle::check() {
   for (flatbuffers::uoffset_t i = 0; i < entries.size(); ++i) {
     const fb::EntryRef *e = entries.Get(i);
     uint64_t end = kHeaderBytes + index_bytes;
-    if (e->offset() < end || e->offset() % kEntryAlignment != 0 || e->size() > size_ ||
-        e->offset() > size_ - e->size())
+    if (e->offset() < end || e->offset() % kEntryAlignment != 0 || e->size() > bundle_bytes_ ||
+        e->offset() > bundle_bytes_ - e->size())
       fail(fmt::format("entry {} (offset {}, {} bytes) lies outside the entries' part of the "
                        "file",
                        i, e->offset(), e->size()));
@@ -730,7 +761,7 @@ std::string Bundle::verify_entry(size_t i) const {
     return {};
   if (state == 0) {
     bool sound = checksum(bytes, ref->size()) == ref->checksum() &&
-                 zero_padding(data_, ref->offset() + ref->size(), size_);
+                 zero_padding(data_, ref->offset() + ref->size(), bundle_bytes_);
     if (sound) {
       flatbuffers::Verifier verifier(bytes, ref->size(),
                                      flatbuffers::Verifier::Options{64, kMaxTables, true, true});
@@ -748,7 +779,7 @@ std::string Bundle::verify_entry(size_t i) const {
     return fmt::format("entry {} at offset {} ({} bytes) is damaged: its checksum does not match; "
                        "rebuild the bundle",
                        i, ref->offset(), ref->size());
-  if (!zero_padding(data_, ref->offset() + ref->size(), size_))
+  if (!zero_padding(data_, ref->offset() + ref->size(), bundle_bytes_))
     return fmt::format("entry {} at offset {}: the padding after it is not zero (the file was "
                        "changed after it was written); rebuild the bundle",
                        i, ref->offset());
@@ -977,6 +1008,52 @@ std::optional<std::string> Bundle::find_tuning(std::string_view key) const {
       view(records.Get(static_cast<flatbuffers::uoffset_t>(lo))->key()) != key)
     return std::nullopt;
   return std::string(view(records.Get(static_cast<flatbuffers::uoffset_t>(lo))->record()));
+}
+
+//===- Signatures ----------------------------------------------------------------------------===//
+
+std::string Bundle::signature_refusal(std::span<const PublicKey> trusted) const {
+  if (!signature_)
+    return fmt::format("the bundle is not signed: sign it where it is built (`cubecc env sign {} "
+                       "--key KEY.key`)",
+                       name_);
+  const PublicKey &signer = signature_->signer;
+  if (std::find(trusted.begin(), trusted.end(), signer) == trusted.end()) {
+    std::vector<std::string> ids;
+    for (const PublicKey &k : trusted)
+      ids.push_back(k.id());
+    return fmt::format(
+        "signed by key {}, which is not trusted here ({}): trust its public key "
+        "(CUBECC_TRUSTED_KEYS, EnvironmentOptions::trusted_keys), or sign the bundle with a "
+        "trusted one",
+        signer.id(),
+        ids.empty() ? std::string("no key is trusted")
+                    : fmt::format("the trusted keys are {}", fmt::join(ids, ", ")));
+  }
+  Mapping &m = *mapping_;
+  if (std::string changed = file_changed(); !changed.empty()) // before the mapping is read
+    return changed;
+  std::call_once(m.signature_checked, [&] {
+    m.signature_valid = signature_matches(std::span(data_, bundle_bytes_), *signature_);
+  });
+  if (!m.signature_valid)
+    return fmt::format("the signature by key {} does not match the file: it was changed after it "
+                       "was signed (or signed wrongly); rebuild and sign it again",
+                       signer.id());
+  return {};
+}
+
+std::string Bundle::refusal(const runtime::EnvironmentOptions &options) const {
+  std::vector<PublicKey> trusted;
+  try {
+    trusted = trusted_keys(options);
+  } catch (const Error &e) {
+    return fmt::format("{}: cannot check its signature: {}", name_, e.what());
+  }
+  std::string why = signature_refusal(trusted);
+  return why.empty() ? why
+                     : fmt::format("{}: {}; only bundles signed by a trusted key are used here",
+                                   name_, why);
 }
 
 } // namespace cubecc::environments

@@ -6,8 +6,10 @@ namespace {
 
 const bool registered = [] {
   runtime::register_environment_opener(
-      [](const std::string &path) -> std::shared_ptr<const runtime::EnvironmentSource> {
-        return Bundle::open(path);
+      [](const std::string &path, const runtime::EnvironmentOptions &options)
+          -> std::shared_ptr<const runtime::EnvironmentSource> {
+        return Bundle::open(path, runtime::requires_signature(options) ? Bundle::OpenMode::InMemory
+                                                                       : Bundle::OpenMode::Mapped);
       });
   return true;
 }();

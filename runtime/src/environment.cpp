@@ -70,14 +70,20 @@ void register_environment_opener(EnvironmentOpener opener) {
   registered_opener.store(opener);
 }
 
-std::shared_ptr<const EnvironmentSource> open_environment(const std::string &path) {
+bool requires_signature(const EnvironmentOptions &options) {
+  const char *keys = std::getenv("CUBECC_TRUSTED_KEYS");
+  return options.require_signature || !options.trusted_keys.empty() || (keys && *keys);
+}
+
+std::shared_ptr<const EnvironmentSource> open_environment(const std::string &path,
+                                                          const EnvironmentOptions &options) {
   EnvironmentOpener opener = registered_opener.load();
   if (!opener)
     throw Error(ErrorKind::Unsupported,
                 fmt::format("cannot open environment '{}': this program was built without "
                             "environment support (link it with cubecc::environments)",
                             path));
-  return opener(path);
+  return opener(path, options);
 }
 
 std::unique_ptr<CompiledKernel> load_from_environment(const EnvironmentSource &environment,

@@ -924,7 +924,7 @@ KernelCacheStatistics Runtime::cache_statistics() const {
 void Runtime::use_environment(const std::string &path, EnvironmentOptions options) {
   std::shared_ptr<const EnvironmentSource> environment;
   try {
-    environment = open_environment(path);
+    environment = open_environment(path, options);
   } catch (const Error &e) {
     if (!options.fallback_to_jit)
       throw;
@@ -934,14 +934,24 @@ void Runtime::use_environment(const std::string &path, EnvironmentOptions option
     context_->environment.reset();
     return;
   }
-  use_environment(std::move(environment), options);
+  use_environment(std::move(environment), std::move(options));
 }
 
 void Runtime::use_environment(std::shared_ptr<const EnvironmentSource> environment,
                               EnvironmentOptions options) {
+  // The signature policy, before anything of the environment is used: a refused one is not
+  // used at all (not even its tuning records).
+  if (environment && requires_signature(options)) {
+    if (std::string why = environment->refusal(options); !why.empty()) {
+      if (!options.fallback_to_jit)
+        throw Error(ErrorKind::Environment, why);
+      log_warning("{}; running without it (kernels are compiled as they are needed)", why);
+      environment.reset();
+    }
+  }
   std::lock_guard lock(context_->compile_mutex);
   context_->environment = std::move(environment);
-  context_->environment_options = options;
+  context_->environment_options = std::move(options);
   if (context_->environment)
     log_debug("runtime: using environment {}", context_->environment->name());
 }

@@ -224,6 +224,30 @@ int main(int argc, char **argv) {
   MUST(cubecc_runtime_use_environment(rt, corrupt, 0));
   MUST(cubecc_runtime_use_environment(rt, bundle, CUBECC_ENVIRONMENT_STRICT));
 
+  /* Signed bundles only: the unsigned one, and the signed one with no key or a bad key trusted,
+   * are refused; with its public key trusted, the signed one is used from here on. */
+  {
+    char signed_bundle[4096], public_key[4096];
+    snprintf(signed_bundle, sizeof signed_bundle, "%s.signed", bundle);
+    snprintf(public_key, sizeof public_key, "%s.ci.pub", bundle);
+    const char *keys[] = {public_key}, *bad_keys[] = {"/nonexistent/ci.pub"}, *null_key[] = {NULL};
+    const uint32_t strict_signed = CUBECC_ENVIRONMENT_STRICT | CUBECC_ENVIRONMENT_REQUIRE_SIGNATURE;
+    EXPECT_ERROR(
+        cubecc_runtime_use_signed_environment(rt, bundle, CUBECC_ENVIRONMENT_STRICT, keys, 1),
+        CUBECC_ERROR_ENVIRONMENT, "the bundle is not signed");
+    EXPECT_ERROR(cubecc_runtime_use_environment(rt, signed_bundle, strict_signed),
+                 CUBECC_ERROR_ENVIRONMENT, "which is not trusted here (no key is trusted)");
+    EXPECT_ERROR(cubecc_runtime_use_signed_environment(rt, signed_bundle, CUBECC_ENVIRONMENT_STRICT,
+                                                       bad_keys, 1),
+                 CUBECC_ERROR_ENVIRONMENT, "/nonexistent/ci.pub: cannot read the key file");
+    EXPECT_ERROR(cubecc_runtime_use_signed_environment(rt, signed_bundle, 0, null_key, 1),
+                 CUBECC_ERROR_INVALID_ARGUMENT, "trusted key 0 is NULL");
+    EXPECT_ERROR(cubecc_runtime_use_signed_environment(rt, signed_bundle, 0, NULL, 1),
+                 CUBECC_ERROR_INVALID_ARGUMENT, "the trusted keys pointer is NULL");
+    MUST(cubecc_runtime_use_signed_environment(rt, signed_bundle, CUBECC_ENVIRONMENT_STRICT, keys,
+                                               1));
+  }
+
   /*===- The kernel library ------------------------------------------------------------------===*/
   cubecc_library library = NULL;
   EXPECT_ERROR(cubecc_library_open("/nonexistent/libkernels.so", &library), CUBECC_ERROR_NOT_FOUND,

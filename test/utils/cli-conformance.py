@@ -2,8 +2,8 @@
 """cli-conformance.py --build-dir BUILD --source-dir REPO: the command-line contract under
 hostile inputs (docs/cli.md, "Exit codes" and "How outputs are written"; issue 17).
 
-Every subcommand (compile, kernels, env build/inspect/verify/merge, tune, devices, --version,
-cubecc-opt) runs against the same hostile inputs, outputs and standard outputs:
+Every subcommand (compile, kernels, env build/inspect/verify/merge/diff/prune/sign, tune,
+devices, --version, cubecc-opt; key files as inputs of env sign and env verify --key) runs against the same hostile inputs, outputs and standard outputs:
 
   inputs   missing, unreadable (skipped as root: root reads a mode-000 file), a directory, a FIFO,
            a symbolic link to /dev/full and to /dev/zero, links (to a good file, dangling, a
@@ -80,7 +80,15 @@ class Suite:
         if code != 0:
             sys.exit("cli-conformance: cannot build the fixture bundle:\n" + err)
         bundle = open(os.path.join(f, "good.cubeenv"), "rb").read()
-        good = {"cir": axpy, "so": lib, "cubeenv": bundle}
+        # A key pair (good.key, good.pub) and the bundle signed with it, for env sign and verify.
+        for argv in ([self.cubecc, "env", "keygen", "-o", os.path.join(f, "good")],
+                     [self.cubecc, "env", "sign", os.path.join(f, "good.cubeenv"), "--key",
+                      os.path.join(f, "good.key"), "-o", os.path.join(f, "signed.cubeenv")]):
+            code, _, err = self.run(argv)
+            if code != 0:
+                sys.exit("cli-conformance: cannot make the fixture key or signed bundle:\n" + err)
+        keys = {ext: open(os.path.join(f, "good." + ext), "rb").read() for ext in ("key", "pub")}
+        good = {"cir": axpy, "so": lib, "cubeenv": bundle, **keys}
         text = axpy.decode()
         for ext, data in good.items():
             write("truncated." + ext, data[: max(len(data) // 2, 1)] if ext != "so" else data[:4096])
@@ -97,6 +105,9 @@ class Suite:
             os.symlink("loopa." + ext, os.path.join(f, "loopb." + ext))
             write("unreadable." + ext, data)
             os.chmod(os.path.join(f, "unreadable." + ext), 0)
+            if ext == "key":  # as keygen writes them: so that their contents are what is refused
+                for name in ("truncated", "empty", "garbage", "text"):
+                    os.chmod(os.path.join(f, f"{name}.key"), 0o600)
         # 1 MiB: over the limit (64 KiB) many times; test/lit/tools/cubecc-hardening.test has 10 MB.
         write("hugename.cir", text.replace("@axpy", "@" + "k" * (1 << 20)).encode())
         write("good.cpp", open(os.path.join(self.repo, "examples", "kernels", "axpy.cpp"), "rb").read())
@@ -212,7 +223,7 @@ class Suite:
 
     def commands(self):
         """(name, input kinds, argv of an input and an output folder, writes a file?)."""
-        c, o = self.cubecc, self.opt
+        c, o, f = self.cubecc, self.opt, self.fixtures
         return [
             ("compile", ("cir", "so"), lambda i, d: [c, "compile", i, "--emit", "ir", "-o", f"{d}/out.cir"], True),
             ("cubecc-opt", ("cir",), lambda i, d: [o, i, "-o", f"{d}/out.cir"], True),
@@ -223,6 +234,9 @@ class Suite:
             ("env merge", ("cubeenv",), lambda i, d: [c, "env", "merge", i, "-o", f"{d}/out.cubeenv"], True),
             ("env diff", ("cubeenv",), lambda i, d: [c, "env", "diff", i, i, "--json"], False),
             ("env prune", ("cubeenv",), lambda i, d: [c, "env", "prune", i, "--drop-target", "interp", "-o", f"{d}/out.cubeenv"], True),
+            ("env sign", ("cubeenv",), lambda i, d: [c, "env", "sign", i, "--key", f"{f}/good.key", "-o", f"{d}/out.cubeenv"], True),
+            ("env sign --key", ("key",), lambda i, d: [c, "env", "sign", f"{f}/good.cubeenv", "--key", i, "-o", f"{d}/out.cubeenv"], True),
+            ("env verify --key", ("pub",), lambda i, d: [c, "env", "verify", f"{f}/signed.cubeenv", "--key", i], False),
             # --tunable names none: the inputs are loaded and a device opened, nothing is tuned.
             ("tune", ("so",), lambda i, d: [c, "tune", i, "--device", "interp", "--tunable", "none", "-o", f"{d}/out.cubeenv"], True),
         ]
@@ -261,7 +275,8 @@ class Suite:
         """Every command that writes -o, against hostile outputs (a good input each)."""
         f = self.fixtures
         good = {"compile": "good.cir", "cubecc-opt": "good.cir", "env build": "good.cir",
-                "env merge": "good.cubeenv", "env prune": "good.cubeenv", "tune": "good.so"}
+                "env merge": "good.cubeenv", "env prune": "good.cubeenv", "tune": "good.so",
+                "env sign": "good.cubeenv", "env sign --key": "good.key"}
         outputs = [
             # (name, make(d) -> path, expected exit, stderr pattern)
             ("devfull-link", lambda d: self.link(d, "full", "/dev/full"), 1,
@@ -329,6 +344,7 @@ class Suite:
             ("env inspect", [c, "env", "inspect", f"{f}/good.cubeenv"]),
             ("env inspect --json", [c, "env", "inspect", f"{f}/good.cubeenv", "--json"]),
             ("env verify", [c, "env", "verify", f"{f}/good.cubeenv"]),
+            ("env verify --key", [c, "env", "verify", f"{f}/signed.cubeenv", "--key", f"{f}/good.pub"]),
             ("env diff", [c, "env", "diff", f"{f}/good.cubeenv", f"{f}/good.cubeenv"]),
             ("devices", [c, "devices", "--json"]),
             ("--version", [c, "--version"]),

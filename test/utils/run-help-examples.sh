@@ -15,8 +15,8 @@ export PATH="$build/tools:$PATH"
 cd "$scratch" || exit 2
 
 # In the order that makes each example's inputs exist.
-commands=("" "compile" "kernels" "env build" "tune" "env inspect" "env verify" "env merge" "env"
-          "env diff" "env prune" "devices" "opt")
+commands=("" "compile" "kernels" "env build" "tune" "env keygen" "env sign" "env inspect"
+          "env verify" "env merge" "env" "env diff" "env prune" "devices" "opt")
 failures=0
 examples=0
 for sub in "${commands[@]}"; do

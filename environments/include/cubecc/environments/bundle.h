@@ -26,6 +26,7 @@
 #pragma once
 
 #include "cubecc/codegen/kernel_abi.h"
+#include "cubecc/environments/signature.h"
 #include "cubecc/ir/structural_hash.h"
 #include "cubecc/runtime/environment_source.h"
 
@@ -33,6 +34,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -134,16 +136,37 @@ std::vector<std::string> merge_contents(BundleContents &into, BundleContents fro
 /// An opened bundle. Thread-safe: lookups from many threads may run at once.
 class Bundle final : public runtime::EnvironmentSource {
 public:
-  /// Reads, maps and checks `path`. Throws runtime::Error naming the file and, for damage, the
-  /// offset; anything but a regular file (a FIFO, a directory, a device) is refused without
-  /// waiting on it.
-  static std::shared_ptr<const Bundle> open(const std::string &path);
+  enum class OpenMode {
+    /// The header and the index are read; the rest is mapped and read as entries are used.
+    Mapped,
+    /// The whole file is read into memory: what a signature was verified over is what runs,
+    /// whatever later happens to the file (what a runtime requiring signatures opens).
+    InMemory,
+  };
+  /// Reads (and maps) and checks `path`. Throws runtime::Error naming the file and, for damage,
+  /// the offset; anything but a regular file (a FIFO, a directory, a device) is refused without
+  /// waiting on it. A signature trailer is checked for form, not verified (signature_refusal).
+  static std::shared_ptr<const Bundle> open(const std::string &path,
+                                            OpenMode mode = OpenMode::Mapped);
   /// A bundle over bytes in memory (copied), for tests and the fuzzer; `name` is for messages.
   static std::shared_ptr<const Bundle> from_bytes(std::string_view bytes, std::string name);
   ~Bundle() override;
 
   const Metadata &metadata() const { return metadata_; }
+  /// The file's size, and the bundle's: the file without its signature trailer, if signed.
   uint64_t file_bytes() const { return size_; }
+  uint64_t bundle_bytes() const { return bundle_bytes_; }
+
+  /// The file's bytes. A mapped bundle's are valid while the file is not changed (file_changed);
+  /// open it InMemory to hold bytes that cannot change.
+  std::span<const uint8_t> bytes() const { return {data_, size_}; }
+  /// The signature trailer when the file has one, as read (verified by signature_refusal).
+  const std::optional<SignatureTrailer> &signature() const { return signature_; }
+  /// Empty when the bundle is signed by one of `trusted` and the signature matches every byte of
+  /// the file; else why not (not signed, signed by another key, or changed since it was signed),
+  /// without the bundle's name. The first call hashes the whole file (BLAKE2b, about 1 ms per
+  /// MiB).
+  std::string signature_refusal(std::span<const PublicKey> trusted) const;
   uint32_t format_version() const;
   size_t num_entries() const;
   size_t num_tuning_records() const;
@@ -163,6 +186,8 @@ public:
               std::span<const runtime::BinaryTarget> targets) const override;
   std::optional<std::string> find_tuning(std::string_view key) const override;
   const std::string &name() const override { return name_; }
+  /// signature_refusal with the keys `options` trust (trusted_keys, $CUBECC_TRUSTED_KEYS).
+  std::string refusal(const runtime::EnvironmentOptions &options) const override;
   /// Scans the entries (O(entries): each is verified once, its binaries are not copied) for the
   /// kernel `kernel` of `library` with `configuration`, compiled with `options`; then answers as
   /// find_kernel does for its hash. A miss says what the bundle holds for that library.
@@ -179,6 +204,9 @@ public:
 private:
   struct Mapping;
   Bundle() = default;
+  /// A bundle over `size` bytes at `memory`, named `name`.
+  static std::shared_ptr<const Bundle> in_memory(std::unique_ptr<uint64_t[]> memory, uint64_t size,
+                                                 std::string name);
   void check(); // the header and the index; throws
   /// Verifies entry `i` once (the checksum and the FlatBuffer); empty when sound.
   std::string verify_entry(size_t i) const;
@@ -192,6 +220,10 @@ private:
   /// The whole file (entries are read from here): the mapping, or the bytes in memory.
   const uint8_t *data_ = nullptr;
   uint64_t size_ = 0;
+  uint64_t bundle_bytes_ = 0;
+  /// The file's last bytes (where a signature trailer is), read before check().
+  std::array<uint8_t, kSignatureTrailerBytes> tail_{};
+  std::optional<SignatureTrailer> signature_;
   Metadata metadata_;
   bool version_matches_ = true;
   /// Per entry: 0 not yet verified, 1 sound, 2 damaged (the message is recomputed on demand).

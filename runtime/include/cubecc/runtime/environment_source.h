@@ -45,6 +45,8 @@ struct NamedKernelLookup {
   std::string library_build;                ///< which build of the library made the entry
 };
 
+struct EnvironmentOptions;
+
 class EnvironmentSource {
 public:
   virtual ~EnvironmentSource() = default;
@@ -71,14 +73,34 @@ public:
   virtual std::optional<std::string> find_tuning(std::string_view key) const = 0;
   /// What to call it in messages: the bundle's path.
   virtual const std::string &name() const = 0;
+  /// Why this environment may not be used where `options` require signed bundles
+  /// (requires_signature); empty when it may. The default refuses: only a bundle can be signed.
+  virtual std::string refusal(const EnvironmentOptions &options) const {
+    (void)options; // inline, as above
+    return "environment " + name() + " is not a bundle file, so it cannot be signed, and only " +
+           "signed bundles are used";
+  }
 };
 
-/// What to do when the environment cannot answer.
+/// What to do when the environment cannot answer, and which environments to trust.
 struct EnvironmentOptions {
   /// true: a miss or a rejected entry is logged (CUBECC_LOG=debug) and the kernel is compiled;
   /// false: it is an Error naming the kernel and why (for applications that must never JIT).
   bool fallback_to_jit = true;
+  /// Signed bundles only (docs/environments.md, "Signed bundles"): a bundle that is not signed
+  /// by one of the trusted keys, or that changed in any byte since it was signed, is refused
+  /// before any of its code runs — the runtime does not use it at all (a warning, and kernels
+  /// are compiled; an Error when fallback_to_jit is false). On when this is set, when
+  /// `trusted_keys` is not empty, or when $CUBECC_TRUSTED_KEYS is set.
+  bool require_signature = false;
+  /// The public keys trusted to sign bundles, each 64 hexadecimal digits or the path of a public
+  /// key file (`cubecc env keygen` writes both forms); $CUBECC_TRUSTED_KEYS (':'-separated) adds
+  /// to them.
+  std::vector<std::string> trusted_keys{};
 };
+
+/// Whether `options`, or $CUBECC_TRUSTED_KEYS, ask for signed bundles only.
+bool requires_signature(const EnvironmentOptions &options);
 
 /// What the environment did for a runtime.
 struct EnvironmentStatistics {
@@ -87,10 +109,14 @@ struct EnvironmentStatistics {
   uint64_t rejected = 0; ///< entries it held but could not use (compiled instead)
 };
 
-/// Opens an environment file. Provided by environments/ (linking cubecc::environments registers
-/// it); without it, throws Error saying so.
-std::shared_ptr<const EnvironmentSource> open_environment(const std::string &path);
-using EnvironmentOpener = std::shared_ptr<const EnvironmentSource> (*)(const std::string &path);
+/// Opens an environment file, for use under `options` (a runtime requiring signatures reads the
+/// whole file into memory, so that what it verifies is what runs). Provided by environments/
+/// (linking cubecc::environments registers it); without it, throws Error saying so. Does not
+/// check signatures: EnvironmentSource::refusal does.
+std::shared_ptr<const EnvironmentSource> open_environment(const std::string &path,
+                                                          const EnvironmentOptions &options = {});
+using EnvironmentOpener = std::shared_ptr<const EnvironmentSource> (*)(
+    const std::string &path, const EnvironmentOptions &options);
 void register_environment_opener(EnvironmentOpener opener);
 
 /// The kernel `kernel` (hashed as given) from `environment`, loaded on `device`; null when the

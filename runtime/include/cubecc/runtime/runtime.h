@@ -460,7 +460,10 @@ public:
   /// kernel it holds (same structural hash, compiled at -O2 for this device) neither optimizes
   /// nor compiles. Needs cubecc::environments linked in. A file that does not open or is not a
   /// valid bundle is a logged warning and the runtime compiles as without one — or, with
-  /// `options.fallback_to_jit` false, an Error naming the file and what is wrong.
+  /// `options.fallback_to_jit` false, an Error naming the file and what is wrong. Where
+  /// signatures are required (EnvironmentOptions::require_signature, trusted_keys,
+  /// $CUBECC_TRUSTED_KEYS), a bundle not signed by a trusted key, or changed since it was
+  /// signed, is refused the same way before any of it is used; both overloads check.
   void use_environment(const std::string &path, EnvironmentOptions options = {});
   void use_environment(std::shared_ptr<const EnvironmentSource> environment,
                        EnvironmentOptions options = {});
