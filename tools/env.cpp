@@ -691,14 +691,14 @@ int env_merge_command(const std::vector<std::string> &inputs, const std::string 
 namespace {
 
 /// A bundle's whole contents, or nothing after printing why (a damaged entry included);
-/// `was_signed`, when given, says whether the file was signed.
-std::optional<environments::BundleContents> read_contents(const std::string &path,
-                                                          bool *was_signed = nullptr) {
+/// `signer`, when given, receives the key its signature names, if it has one.
+std::optional<environments::BundleContents>
+read_contents(const std::string &path, std::optional<environments::PublicKey> *signer = nullptr) {
   auto bundle = open_bundle(path);
   if (!bundle)
     return std::nullopt;
-  if (was_signed)
-    *was_signed = bundle->signature().has_value();
+  if (signer && bundle->signature())
+    *signer = bundle->signature()->signer;
   try {
     return bundle->contents();
   } catch (const runtime::Error &e) {
@@ -720,10 +720,11 @@ std::string binary_label(const environments::Artifact &a) {
 } // namespace
 
 int env_diff_command(const std::string &a_path, const std::string &b_path, bool json) {
-  auto a = read_contents(a_path);
+  std::optional<environments::PublicKey> signer_a, signer_b;
+  auto a = read_contents(a_path, &signer_a);
   if (!a)
     return kUserError;
-  auto b = read_contents(b_path);
+  auto b = read_contents(b_path, &signer_b);
   if (!b)
     return kUserError;
   // Entries by key (hash and options); binaries by kind (target, format, features, toolkit).
@@ -804,12 +805,22 @@ int env_diff_command(const std::string &a_path, const std::string &b_path, bool 
   for (const auto &[k, record] : records_b)
     note("tuning_only_in_b", k, "+ tuning " + k);
   out["identical_contents"] = lines.empty();
+  // Signatures are not contents (a signed bundle and its unsigned self hold the same), but which
+  // key signed each is said when they differ.
+  auto signer_text = [](const std::optional<environments::PublicKey> &k) {
+    return k ? "signed by key " + k->id() : std::string("not signed");
+  };
+  out["signed_by_a"] = signer_a ? nlohmann::json(signer_a->hex()) : nlohmann::json();
+  out["signed_by_b"] = signer_b ? nlohmann::json(signer_b->hex()) : nlohmann::json();
   if (json) {
     std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return kSuccess;
   }
   for (const std::string &line : lines)
     print_out("{}\n", line);
+  if (signer_a != signer_b)
+    print_out("signatures differ: {} is {}, {} is {}\n", a_path, signer_text(signer_a), b_path,
+              signer_text(signer_b));
   print_out("{} vs {}: {}\n", a_path, b_path,
             lines.empty()
                 ? std::string("the same kernels, binaries and tuning records")
@@ -820,8 +831,8 @@ int env_diff_command(const std::string &a_path, const std::string &b_path, bool 
 int env_prune_command(const EnvPruneOptions &options) {
   if (int code = check_output(options.output))
     return code;
-  bool was_signed = false;
-  auto contents = read_contents(options.input, &was_signed);
+  std::optional<environments::PublicKey> signer;
+  auto contents = read_contents(options.input, &signer);
   if (!contents)
     return kUserError;
   auto listed = [](const std::vector<std::string> &list, const std::string &name) {
@@ -889,7 +900,7 @@ int env_prune_command(const EnvPruneOptions &options) {
                                ? std::string("-")
                                : fmt::format("{}", fmt::join(contents->metadata.targets, ", ")),
                            human_bytes(bytes));
-  if (was_signed)
+  if (signer)
     note_output_unsigned(options.output);
   return kSuccess;
 }

@@ -247,11 +247,19 @@ bool same_binary_kind(const Artifact &a, const Artifact &b) {
 //===- Keys, metadata, writing --------------------------------------------------------------===//
 
 ir::Hash128 entry_key(const ir::Hash128 &hash, std::string_view options) {
-  std::string bytes(16, '\0');
-  std::memcpy(bytes.data(), &hash.high, 8);
-  std::memcpy(bytes.data() + 8, &hash.low, 8);
-  bytes += options;
-  XXH128_hash_t h = XXH3_128bits(bytes.data(), bytes.size());
+  // xxh3-128 of the hash's 16 bytes then the options': on the stack for the usual short options
+  // (every lookup computes one).
+  char small[128];
+  std::string large;
+  char *bytes = small;
+  if (16 + options.size() > sizeof small) {
+    large.resize(16 + options.size());
+    bytes = large.data();
+  }
+  std::memcpy(bytes, &hash.high, 8);
+  std::memcpy(bytes + 8, &hash.low, 8);
+  std::memcpy(bytes + 16, options.data(), options.size());
+  XXH128_hash_t h = XXH3_128bits(bytes, 16 + options.size());
   return {h.high64, h.low64};
 }
 

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string_view>
+#include <vector>
 
 using namespace cubecc;
 
@@ -36,6 +37,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     bundle = environments::Bundle::from_bytes(bytes, "fuzz.cubeenv");
   } catch (const runtime::Error &) {
     return 0;
+  }
+  // A signature is checked against its own key (the bytes hashed are the bundle's).
+  if (const auto &signature = bundle->signature()) {
+    if (signature->signed_bytes != bundle->bundle_bytes())
+      broken("a signature trailer signs the bundle's bytes");
+    bundle->signature_refusal(std::vector{signature->signer});
   }
   for (const environments::TuningEntry &t : bundle->tuning_records())
     if (bundle->find_tuning(t.key) != t.record)

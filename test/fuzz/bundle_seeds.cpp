@@ -70,5 +70,10 @@ int main(int argc, char **argv) {
   contents.entries.push_back(entry(2, "scale", "module @m {\n}\n"));
   contents.tuning.push_back({"tuning/v1|axpy|n=2048;f32|dev", R"({"configuration":"width=4"})"});
   write("two.cubeenv", contents);
+  // Signed (with a fixed key: the seeds are the same every run), so the trailer is fuzzed too.
+  environments::SecretKey key;
+  key.seed.fill(7);
+  std::ofstream(dir + "/signed-two.cubeenv", std::ios::binary)
+      << environments::sign_bundle(environments::serialize_bundle(contents), key);
   return 0;
 }
