@@ -497,6 +497,10 @@ struct Bundle::Mapping {
   /// Whether the signature matches the file (computed once, by signature_refusal).
   std::once_flag signature_checked;
   bool signature_valid = false;
+  /// Lookups by key: an open-addressing table of entry index + 1 (0: an empty slot), built on
+  /// the first lookup; empty when a binary search is used instead (find_entry).
+  std::once_flag key_table_built;
+  std::vector<uint32_t> key_table;
   ~Mapping() {
     if (address)
       ::munmap(address, length);
@@ -922,19 +926,9 @@ Bundle::find_kernel(const ir::Hash128 &hash, std::string_view options,
                              metadata_.cubecc_version, cubecc::version());
     return result;
   }
-  ir::Hash128 key = entry_key(hash, options);
   const auto &entries = *fb::GetIndex(index())->entries();
-  size_t lo = 0, hi = entries.size();
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (key_less(*entries.Get(static_cast<flatbuffers::uoffset_t>(mid)), key.high, key.low))
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  if (lo == entries.size() ||
-      entries.Get(static_cast<flatbuffers::uoffset_t>(lo))->key_high() != key.high ||
-      entries.Get(static_cast<flatbuffers::uoffset_t>(lo))->key_low() != key.low) {
+  size_t lo = find_entry(entry_key(hash, options));
+  if (lo == entries.size()) {
     result.why = "no entry for this kernel and options";
     return result;
   }
@@ -993,6 +987,75 @@ Bundle::find_kernel(const ir::Hash128 &hash, std::string_view options,
                              held.empty() ? "nothing" : held);
   }
   return result;
+}
+
+namespace {
+
+// The key table: linear probing at a load of at most 1/2. Keys are XXH3 values, so they spread
+// on their own; a hostile index whose keys collide makes some key lie further than kMaxProbes
+// from its slot, and then the table is not built and lookups use a binary search.
+constexpr size_t kMaxProbes = 32;
+constexpr size_t kMaxTableEntries = size_t(1) << 22;
+
+size_t home_slot(uint64_t key_high, uint64_t key_low, size_t mask) {
+  return static_cast<size_t>(key_high ^ (key_low >> 17)) & mask;
+}
+
+std::vector<uint32_t> build_key_table(const flatbuffers::Vector<const fb::EntryRef *> &entries) {
+  size_t n = entries.size();
+  if (n == 0 || n > kMaxTableEntries)
+    return {};
+  size_t slots = 1;
+  while (slots < 2 * n)
+    slots <<= 1;
+  std::vector<uint32_t> table(slots, 0);
+  for (flatbuffers::uoffset_t i = 0; i < n; ++i) {
+    const fb::EntryRef *e = entries.Get(i);
+    size_t slot = home_slot(e->key_high(), e->key_low(), slots - 1);
+    size_t probes = 0;
+    while (table[slot] != 0) {
+      if (++probes == kMaxProbes)
+        return {};
+      slot = (slot + 1) & (slots - 1);
+    }
+    table[slot] = i + 1;
+  }
+  return table;
+}
+
+} // namespace
+
+size_t Bundle::find_entry(const ir::Hash128 &key) const {
+  const auto &entries = *fb::GetIndex(index())->entries();
+  Mapping &m = *mapping_;
+  std::call_once(m.key_table_built, [&] { m.key_table = build_key_table(entries); });
+  auto is_key = [&](size_t i) {
+    const fb::EntryRef *e = entries.Get(static_cast<flatbuffers::uoffset_t>(i));
+    return e->key_high() == key.high && e->key_low() == key.low;
+  };
+  if (!m.key_table.empty()) {
+    // Every key lies within kMaxProbes of its home slot (the table was built so): a key not
+    // met by then, or an empty slot, is not there.
+    size_t mask = m.key_table.size() - 1;
+    size_t slot = home_slot(key.high, key.low, mask);
+    for (size_t probes = 0; probes < kMaxProbes; ++probes, slot = (slot + 1) & mask) {
+      uint32_t at = m.key_table[slot];
+      if (at == 0)
+        break;
+      if (is_key(at - 1))
+        return at - 1;
+    }
+    return entries.size();
+  }
+  size_t lo = 0, hi = entries.size();
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (key_less(*entries.Get(static_cast<flatbuffers::uoffset_t>(mid)), key.high, key.low))
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < entries.size() && is_key(lo) ? lo : entries.size();
 }
 
 std::optional<std::string> Bundle::find_tuning(std::string_view key) const {

@@ -67,6 +67,16 @@ runtime::EnvironmentOptions trusting(const PublicKey &key) {
   return {.fallback_to_jit = false, .trusted_keys = {key.hex()}};
 }
 
+/// Loads axpy through `rt`, checks where it came from (environment hits, compiles) and that it
+/// computes the host reference.
+void expect_axpy_runs(runtime::Runtime &rt, const ir::Kernel &axpy, uint64_t hits,
+                      uint64_t compiles) {
+  runtime::KernelHandle handle = rt.load(axpy);
+  EXPECT_EQ(rt.environment_statistics().hits, hits);
+  EXPECT_EQ(rt.cache_statistics().compiles, compiles);
+  EXPECT_EQ(test::run_axpy(rt, handle), test::expected_axpy());
+}
+
 } // namespace
 
 //===- Keys ----------------------------------------------------------------------------------===//
@@ -178,10 +188,7 @@ TEST(BundleSignature, a_bundle_signed_by_a_trusted_key_loads_and_runs_under_the_
     runtime::Runtime rt = runtime::Runtime::open("interp");
     rt.use_environment(path, options);
     ASSERT_NE(rt.environment(), nullptr);
-    runtime::KernelHandle axpy = rt.load(s.axpy);
-    EXPECT_EQ(rt.environment_statistics().hits, 1u);
-    EXPECT_EQ(rt.cache_statistics().compiles, 0u);
-    EXPECT_EQ(test::run_axpy(rt, axpy), test::expected_axpy());
+    expect_axpy_runs(rt, s.axpy, 1, 0);
   }
 }
 
@@ -227,10 +234,7 @@ TEST(BundleSignature, unsigned_and_untrusted_bundles_are_refused_before_anything
   runtime::Runtime lenient = runtime::Runtime::open("interp");
   lenient.use_environment(untrusted_path, {.trusted_keys = {s.public_key.hex()}});
   EXPECT_EQ(lenient.environment(), nullptr);
-  runtime::KernelHandle axpy = lenient.load(s.axpy);
-  EXPECT_EQ(lenient.environment_statistics().hits, 0u);
-  EXPECT_EQ(lenient.cache_statistics().compiles, 1u);
-  EXPECT_EQ(test::run_axpy(lenient, axpy), test::expected_axpy());
+  expect_axpy_runs(lenient, s.axpy, 0, 1);
 }
 
 TEST(BundleSignature, every_single_byte_flip_of_a_signed_bundle_is_refused_under_the_policy) {
@@ -271,6 +275,5 @@ TEST(BundleSignature, every_single_byte_flip_of_a_signed_bundle_is_refused_under
   write_file(path, good);
   rt.use_environment(path, trusting(s.public_key));
   EXPECT_NE(rt.environment(), nullptr);
-  EXPECT_EQ(test::run_axpy(rt, rt.load(s.axpy)), test::expected_axpy());
-  EXPECT_EQ(rt.environment_statistics().hits, 1u);
+  expect_axpy_runs(rt, s.axpy, 1, 0);
 }

@@ -208,6 +208,9 @@ private:
   static std::shared_ptr<const Bundle> in_memory(std::unique_ptr<uint64_t[]> memory, uint64_t size,
                                                  std::string name);
   void check(); // the header and the index; throws
+  /// The index of the entry with `key`, or num_entries() when none: a hash table over the
+  /// index's keys (built on the first lookup), or a binary search where one would not serve.
+  size_t find_entry(const ir::Hash128 &key) const;
   /// Verifies entry `i` once (the checksum and the FlatBuffer); empty when sound.
   std::string verify_entry(size_t i) const;
   const void *index() const;
