@@ -5,6 +5,7 @@
 #include "cubecc/runtime/files.h"
 
 #include "bundle_generated.h"
+#include "little_endian.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -37,7 +38,7 @@ namespace {
 // The header: every field little-endian at a fixed offset.
 constexpr uint64_t kOffFormat = 8;          // u32
 constexpr uint64_t kOffHeaderBytes = 12;    // u32
-constexpr uint64_t kOffFileBytes = 16;      // u64
+using detail::kOffFileBytes;                // u64
 constexpr uint64_t kOffIndexOffset = 24;    // u64
 constexpr uint64_t kOffIndexBytes = 32;     // u64
 constexpr uint64_t kOffIndexChecksum = 40;  // u64
@@ -46,11 +47,7 @@ constexpr uint64_t kEntryAlignment = 16;
 /// Far beyond any real bundle; bounds the verifier's work on hostile input.
 constexpr flatbuffers::uoffset_t kMaxTables = 1u << 24;
 
-template <class T> T read_le(const uint8_t *p) {
-  T value;
-  std::memcpy(&value, p, sizeof(T)); // the formats are little-endian, like every supported host
-  return value;
-}
+using detail::read_le;
 template <class T> void write_le(std::string &out, uint64_t offset, T value) {
   std::memcpy(out.data() + offset, &value, sizeof(T));
 }

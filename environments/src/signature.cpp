@@ -3,6 +3,7 @@
 
 #include "cubecc/environments/bundle.h"
 #include "cubecc/runtime/files.h"
+#include "little_endian.h"
 
 #include <fmt/format.h>
 #include <sodium.h>
@@ -31,8 +32,6 @@ constexpr size_t kOffSignedBytes = 16;
 constexpr size_t kOffSigner = 24;
 constexpr size_t kOffReserved = 56;
 constexpr size_t kOffSignature = 64;
-/// The bundle header's file-size field (bundle-format.md).
-constexpr size_t kHeaderOffFileBytes = 16;
 
 static_assert(crypto_sign_PUBLICKEYBYTES == 32 && crypto_sign_SEEDBYTES == 32 &&
               crypto_sign_BYTES == 64 && crypto_generichash_BYTES_MAX == 64);
@@ -43,11 +42,7 @@ void ensure_sodium() {
     throw Error(ErrorKind::Internal, "libsodium failed to initialize (sodium_init)");
 }
 
-template <class T> T read_le(const uint8_t *p) {
-  T value;
-  std::memcpy(&value, p, sizeof(T));
-  return value;
-}
+using detail::read_le;
 
 std::string to_hex(std::span<const uint8_t> bytes) {
   static constexpr char digits[] = "0123456789abcdef";
@@ -159,8 +154,19 @@ std::string read_key_file(const std::string &path, bool secret) {
   return text;
 }
 
+/// The trailer's first 64 bytes, the fields before the signature, as this cubecc writes them.
+std::array<uint8_t, kOffSignature> trailer_head(uint64_t signed_bytes, const PublicKey &signer) {
+  std::array<uint8_t, kOffSignature> head{}; // the reserved field stays zero
+  std::memcpy(head.data(), kSignatureMagic, sizeof kSignatureMagic);
+  std::memcpy(head.data() + kOffVersion, &kTrailerVersion, 4);
+  std::memcpy(head.data() + kOffAlgorithm, &kAlgorithmEd25519Blake2b, 4);
+  std::memcpy(head.data() + kOffSignedBytes, &signed_bytes, 8);
+  std::memcpy(head.data() + kOffSigner, signer.bytes.data(), 32);
+  return head;
+}
+
 /// What the signature signs: the trailer's first 64 bytes, then the bundle's digest.
-std::array<uint8_t, 128> signed_message(std::span<const uint8_t> trailer_head,
+std::array<uint8_t, 128> signed_message(const std::array<uint8_t, kOffSignature> &trailer_head,
                                         std::span<const uint8_t> bundle) {
   std::array<uint8_t, 128> message{};
   std::memcpy(message.data(), trailer_head.data(), kOffSignature);
@@ -286,15 +292,10 @@ SignatureTrailer parse_signature_trailer(std::span<const uint8_t, kSignatureTrai
 
 bool signature_matches(std::span<const uint8_t> bundle, const SignatureTrailer &signature) {
   ensure_sodium();
-  std::array<uint8_t, kOffSignature> head{};
-  std::memcpy(head.data(), kSignatureMagic, sizeof kSignatureMagic);
-  std::memcpy(head.data() + kOffVersion, &kTrailerVersion, 4);
-  std::memcpy(head.data() + kOffAlgorithm, &kAlgorithmEd25519Blake2b, 4);
-  std::memcpy(head.data() + kOffSignedBytes, &signature.signed_bytes, 8);
-  std::memcpy(head.data() + kOffSigner, signature.signer.bytes.data(), 32);
   if (signature.signed_bytes != bundle.size())
     return false;
-  std::array<uint8_t, 128> message = signed_message(head, bundle);
+  std::array<uint8_t, 128> message =
+      signed_message(trailer_head(signature.signed_bytes, signature.signer), bundle);
   return crypto_sign_verify_detached(signature.signature.data(), message.data(), message.size(),
                                      signature.signer.bytes.data()) == 0;
 }
@@ -303,7 +304,7 @@ std::string_view unsigned_part(std::string_view file) {
   if (file.size() < 24 || std::memcmp(file.data(), kMagic, sizeof kMagic) != 0)
     return file;
   uint64_t bundle_bytes =
-      read_le<uint64_t>(reinterpret_cast<const uint8_t *>(file.data()) + kHeaderOffFileBytes);
+      read_le<uint64_t>(reinterpret_cast<const uint8_t *>(file.data()) + detail::kOffFileBytes);
   if (bundle_bytes <= file.size() && file.size() - bundle_bytes == kSignatureTrailerBytes &&
       has_signature_magic(std::span(reinterpret_cast<const uint8_t *>(file.data()) + bundle_bytes,
                                     kSignatureTrailerBytes)))
@@ -314,24 +315,18 @@ std::string_view unsigned_part(std::string_view file) {
 std::string sign_bundle(std::string_view file, const SecretKey &key) {
   ensure_sodium();
   std::string_view bundle = unsigned_part(file);
-  std::string out(bundle);
-  std::string trailer(kSignatureTrailerBytes, '\0');
-  auto *t = reinterpret_cast<uint8_t *>(trailer.data());
-  uint64_t signed_bytes = bundle.size();
   unsigned char secret[crypto_sign_SECRETKEYBYTES];
   PublicKey signer;
   crypto_sign_seed_keypair(signer.bytes.data(), secret, key.seed.data());
-  std::memcpy(t, kSignatureMagic, sizeof kSignatureMagic);
-  std::memcpy(t + kOffVersion, &kTrailerVersion, 4);
-  std::memcpy(t + kOffAlgorithm, &kAlgorithmEd25519Blake2b, 4);
-  std::memcpy(t + kOffSignedBytes, &signed_bytes, 8);
-  std::memcpy(t + kOffSigner, signer.bytes.data(), 32);
-  std::array<uint8_t, 128> message =
-      signed_message(std::span(t, kOffSignature),
-                     std::span(reinterpret_cast<const uint8_t *>(bundle.data()), bundle.size()));
-  crypto_sign_detached(t + kOffSignature, nullptr, message.data(), message.size(), secret);
+  std::array<uint8_t, kOffSignature> head = trailer_head(bundle.size(), signer);
+  std::array<uint8_t, 128> message = signed_message(
+      head, std::span(reinterpret_cast<const uint8_t *>(bundle.data()), bundle.size()));
+  std::array<uint8_t, crypto_sign_BYTES> signature{};
+  crypto_sign_detached(signature.data(), nullptr, message.data(), message.size(), secret);
   sodium_memzero(secret, sizeof secret);
-  out += trailer;
+  std::string out(bundle);
+  out.append(reinterpret_cast<const char *>(head.data()), head.size());
+  out.append(reinterpret_cast<const char *>(signature.data()), signature.size());
   return out;
 }
 
