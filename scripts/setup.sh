@@ -12,6 +12,7 @@ cd "$(dirname "$0")/.."
 packages=(
   # build
   build-essential cmake ninja-build ccache pkg-config python3
+  python3-venv python3-dev  # the Python package (python/, docs/python.md): a venv and the headers nanobind builds against
   # libraries
   libfmt-dev libcli11-dev libxxhash-dev nlohmann-json3-dev
   libdlpack-dev  # the C API exchanges tensors with frameworks through DLPack

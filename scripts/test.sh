@@ -5,7 +5,10 @@
 #   2. build-tsan/: the memory pool, and the runtime with the interpreter, and their threads tests
 #      (test/tsan) under ThreadSanitizer, which cannot
 #      share a build with ASan;
-#   3. build-fuzz/: the libFuzzer targets (clang 14, ASan + UBSan); ctest runs the IR parser
+#   3. the Python package (python/), built against build-test/ in the virtual environment
+#      build-test/python-venv/ (scripts/python-env.sh: pytest, NumPy and PyTorch from PyPI), and
+#      its pytest suite with the ASan runtime preloaded;
+#   4. build-fuzz/: the libFuzzer targets (clang 14, ASan + UBSan); ctest runs the IR parser
 #      fuzzer (from the repository's .cir files) and the environment bundle reader fuzzer (from
 #      small valid bundles) for CUBECC_FUZZ_RUNS (default 300000) executions each, from sorted
 #      seeds with a fixed random seed, so that every run explores the same inputs.
@@ -28,6 +31,18 @@ say "configuring, building and running the runtime's threading tests (the pool; 
 if cmake -S test/tsan -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null &&
   cmake --build build-tsan -j "$jobs"; then
   ctest --test-dir build-tsan --output-on-failure || status=1
+else
+  status=1
+fi
+
+say "building the Python package against build-test/ and running its tests (pytest, ASan preloaded)"
+if bash scripts/python-env.sh build-test/python-venv --test &&
+  CUBECC_BUILD_DIR="$PWD/build-test" build-test/python-venv/bin/pip install -q ./python; then
+  # The package ships build-test's instrumented libcubecc.so: its ASan runtime must come first,
+  # and libstdc++ must be loaded before ASan looks for __cxa_throw (Python does not link it).
+  LD_PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libstdc++.so.6)" \
+    ASAN_OPTIONS=detect_leaks=0:alloc_dealloc_mismatch=0 CUBECC_BUILD_DIR="$PWD/build-test" \
+    build-test/python-venv/bin/pytest -q -p no:cacheprovider python/tests || status=1
 else
   status=1
 fi

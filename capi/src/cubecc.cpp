@@ -1148,6 +1148,11 @@ std::optional<cubecc_dtype> dtype_of_scalar(ir::Scalar scalar) {
 
 namespace cubecc {
 
+std::optional<ir::Scalar> element_of_dlpack(DLDataType dtype) {
+  std::optional<cubecc_dtype> d = dtype_of(dtype);
+  return d ? scalar_of(*d) : std::nullopt;
+}
+
 runtime::Tensor tensor_from_dlpack(runtime::Runtime &rt, DLManagedTensor *tensor) {
   const char *function = "cubecc::tensor_from_dlpack";
   try {

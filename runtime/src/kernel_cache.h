@@ -28,8 +28,12 @@ struct LoadedKernel {
   std::string name;
   ir::Hash128 hash; ///< of the kernel before optimization
   std::vector<ParameterInfo> params;
+  std::vector<KernelParameter> parameters; ///< `params` grouped (group_parameters)
   std::unique_ptr<CompiledKernel> compiled;
 };
+
+/// `params` grouped into the DSL function's parameters by their names (KernelParameter).
+std::vector<KernelParameter> group_parameters(std::span<const ParameterInfo> params);
 
 class KernelCache {
 public:

@@ -107,6 +107,7 @@ KernelHandle Runtime::kernel_from_environment(std::string_view library, std::str
     loaded->params.push_back(
         {i < found.parameter_names.size() ? found.parameter_names[i] : std::string(),
          abi.params[i].type});
+  loaded->parameters = group_parameters(loaded->params);
   loaded->compiled = std::move(compiled);
   ++c.environment_statistics.hits;
   log_debug("environment {}: hit by name: {} ({} {}, build {})", environment->name(),

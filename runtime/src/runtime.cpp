@@ -100,6 +100,15 @@ std::string KernelHandle::hash() const {
 const CompiledKernel &KernelHandle::compiled() const {
   return *kernel_->compiled;
 }
+std::span<const KernelParameter> KernelHandle::parameters() const {
+  return kernel_->parameters;
+}
+std::string KernelHandle::signature() const {
+  std::string s = kernel_->name + "(";
+  for (size_t i = 0; i < kernel_->parameters.size(); ++i)
+    s += (i ? ", " : "") + kernel_->parameters[i].describe();
+  return s + ")";
+}
 
 //===- Kernels -------------------------------------------------------------------------------===//
 
@@ -120,6 +129,7 @@ std::shared_ptr<LoadedKernel> describe(const ir::Kernel &kernel, const ir::Hash1
   loaded->hash = hash;
   for (unsigned i = 0; i < kernel.num_parameters(); ++i)
     loaded->params.push_back({kernel.parameter(i)->name(), kernel.parameter(i)->type()});
+  loaded->parameters = group_parameters(loaded->params);
   return loaded;
 }
 

@@ -15,7 +15,13 @@
 
 #include <dlpack/dlpack.h>
 
+#include <optional>
+
 namespace cubecc {
+
+/// The element type of a DLPack dtype (lanes 1; bf16 from kDLBfloat), or none when cubecc has no
+/// equivalent (bool, complex, vectors, opaque handles).
+std::optional<ir::Scalar> element_of_dlpack(DLDataType dtype);
 
 /// Adopts `tensor`'s memory on `rt` as a Tensor of its dtype, shape and strides, without copying.
 /// On success the Tensor's storage owns the DLPack tensor: its deleter runs once when the last

@@ -160,6 +160,24 @@ struct KernelCacheStatistics {
   uint64_t traces = 0;   ///< trace callbacks that kernel() called
 };
 
+/// One parameter of a kernel as its DSL function declares it, grouped from the IR parameters'
+/// names (as traced, or as an environment bundle recorded them; dsl/memory.h):
+///   Tensor  a dsl::Tensor<T, Rank> `x`: IR parameters x, x.shape0 .. x.shape<R-1>, x.stride0 ..
+///           x.stride<R-1> (u32 each);
+///   Array   a dsl::Array<T> `x`: its buffer alone;
+///   Value   a scalar or a vector.
+/// A kernel whose names are unknown has one Array or Value per IR parameter.
+struct KernelParameter {
+  enum class Kind : uint8_t { Tensor, Array, Value };
+  Kind kind = Kind::Value;
+  std::string name;   ///< "x"; "" when the kernel's names are unknown
+  ir::Type type;      ///< the first IR parameter's type: a buffer (element()) or the value's type
+  uint32_t rank = 0;  ///< Tensor: its dimensions; else 0
+  uint32_t first = 0; ///< the index of its first IR parameter
+  /// "x: Tensor[f32, 2]", "x: Array[u8]", "a: f32", "v: vec4<f32>", for messages and signatures.
+  std::string describe() const;
+};
+
 /// A kernel compiled for this runtime's device. Cheap to copy; keeps the compiled kernel alive.
 class KernelHandle {
 public:
@@ -170,6 +188,10 @@ public:
   /// The structural hash of the kernel as given (before optimization), 32 hex digits.
   std::string hash() const;
   const CompiledKernel &compiled() const;
+  /// The kernel's parameters as the DSL function declares them (KernelParameter), in order.
+  std::span<const KernelParameter> parameters() const;
+  /// "axpy(x: Tensor[f32, 1], y: Tensor[f32, 1], a: f32)".
+  std::string signature() const;
 
 private:
   friend class Runtime;

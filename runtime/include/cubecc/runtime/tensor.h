@@ -198,6 +198,15 @@ private:
   uint64_t offset_ = 0;
 };
 
+/// Appends to `values` the launch arguments of `tensor` for the kernel parameter `param` of
+/// `kernel` (KernelHandle::parameters()): for a Tensor parameter the buffer from the tensor's
+/// offset, its shapes, then its strides; for an Array parameter its elements, which must be
+/// contiguous. Throws Error (InvalidArgument) naming the kernel, the argument (`position`, from 0)
+/// and the parameter when the element type or the rank is not the parameter's, the tensor is
+/// empty, a size or stride does not fit the kernel's u32, or `param` is a value.
+void bind_tensor(const KernelHandle &kernel, size_t position, const KernelParameter &param,
+                 const Tensor &tensor, std::vector<ArgumentValue> &values);
+
 /// The workgroups a launch needs so that `invocations` (x, then y, then z; at most 3) are all
 /// covered by workgroups of `workgroup` invocations: ceil(invocations[d] / workgroup[d]) along
 /// each. Throws Error (InvalidArgument) when a count does not fit 32 bits or a workgroup size is 0.

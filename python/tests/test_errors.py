@@ -1,0 +1,129 @@
+"""Every error path of the Python API: each raises the runtime's kind and names what is wrong."""
+
+import numpy as np
+import pytest
+
+import cubecc
+
+
+@pytest.fixture(scope="module")
+def axpy(interp, examples):
+    return interp.kernel(examples, "axpy")
+
+
+@pytest.fixture(scope="module")
+def x(interp):
+    return interp.tensor(np.ones(256, dtype=np.float32))
+
+
+def test_wrong_argument_count_shows_the_signature(interp, axpy, x):
+    with pytest.raises(cubecc.InvalidArgumentError) as raised:
+        interp.launch(axpy, 1, x, x)
+    assert "2 argument(s) given" in str(raised.value)
+    assert "axpy(x: Tensor[f32, 1], y: Tensor[f32, 1], a: f32)" in str(raised.value)
+
+
+def test_wrong_element_type_names_the_parameter(interp, axpy, x):
+    y = interp.empty(256, "f64")
+    with pytest.raises(cubecc.InvalidArgumentError, match=r"argument 1 \(y: Tensor\[f32, 1\]\).*f64"):
+        interp.launch(axpy, 1, x, y, 1.0)
+
+
+def test_wrong_rank_names_the_parameter(interp, axpy, x):
+    y = interp.empty((16, 16))
+    with pytest.raises(cubecc.InvalidArgumentError, match=r"\(y: Tensor\[f32, 1\]\): .*1 dimension"):
+        interp.launch(axpy, 1, x, y, 1.0)
+
+
+def test_value_for_a_tensor_and_tensor_for_a_value(interp, axpy, x):
+    with pytest.raises(cubecc.InvalidArgumentError, match=r"argument 0 \(x: .*a float is not a tensor"):
+        interp.launch(axpy, 1, 1.5, x, 1.0)
+    with pytest.raises(cubecc.InvalidArgumentError, match=r"argument 2 \(a: f32\): needs a number, got a Tensor"):
+        interp.launch(axpy, 1, x, x, x)
+    with pytest.raises(cubecc.InvalidArgumentError, match=r"needs a number, got a str"):
+        interp.launch(axpy, 1, x, x, "2.0")
+
+
+def test_integers_beyond_64_bits(interp, axpy, x):
+    with pytest.raises(cubecc.InvalidArgumentError, match=r"\(a: f32\): .*does not fit 64 bits"):
+        interp.launch(axpy, 1, x, x, 2**70)
+    with pytest.raises(cubecc.InvalidArgumentError, match="does not fit 64 bits"):
+        interp.launch(axpy, 1, x, x, -(2**64))
+
+
+def test_grid_errors(interp, axpy, x):
+    for grid, message in [(0, "1 to 2"), ((1, 2, 3, 4), "4 axes"), ("1", "int or a tuple"),
+                          ((1, -1), "axis 1"), (2**32, "1 to 2"), ((1.5,), "not an integer")]:
+        with pytest.raises(cubecc.InvalidArgumentError, match=message):
+            interp.launch(axpy, grid, x, x, 1.0)
+
+
+def test_tensors_and_kernels_of_another_runtime(interp, examples, axpy):
+    other = cubecc.Runtime("interp")
+    theirs = other.tensor(np.ones(256, dtype=np.float32))
+    ours = interp.tensor(np.ones(256, dtype=np.float32))
+    with pytest.raises(cubecc.InvalidArgumentError, match="belongs to another Runtime"):
+        interp.launch(axpy, 1, theirs, ours, 1.0)
+    with pytest.raises(cubecc.InvalidArgumentError, match="loaded on another Runtime"):
+        other.launch(axpy, 1, theirs, theirs, 1.0)
+    with pytest.raises(cubecc.InvalidArgumentError, match="another Runtime"):
+        interp.tensor(theirs)
+    copied = interp.tensor(theirs, copy=True)
+    np.testing.assert_array_equal(copied.numpy(), np.ones(256, dtype=np.float32))
+
+
+def test_bad_shapes_and_dtypes(interp):
+    with pytest.raises(cubecc.InvalidArgumentError, match="at least 1"):
+        interp.empty((4, 0))
+    with pytest.raises(cubecc.InvalidArgumentError, match="1 to 8 dimensions"):
+        interp.empty((1,) * 9)
+    with pytest.raises(cubecc.InvalidArgumentError, match="unknown dtype 'complex64'"):
+        interp.empty(4, np.complex64)
+    with pytest.raises(cubecc.InvalidArgumentError, match="int or a tuple"):
+        interp.empty("four")
+    assert interp.empty(4, np.dtype("int16")).dtype == "i16"
+    assert interp.empty(4, np.uint8).dtype == "u8"
+    assert interp.empty(4, "bfloat16").dtype == "bf16"
+
+
+def test_dlpack_inputs_cubecc_cannot_hold(interp):
+    with pytest.raises(cubecc.UnsupportedError, match="no cubecc element type|dtype"):
+        interp.tensor(np.ones(4, dtype=np.complex64))
+    with pytest.raises(cubecc.InvalidArgumentError, match="not a tensor"):
+        interp.tensor([1.0, 2.0])
+    with pytest.raises(cubecc.InvalidArgumentError):
+        interp.tensor(np.ones((0,), dtype=np.float32))
+    reversed_view = np.arange(8, dtype=np.float32)[::-1]
+    with pytest.raises(cubecc.UnsupportedError, match="negative stride"):
+        interp.from_dlpack(reversed_view)
+    np.testing.assert_array_equal(interp.tensor(reversed_view).numpy(), reversed_view)  # a copy
+
+
+def test_numpy_has_no_bfloat16(interp):
+    with pytest.raises(cubecc.UnsupportedError, match="NumPy has no bf16"):
+        interp.empty(4, "bf16").numpy()
+
+
+def test_views_out_of_range(interp):
+    t = interp.empty((4, 6))
+    with pytest.raises(cubecc.InvalidArgumentError, match="dimension 2"):
+        t.transpose(0, 2)
+    with pytest.raises(cubecc.InvalidArgumentError, match=r"\[3, 9\)"):
+        t.slice(1, 3, 9)
+
+
+def test_kernel_from_environment_needs_an_environment(interp):
+    with pytest.raises(cubecc.InvalidArgumentError):
+        interp.kernel_from_environment("examples", "axpy", "width=1")
+
+
+def test_missing_bundle(tmp_path):
+    rt = cubecc.Runtime("interp")
+    rt.use_environment(str(tmp_path / "missing.cubeenv"))  # a warning: compiles as without one
+    with pytest.raises(cubecc.EnvironmentBundleError, match="missing.cubeenv"):
+        rt.use_environment(str(tmp_path / "missing.cubeenv"), strict=True)
+
+
+def test_a_library_argument_that_is_neither(interp):
+    with pytest.raises(cubecc.InvalidArgumentError, match="KernelLibrary or a path"):
+        interp.kernel(42, "axpy")
