@@ -768,20 +768,19 @@ NB_MODULE(_cubecc, m) {
   });
   m.def(
       "version", [] { return std::string(cubecc::version()); },
-      "The cubecc version this package was built from, e.g. \"0.1.0\".");
+      "The version of the cubecc this package was built from, e.g. 0.1.0.");
 
   nb::class_<rt::DeviceInfo>(m, "DeviceInfo", "What a device is and can do.")
-      .def_ro("backend", &rt::DeviceInfo::backend,
-              "\"vulkan\", \"cuda\", \"hip\", \"cpu\", \"interp\"")
+      .def_ro("backend", &rt::DeviceInfo::backend, "the backend: vulkan, cuda, hip, cpu or interp")
       .def_prop_ro(
           "device_class",
           [](const rt::DeviceInfo &i) { return rt::device_class_name(i.device_class); },
-          "\"GPU\", \"CPU\" or \"software\"")
+          "what runs its kernels: GPU, CPU or software")
       .def_ro("name", &rt::DeviceInfo::name)
       .def_ro("driver", &rt::DeviceInfo::driver)
       .def_ro("vendor", &rt::DeviceInfo::vendor)
       .def_ro("arch", &rt::DeviceInfo::arch,
-              "\"sm_90\", \"gfx90a\", \"x86-64-v3\"; Vulkan: \"vendorid:deviceid\"")
+              "its architecture: sm_90, gfx90a, x86-64-v3; Vulkan: vendorid:deviceid")
       .def_ro("subgroup_size", &rt::DeviceInfo::subgroup_size)
       .def_ro("max_buffer_bytes", &rt::DeviceInfo::max_buffer_bytes)
       .def("__repr__", [](const rt::DeviceInfo &i) {
@@ -871,7 +870,7 @@ NB_MODULE(_cubecc, m) {
       .def_prop_ro("name", [](const KernelObject &k) { return k.handle.name(); })
       .def_prop_ro(
           "signature", [](const KernelObject &k) { return k.handle.signature(); },
-          "\"axpy(x: Tensor[f32, 1], y: Tensor[f32, 1], a: f32)\"")
+          "the DSL signature, e.g. axpy(x: Tensor[f32, 1], y: Tensor[f32, 1], a: f32)")
       .def_prop_ro(
           "parameters",
           [](const KernelObject &k) {
@@ -910,7 +909,7 @@ NB_MODULE(_cubecc, m) {
       .def_prop_ro(
           "dtype",
           [](const TensorObject &t) { return std::string(ir::scalar_name(t.tensor.element())); },
-          "the element type: \"f32\", \"i64\", ...")
+          "the element type: f32, i64, ...")
       .def_prop_ro("shape", [](const TensorObject &t) { return to_tuple(t.tensor.shape()); })
       .def_prop_ro(
           "strides", [](const TensorObject &t) { return to_tuple(t.tensor.strides()); },
@@ -947,7 +946,7 @@ NB_MODULE(_cubecc, m) {
             return TensorObject{t.tensor.slice(d, begin, end), t.runtime};
           },
           "dim"_a, "begin"_a, "end"_a, "Indices [begin, end) of dimension dim (no copy).")
-      .def("numpy", &to_numpy,
+      .def("numpy", &to_numpy, nb::sig("def numpy(self) -> numpy.ndarray"),
            "A NumPy array of the elements, copied from the device after the queued work.")
       .def(
           "__dlpack__", [](TensorObject &t, nb::kwargs) { return export_dlpack(t); },
@@ -974,7 +973,10 @@ NB_MODULE(_cubecc, m) {
           [](StreamObject &s, const KernelObject &k, nb::handle grid, nb::args args) {
             launch_on(s.stream, *s.runtime, k, grid, args);
           },
-          "kernel"_a, "grid"_a, "args"_a, "Queues a launch on this stream (see Runtime.launch).")
+          "kernel"_a, "grid"_a, "args"_a,
+          nb::sig("def launch(self, kernel: Kernel, grid: int | tuple[int, ...], *args: object) "
+                  "-> None"),
+          "Queues a launch on this stream (see Runtime.launch).")
       .def("synchronize",
            [](StreamObject &s) {
              nb::gil_scoped_release release;
@@ -1036,6 +1038,8 @@ NB_MODULE(_cubecc, m) {
             return library_kernel(r.runtime, *l, name, configuration);
           },
           "library"_a, "name"_a, "configuration"_a = nb::none(),
+          nb::sig("def kernel(self, library: KernelLibrary | str | os.PathLike, name: str, "
+                  "configuration: str | None = None) -> Kernel"),
           "The kernel `name` of a kernel library (a KernelLibrary or its path) for this device: "
           "from the environment bundle when it holds it, else traced and compiled (strict "
           "bundles: EnvironmentBundleError). configuration picks one (\"width=4\"); None the "
@@ -1059,7 +1063,10 @@ NB_MODULE(_cubecc, m) {
           [](RuntimeObject &r, nb::handle shape, nb::handle dtype) {
             return empty_tensor(r.runtime, shape, dtype);
           },
-          "shape"_a, "dtype"_a = "f32", "An uninitialized row-major tensor.")
+          "shape"_a, "dtype"_a = "f32",
+          nb::sig("def empty(self, shape: int | tuple[int, ...], dtype: object = 'f32') -> Tensor"),
+          "An uninitialized row-major tensor; dtype: f32, float32, numpy.float32, torch.float32, "
+          "...")
       .def(
           "tensor",
           [](RuntimeObject &r, nb::handle object, std::optional<bool> copy) {
@@ -1096,6 +1103,8 @@ NB_MODULE(_cubecc, m) {
             launch_on(*r.runtime, *r.runtime, k, grid, args);
           },
           "kernel"_a, "grid"_a, "args"_a,
+          nb::sig("def launch(self, kernel: Kernel, grid: int | tuple[int, ...], *args: object) "
+                  "-> None"),
           "Queues a launch of grid workgroups (an int, or a tuple for x, y, z) with one "
           "argument per kernel parameter: a Tensor (or a NumPy array or torch tensor the device "
           "reaches) for a Tensor or Array, a number for a scalar, a tuple for a vector. Checked "

@@ -11,6 +11,7 @@
 #include "cubecc/runtime/cuda_device.h"
 #include "cubecc/runtime/hip_device.h"
 #include "cubecc/runtime/runtime.h"
+#include "cubecc/runtime/tensor.h"
 #ifdef CUBECC_HAVE_VULKAN
 #include "cubecc/runtime/vulkan_device.h"
 #endif
@@ -479,6 +480,79 @@ TEST(InterpDevice, passes_vectors_from_std_arrays_and_bools) {
   EXPECT_EQ(rt.download<float>(out)[0], 3.5f);
   rt.launch(k, {1, 1, 1}, out, std::array<float, 2>{1.5f, 2.0f}, false);
   EXPECT_EQ(rt.download<float>(out)[0], 0.0f);
+}
+
+/// A DSL Tensor<f32, 2> `x` as the DSL traces it (x, x.shape0, x.shape1, x.stride0, x.stride1),
+/// an Array `y`, a value, and a buffer whose shape parameters are not followed by strides.
+constexpr std::string_view kDslLayoutKernel = R"(
+module @m {
+  kernel @layout(%x: buffer<f32, read>, %x.shape0: u32, %x.shape1: u32, %x.stride0: u32, %x.stride1: u32, %y: buffer<f32, write>, %a: f32, %v: f32x2, %t: buffer<u32, read>, %t.shape0: u32, %w: u32) workgroup(1, 1, 1) {
+    return
+  }
+}
+)";
+
+TEST(KernelHandle, groups_the_ir_parameters_into_the_dsl_functions_parameters) {
+  Runtime rt = Runtime::open("interp");
+  KernelHandle k = rt.load(*test::parse_valid(kDslLayoutKernel)->kernels()[0]);
+  std::vector<std::string> described;
+  for (const KernelParameter &p : k.parameters())
+    described.push_back(p.describe());
+  EXPECT_THAT(described,
+              ::testing::ElementsAre("x: Tensor[f32, 2]", "y: Array[f32]", "a: f32", "v: f32x2",
+                                     "t: Array[u32]", "t.shape0: u32", "w: u32"));
+  ASSERT_EQ(k.parameters().size(), 7u);
+  EXPECT_EQ(k.parameters()[0].first, 0u);
+  EXPECT_EQ(k.parameters()[0].rank, 2u);
+  EXPECT_EQ(k.parameters()[1].first, 5u);
+  EXPECT_EQ(k.parameters()[6].first, 10u);
+  EXPECT_EQ(k.signature(), "layout(x: Tensor[f32, 2], y: Array[f32], a: f32, v: f32x2, t: "
+                           "Array[u32], t.shape0: u32, w: u32)");
+  KernelHandle scale = rt.load(*test::parse_valid(kScaleKernel)->kernels()[0]);
+  EXPECT_EQ(scale.signature(),
+            "scale(out: Array[f32], in: Array[u32], n: u32, scale: f32, bias: i64)");
+}
+
+TEST(KernelHandle, binds_a_tensor_view_to_its_parameter_and_refuses_a_mismatch) {
+  Runtime rt = Runtime::open("interp");
+  KernelHandle k = rt.load(*test::parse_valid(kDslLayoutKernel)->kernels()[0]);
+  std::span<const KernelParameter> p = k.parameters();
+  Tensor m(rt.allocate<float>(6 * 4), {6, 4});
+  std::vector<ArgumentValue> values;
+  bind_tensor(k, 0, p[0], m.transpose(0, 1).slice(1, 2, 5), values);
+  ASSERT_EQ(values.size(), 5u); // the buffer from the view's offset, 2 sizes, 2 strides
+  EXPECT_EQ(values[0].kind, ArgumentValue::BufferArg);
+  EXPECT_EQ(values[0].first, 8u); // row 2 of the 6 x 4 matrix
+  EXPECT_EQ(values[0].count, ArgumentValue::kWholeBuffer);
+  EXPECT_EQ(values[1].bits[0], 4u);
+  EXPECT_EQ(values[2].bits[0], 3u);
+  EXPECT_EQ(values[3].bits[0], 1u);
+  EXPECT_EQ(values[4].bits[0], 4u);
+  // An Array takes contiguous elements: a range of the buffer.
+  values.clear();
+  bind_tensor(k, 1, p[1], m.slice(0, 1, 3), values);
+  ASSERT_EQ(values.size(), 1u);
+  EXPECT_EQ(values[0].first, 4u);
+  EXPECT_EQ(values[0].count, 8u);
+  auto refused = [&](size_t param, const Tensor &t) {
+    try {
+      bind_tensor(k, param, p[param], t, values);
+    } catch (const Error &e) {
+      EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
+      return std::string(e.what());
+    }
+    ADD_FAILURE() << "bound " << t.describe() << " to " << p[param].describe();
+    return std::string();
+  };
+  EXPECT_THAT(refused(0, Tensor(rt.allocate<float>(8))),
+              HasSubstr("argument 0 (x: Tensor[f32, 2]): the kernel's tensor has 2 dimension(s); "
+                        "got a tensor of f32 with shape [8]"));
+  EXPECT_THAT(refused(0, Tensor(rt.allocate<int32_t>(8), {2, 4})),
+              HasSubstr("the kernel takes f32 elements; got a tensor of i32"));
+  EXPECT_THAT(refused(1, m.transpose(0, 1)),
+              HasSubstr("(y: Array[f32]): an Array parameter takes contiguous elements"));
+  EXPECT_THAT(refused(2, m), HasSubstr("(a: f32): the parameter is a value, not a tensor"));
+  EXPECT_THAT(refused(1, Tensor()), HasSubstr("the tensor is empty"));
 }
 
 TEST(InterpDevice, an_out_of_bounds_store_is_an_error_with_the_interpreters_text) {
