@@ -130,6 +130,12 @@ CUBECC_ENV="$tmp/app.cubeenv" CUBECC_TRUSTED_KEYS="$tmp/ci.pub" "$runner" --summ
 grep -q ', 0 compiles$' "$tmp/run.txt" || { echo "demo: kernels were compiled despite the bundle" >&2; exit 1; }
 
 echo
+echo "== the same signed bundle from Python: the cubecc package (python/, docs/python.md) =="
+bash scripts/python-env.sh build/python-venv
+build/python-venv/bin/pip install -q --disable-pip-version-check ./python
+build/python-venv/bin/python python/examples/run_from_bundle.py "$tmp/app.cubeenv" "$library" "$tmp/ci.pub"
+
+echo
 echo "== summary: time to each kernel's first result on the $(head -1 "$tmp/run.txt" | sed 's/^device: //') =="
 echo "   (host ms from asking for the kernel to its output downloaded: JIT traces, optimizes and"
 echo "    compiles it; env loads it from the bundle; both then run it once and check the result)"
@@ -141,4 +147,4 @@ if grep -qv $'\tok\t' "$tmp/jit.tsv" "$tmp/env.tsv"; then
   echo "demo: a kernel gave a wrong result" >&2
   exit 1
 fi
-echo "demo: every example kernel traced, verified, round-tripped, compiled to SPIR-V, PTX, CUBIN, a HIP code object and native CPU code, bundled with tuning records, signed, and run with and without the bundle"
+echo "demo: every example kernel traced, verified, round-tripped, compiled to SPIR-V, PTX, CUBIN, a HIP code object and native CPU code, bundled with tuning records, signed, and run with and without the bundle, from C++ and from Python"
