@@ -211,16 +211,23 @@ rt::Tensor copy_host_dlpack(rt::Runtime &runtime, const DLTensor &t, const std::
   if (t.ndim < 1 || t.ndim > static_cast<int>(rt::Tensor::kMaxRank))
     fail(rt::ErrorKind::InvalidArgument,
          what + ": a tensor has 1 to 8 dimensions, not " + std::to_string(t.ndim));
+  if (!t.shape)
+    fail(rt::ErrorKind::InvalidArgument, what + ": the tensor's shape is NULL");
   std::vector<uint64_t> shape(t.shape, t.shape + t.ndim);
+  const size_t bytes = element_bytes(*element);
   uint64_t count = 1;
   for (int d = 0; d < t.ndim; ++d) {
     if (t.shape[d] <= 0)
       fail(rt::ErrorKind::InvalidArgument, what + ": dimension " + std::to_string(d) +
                                                " has size " + std::to_string(t.shape[d]) +
                                                " (a cubecc tensor holds at least one element)");
-    count *= static_cast<uint64_t>(t.shape[d]);
+    if (__builtin_mul_overflow(count, static_cast<uint64_t>(t.shape[d]), &count) ||
+        count > (uint64_t{1} << 48) / bytes)
+      fail(rt::ErrorKind::OutOfMemory, what + ": the tensor's shape holds more elements than "
+                                              "host memory can (the product overflows)");
   }
-  const size_t bytes = element_bytes(*element);
+  if (!t.data)
+    fail(rt::ErrorKind::InvalidArgument, what + ": the tensor's data is NULL");
   std::vector<uint8_t> host(count * bytes);
   const auto *base = static_cast<const uint8_t *>(t.data) + t.byte_offset;
   std::vector<int64_t> strides(t.ndim);
@@ -319,6 +326,12 @@ void capsule_destructor(PyObject *capsule) {
 }
 
 nb::object export_dlpack(TensorObject &self) {
+  // A consumer reads the memory at once: the launches queued on the default stream first (the
+  // interp and cpu devices ran them already).
+  if (self.runtime->native_memory(self.tensor.buffer()).kind != rt::ExternalMemory::Kind::Host) {
+    nb::gil_scoped_release release;
+    self.runtime->synchronize();
+  }
   DLManagedTensor *t = cubecc::tensor_to_dlpack(*self.runtime, self.tensor);
   PyObject *capsule = PyCapsule_New(t, "dltensor", capsule_destructor);
   if (!capsule) {
@@ -951,7 +964,8 @@ NB_MODULE(_cubecc, m) {
       .def(
           "__dlpack__", [](TensorObject &t, nb::kwargs) { return export_dlpack(t); },
           "Shares the memory as a DLPack capsule (no copy): host memory on interp and cpu, "
-          "device memory on cuda, hip and vulkan.")
+          "device memory on cuda, hip and vulkan, after the work queued on the runtime's default "
+          "stream (synchronize other streams first).")
       .def("__dlpack_device__",
            [](const TensorObject &t) {
              auto [type, id] = dlpack_device(t);

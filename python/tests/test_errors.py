@@ -127,3 +127,38 @@ def test_missing_bundle(tmp_path):
 def test_a_library_argument_that_is_neither(interp):
     with pytest.raises(cubecc.InvalidArgumentError, match="KernelLibrary or a path"):
         interp.kernel(42, "axpy")
+
+
+class FakeProducer:
+    """A hostile or broken DLPack producer."""
+
+    def __init__(self, result):
+        self.result = result
+
+    def __dlpack__(self, **kwargs):
+        if isinstance(self.result, Exception):
+            raise self.result
+        return self.result
+
+
+def test_broken_dlpack_producers_raise_never_crash(interp, axpy, x):
+    import ctypes
+
+    bogus = ctypes.pythonapi.PyCapsule_New
+    bogus.restype, bogus.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+    for result, kind in [(42, cubecc.UnsupportedError),
+                         (bogus(ctypes.c_void_p(1), b"something_else", None), cubecc.UnsupportedError)]:
+        with pytest.raises(kind, match="no \"dltensor\" capsule"):
+            interp.tensor(FakeProducer(result))
+    with pytest.raises(ZeroDivisionError):  # the producer's own exception, unchanged
+        interp.tensor(FakeProducer(ZeroDivisionError("producer failed")))
+    with pytest.raises(cubecc.UnsupportedError, match=r"argument 1 \(y: Tensor\[f32, 1\]\)"):
+        interp.launch(axpy, 1, x, FakeProducer(7), 1.0)
+
+
+def test_a_read_only_numpy_array_is_numpys_refusal(interp):
+    frozen = np.ones(8, dtype=np.float32)
+    frozen.flags.writeable = False
+    with pytest.raises(BufferError):  # NumPy does not export read-only arrays through DLPack 0.x
+        interp.tensor(frozen)
+    np.testing.assert_array_equal(interp.tensor(frozen.copy()).numpy(), frozen)

@@ -200,3 +200,13 @@ def test_launch_times_are_reported(runtime, examples):
     runtime.synchronize()
     times = runtime.last_launch_times_ns()
     assert len(times) >= 1 and all(v >= 0 for v in times)
+
+
+def test_dlpack_export_names_the_device_memory(runtime):
+    t = runtime.tensor(floats(64), copy=True)
+    kinds = {"interp": 1, "cpu": 1, "cuda": 2, "hip": 10, "vulkan": 7}  # DLPack device types
+    assert t.__dlpack_device__() == (kinds[runtime.device.backend], 0)
+    capsule = t.__dlpack__()
+    assert type(capsule).__name__ == "PyCapsule"
+    del capsule  # never consumed: its destructor gives the tensor back
+    np.testing.assert_array_equal(t.numpy().shape, (64,))
