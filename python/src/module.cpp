@@ -11,8 +11,12 @@
 //
 // Launches are checked against the kernel's parameters, one Python argument per DSL parameter
 // (a Tensor or any DLPack producer for a Tensor or Array, a number or a sequence of numbers for
-// a value); errors are the exception classes of __init__.py, one per runtime::ErrorKind. The GIL
-// is released while the runtime works (launches, copies, compiles, waits).
+// a value); errors are the exception classes of __init__.py, one per runtime::ErrorKind.
+//
+// The GIL is released around every call into the runtime that may take one of its locks
+// (launches, copies, compiles, waits, statistics): the deleter of memory adopted from a Python
+// producer takes the GIL, and the runtime may run it on a thread that holds a runtime lock, so a
+// thread must never wait for a runtime lock while holding the GIL.
 //
 //===-----------------------------------------------------------------------------------------===//
 #include "cubecc/dlpack.hpp"
@@ -283,6 +287,7 @@ rt::Tensor import_tensor(rt::Runtime &runtime, nb::handle object, std::optional<
   // it cannot adopt (negative strides, misaligned data) is then copied instead.
   if (copy.has_value() ? !*copy : reachable) {
     try {
+      nb::gil_scoped_release release;
       return cubecc::tensor_from_dlpack(runtime, taken);
     } catch (const rt::Error &e) {
       if (copy.has_value() || !host) {
@@ -1133,8 +1138,11 @@ NB_MODULE(_cubecc, m) {
       .def(
           "last_launch_times_ns",
           [](RuntimeObject &r) { return r.runtime->last_launch_times_ns(); },
+          nb::call_guard<nb::gil_scoped_release>(),
           "Device time of each launch completed by the last synchronize, in nanoseconds.")
-      .def("statistics", [](RuntimeObject &r) { return statistics_of(*r.runtime); })
+      .def(
+          "statistics", [](RuntimeObject &r) { return statistics_of(*r.runtime); },
+          nb::call_guard<nb::gil_scoped_release>())
       .def(
           "_cpp_launches",
           [](RuntimeObject &r, const KernelObject &k, size_t iterations, nb::handle grid,
@@ -1145,11 +1153,16 @@ NB_MODULE(_cubecc, m) {
       .def(
           "create_stream",
           [](RuntimeObject &r) {
-            return StreamObject{r.runtime->create_stream(), r.runtime};
+            rt::Stream stream = [&] {
+              nb::gil_scoped_release release;
+              return r.runtime->create_stream();
+            }();
+            return StreamObject{std::move(stream), r.runtime};
           },
           "A new in-order queue on this device.")
       .def(
           "trim", [](RuntimeObject &r) { r.runtime->trim(); },
+          nb::call_guard<nb::gil_scoped_release>(),
           "Gives the memory pool's cached blocks back to the device.")
       .def("__repr__", [](const RuntimeObject &r) {
         return "<cubecc.Runtime " + r.runtime->info().backend + ": " + r.runtime->info().name + ">";

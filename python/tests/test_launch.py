@@ -210,3 +210,39 @@ def test_dlpack_export_names_the_device_memory(runtime):
     assert type(capsule).__name__ == "PyCapsule"
     del capsule  # never consumed: its destructor gives the tensor back
     np.testing.assert_array_equal(t.numpy().shape, (64,))
+
+
+def test_threads_share_a_runtime(runtime, examples):
+    """Python threads launching on one Runtime (the GIL is released while it works), each with
+    its own NumPy arrays adopted and let go launch after launch, and one stream per thread."""
+    import threading
+
+    axpy = runtime.kernel(examples, "axpy")
+    errors = []
+
+    def work(seed):
+        try:
+            local = np.random.default_rng(seed)
+            stream = runtime.create_stream()
+            for i in range(20):
+                x = local.standard_normal(512, dtype=np.float32)
+                y = local.standard_normal(512, dtype=np.float32)
+                want = np.float32(2) * x + y
+                ty = runtime.tensor(y)
+                tx = runtime.tensor(x)
+                if i % 2:
+                    runtime.synchronize()  # the copies (default stream), before another stream
+                    stream.launch(axpy, 2, tx, ty, 2.0)
+                    stream.synchronize()
+                else:
+                    runtime.launch(axpy, 2, tx, ty, 2.0)
+                np.testing.assert_array_equal(ty.numpy(), want)
+        except Exception as e:  # reported by the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(seed,)) for seed in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
