@@ -342,8 +342,9 @@ void cubecc_kernel_destroy(cubecc_kernel kernel);
  *  Tensor parameter is three IR parameters (buffer, element count u32, stride u32). */
 const char *cubecc_kernel_name(cubecc_kernel kernel);
 cubecc_status cubecc_kernel_parameter_count(cubecc_kernel kernel, size_t *count);
-/** The name of IR parameter `index` (< the count), as the DSL traced it: "x", "x.shape0",
- *  "x.stride0" for a Tensor parameter x. Valid while the kernel handle lives. */
+/** The name of IR parameter `index` (< the count), as the DSL traced it (or, for
+ *  cubecc_environment_kernel, as the bundle recorded it): "x", "x.shape0", "x.stride0" for a
+ *  Tensor parameter x. Valid while the kernel handle lives. */
 cubecc_status cubecc_kernel_parameter_name(cubecc_kernel kernel, size_t index, const char **name);
 
 /*===- Launches

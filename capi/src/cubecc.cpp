@@ -26,7 +26,6 @@
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
-#include <mutex>
 #include <new>
 #include <optional>
 #include <stdexcept>
@@ -54,24 +53,33 @@ struct cubecc_buffer_t {
 struct cubecc_library_t {
   std::unique_ptr<dsl::KernelLibrary> library;
   std::string path; ///< absolute: part of the kernels' cache keys
-  /// The IR parameter names of each kernel (by index) once traced; empty until then. Guarded by
-  /// `names_mutex`: runtimes on several threads may ask for kernels of one library.
-  std::vector<std::vector<std::string>> parameter_names;
-  std::mutex names_mutex;
 };
 
 struct cubecc_kernel_t {
   rt::KernelHandle handle;
   uint64_t runtime_id = 0;
   std::string name;
-  /// As traced: "x", "x.shape0", "x.stride0" for a DSL Tensor x. What tells a tensor argument
-  /// which IR parameters it stands for.
+  /// As traced (or as the bundle recorded them): "x", "x.shape0", "x.stride0" for a DSL Tensor
+  /// x; "" each when unknown. From the handle's parameters (KernelHandle::parameters).
   std::vector<std::string> parameter_names;
 };
 
 namespace {
 
 thread_local std::string last_error;
+
+/// The IR parameters' names, from the DSL-level parameters they were grouped into.
+std::vector<std::string> ir_parameter_names(const rt::KernelHandle &handle) {
+  std::vector<std::string> names;
+  for (const rt::KernelParameter &p : handle.parameters()) {
+    names.push_back(p.name);
+    for (uint32_t d = 0; d < p.rank; ++d)
+      names.push_back(p.name + ".shape" + std::to_string(d));
+    for (uint32_t d = 0; d < p.rank; ++d)
+      names.push_back(p.name + ".stride" + std::to_string(d));
+  }
+  return names;
+}
 std::atomic<uint64_t> next_runtime_id{1};
 
 /// An error the C API itself raises, with its status.
@@ -840,41 +848,20 @@ cubecc_status cubecc_library_kernel(cubecc_runtime runtime, cubecc_library libra
                        listed));
     const dsl::KernelLibrary::Entry &entry = kernels[*found];
     std::string key = fmt::format("{}:{}:{}", library->path, entry.name, entry.configuration);
-    std::vector<std::string> names;
-    {
-      std::lock_guard<std::mutex> lock(library->names_mutex);
-      if (*found < library->parameter_names.size())
-        names = library->parameter_names[*found];
-    }
-    auto trace = [&]() -> std::unique_ptr<ir::Module> {
+    rt::KernelHandle handle = r.kernel(key, [&]() -> std::unique_ptr<ir::Module> {
       auto module = std::make_unique<ir::Module>();
       std::vector<ir::Diagnostic> errors;
       if (!library->library->trace(*found, *module, errors))
         fail(CUBECC_ERROR_COMPILE,
              fmt::format("{}: kernel '{}' ({}) of {} does not trace:\n{}", function, entry.name,
                          entry.configuration, library->path, ir::to_string(errors)));
-      if (names.empty() && module->kernels().size() == 1) {
-        const ir::Kernel &k = *module->kernels()[0];
-        for (unsigned i = 0; i < k.num_parameters(); ++i)
-          names.push_back(std::string(k.parameter(i)->name()));
-      }
       return module;
-    };
-    rt::KernelHandle handle = r.kernel(key, trace);
-    // Cached by another library handle of the same file: trace once more, for the names only.
-    if (names.empty() && !handle.abi().params.empty())
-      trace();
-    {
-      std::lock_guard<std::mutex> lock(library->names_mutex);
-      library->parameter_names.resize(kernels.size());
-      if (library->parameter_names[*found].empty())
-        library->parameter_names[*found] = names;
-    }
+    });
     auto *kernel = new cubecc_kernel_t;
     kernel->handle = std::move(handle);
     kernel->runtime_id = runtime->id;
     kernel->name = entry.name;
-    kernel->parameter_names = names;
+    kernel->parameter_names = ir_parameter_names(kernel->handle);
     *out = kernel;
   });
 }
@@ -894,6 +881,7 @@ cubecc_status cubecc_environment_kernel(cubecc_runtime runtime, const char *libr
     kernel->handle = std::move(handle);
     kernel->runtime_id = runtime->id;
     kernel->name = name;
+    kernel->parameter_names = ir_parameter_names(kernel->handle);
     *out = kernel;
   });
 }
@@ -950,31 +938,29 @@ void bind_tensor(cubecc_runtime runtime, cubecc_kernel kernel, size_t position, 
     fail(CUBECC_ERROR_INVALID_ARGUMENT,
          fmt::format("{}: IR parameter {} ('{}') is a value, not a tensor", where, first,
                      first < names.size() ? names[first] : std::string("?")));
-  if (names.size() != params.size())
+  // The DSL parameter that starts at IR parameter `first` (KernelHandle::parameters).
+  const rt::KernelParameter *group = nullptr;
+  for (const rt::KernelParameter &p : kernel->handle.parameters())
+    if (p.first == first)
+      group = &p;
+  if (!group || group->name.empty())
     fail(CUBECC_ERROR_INVALID_ARGUMENT,
-         fmt::format("{}: the kernel's parameter names are unknown, so a tensor argument cannot "
-                     "be matched to its parameters (pass the buffer, shapes and strides as "
-                     "CUBECC_ARG_BUFFER and CUBECC_ARG_SCALAR arguments)",
-                     where));
-  const std::string &name = names[first];
-  // The kernel's rank: how many `name.shape<d>` parameters follow the buffer.
-  size_t rank = 0;
-  while (first + 1 + rank < names.size() &&
-         names[first + 1 + rank] == name + ".shape" + std::to_string(rank))
-    ++rank;
+         fmt::format("{}: {}, so a tensor argument cannot be matched to its parameters (pass the "
+                     "buffer, shapes and strides as CUBECC_ARG_BUFFER and CUBECC_ARG_SCALAR "
+                     "arguments)",
+                     where,
+                     group ? "the kernel's parameter names are unknown"
+                           : fmt::format("IR parameter {} is inside another parameter's tensor "
+                                         "layout",
+                                         first)));
+  const std::string &name = group->name;
+  const size_t rank = group->rank;
   where += fmt::format(" (tensor '{}')", name);
-  if (rank == 0)
+  if (group->kind != rt::KernelParameter::Kind::Tensor)
     fail(CUBECC_ERROR_INVALID_ARGUMENT,
          fmt::format("{}: the parameter is a buffer (a DSL Array), not a tensor: pass a "
                      "CUBECC_ARG_BUFFER",
                      where));
-  for (size_t d = 0; d < rank; ++d)
-    if (first + 1 + rank + d >= names.size() ||
-        names[first + 1 + rank + d] != name + ".stride" + std::to_string(d))
-      fail(CUBECC_ERROR_INVALID_ARGUMENT,
-           fmt::format("{}: the kernel has no parameter '{}.stride{}' after its shapes: not a "
-                       "DSL tensor's layout",
-                       where, name, d));
   if (!t)
     fail(CUBECC_ERROR_INVALID_ARGUMENT, where + ": the tensor descriptor is NULL");
   if (!t->buffer)

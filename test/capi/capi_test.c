@@ -554,6 +554,21 @@ int main(int argc, char **argv) {
     for (int i = 0; i < VC * VR; ++i)
       wrong += !axpy_close(after[i], 2.0f, before[i], before[i]);
     CHECK(wrong == 0);
+    /* The same kernel by name from the bundle, without the library: the bundle's parameter
+     * names tell the tensors' parameters apart just as the traced ones do. */
+    cubecc_kernel named = NULL;
+    const char *named_param = NULL;
+    MUST(cubecc_environment_kernel(rt, "cubecc_examples", "axpy", "width=1", &named));
+    MUST(cubecc_kernel_parameter_name(named, 4, &named_param));
+    CHECK(strcmp(named_param, "y.shape0") == 0);
+    MUST(cubecc_buffer_read(rt, dt, before, sizeof before));
+    MUST(cubecc_launch(rt, named, axpy_grid, axpy_args, 3));
+    MUST(cubecc_buffer_read(rt, dt, after, sizeof after));
+    wrong = 0;
+    for (int i = 0; i < VC * VR; ++i)
+      wrong += !axpy_close(after[i], 2.0f, before[i], before[i]);
+    CHECK(wrong == 0);
+    cubecc_kernel_destroy(named);
     cubecc_buffer_destroy(dm);
     cubecc_buffer_destroy(dt);
     cubecc_buffer_destroy(ints);
