@@ -204,8 +204,10 @@ DLManagedTensor *take_dlpack(nb::handle object, const std::string &what) {
   return &taken->outer;
 }
 
-/// `tensor` (a DLPack tensor in host memory) copied into a new contiguous Tensor on `runtime`.
-rt::Tensor copy_host_dlpack(rt::Runtime &runtime, const DLTensor &t, const std::string &what) {
+/// `tensor` (a DLPack tensor in host memory) copied into a new contiguous Tensor on `runtime`,
+/// allocated and written on `stream` (null: the runtime's default stream).
+rt::Tensor copy_host_dlpack(rt::Runtime &runtime, rt::Stream *stream, const DLTensor &t,
+                            const std::string &what) {
   std::optional<ir::Scalar> element = cubecc::element_of_dlpack(t.dtype);
   if (!element)
     fail(rt::ErrorKind::Unsupported,
@@ -252,16 +254,20 @@ rt::Tensor copy_host_dlpack(rt::Runtime &runtime, const DLTensor &t, const std::
       index[d] = 0;
     }
   }
-  rt::Buffer buffer = runtime.allocate(*element, count);
-  runtime.write(buffer, host.data(), host.size());
+  rt::Buffer buffer =
+      stream ? stream->allocate(*element, count) : runtime.allocate(*element, count);
+  if (stream)
+    stream->write(buffer, host.data(), host.size());
+  else
+    runtime.write(buffer, host.data(), host.size());
   return rt::Tensor(std::move(buffer), std::move(shape));
 }
 
-/// A Tensor of `object` (a cubecc.Tensor or any DLPack producer) on `runtime`. copy: None shares
-/// the memory when the device reaches it and copies host memory otherwise; False only shares;
-/// True always copies (from host memory).
+/// A Tensor of `object` (any DLPack producer) on `runtime`. copy: None shares the memory when
+/// the device reaches it and copies host memory otherwise; False only shares; True always copies
+/// (from host memory), on `stream` (null: the default stream).
 rt::Tensor import_tensor(rt::Runtime &runtime, nb::handle object, std::optional<bool> copy,
-                         const std::string &what) {
+                         const std::string &what, rt::Stream *stream = nullptr) {
   DLManagedTensor *taken = take_dlpack(object, what);
   const DLTensor t = taken->dl_tensor;
   const int type = t.device.device_type;
@@ -307,7 +313,7 @@ rt::Tensor import_tensor(rt::Runtime &runtime, nb::handle object, std::optional<
     rt::Tensor copied;
     {
       nb::gil_scoped_release release;
-      copied = copy_host_dlpack(runtime, t, what);
+      copied = copy_host_dlpack(runtime, stream, t, what);
     }
     taken->deleter(taken);
     return copied;
@@ -721,7 +727,8 @@ std::vector<uint64_t> shape_of(nb::handle shape) {
   return s;
 }
 
-TensorObject empty_tensor(const RuntimePtr &runtime, nb::handle shape, nb::handle dtype) {
+TensorObject empty_tensor(const RuntimePtr &runtime, nb::handle shape, nb::handle dtype,
+                          rt::Stream *stream = nullptr) {
   std::vector<uint64_t> s = shape_of(shape);
   ir::Scalar element = element_of(dtype);
   uint64_t count = 1;
@@ -731,7 +738,7 @@ TensorObject empty_tensor(const RuntimePtr &runtime, nb::handle shape, nb::handl
   rt::Buffer b;
   {
     nb::gil_scoped_release release;
-    b = runtime->allocate(element, count);
+    b = stream ? stream->allocate(element, count) : runtime->allocate(element, count);
   }
   return TensorObject{rt::Tensor(std::move(b), std::move(s)), runtime};
 }
@@ -996,6 +1003,27 @@ NB_MODULE(_cubecc, m) {
           nb::sig("def launch(self, kernel: Kernel, grid: int | tuple[int, ...], *args: object) "
                   "-> None"),
           "Queues a launch on this stream (see Runtime.launch).")
+      .def(
+          "empty",
+          [](StreamObject &s, nb::handle shape, nb::handle dtype) {
+            return empty_tensor(s.runtime, shape, dtype, &s.stream);
+          },
+          "shape"_a, "dtype"_a = "f32",
+          nb::sig("def empty(self, shape: int | tuple[int, ...], dtype: object = 'f32') -> Tensor"),
+          "An uninitialized tensor allocated on this stream: usable at once by its work.")
+      .def(
+          "tensor",
+          [](StreamObject &s, nb::handle object, std::optional<bool> copy) {
+            if (nb::isinstance<TensorObject>(object))
+              fail(rt::ErrorKind::InvalidArgument,
+                   "Stream.tensor: give a NumPy array, torch tensor or DLPack producer (a "
+                   "cubecc.Tensor is already on the device)");
+            return TensorObject{import_tensor(*s.runtime, object, copy, "Stream.tensor", &s.stream),
+                                s.runtime};
+          },
+          "data"_a, "copy"_a = nb::none(),
+          "Runtime.tensor, with a copy allocated and written on this stream (ordered before the "
+          "stream's later work).")
       .def("synchronize",
            [](StreamObject &s) {
              nb::gil_scoped_release release;

@@ -246,3 +246,20 @@ def test_threads_share_a_runtime(runtime, examples):
     for t in threads:
         t.join()
     assert not errors, errors
+
+
+def test_stream_tensors_are_ordered_on_their_stream(runtime, examples):
+    """Tensors allocated and copied on a stream need no other synchronization before its work."""
+    axpy = runtime.kernel(examples, "axpy")
+    stream = runtime.create_stream()
+    x, y = floats(700), floats(700)
+    want = np.float32(3) * x + y
+    tx, ty = stream.tensor(x), stream.tensor(y)
+    stream.launch(axpy, axpy.grid_for(700), tx, ty, 3.0)
+    twice = stream.empty(700)
+    assert twice.shape == (700,) and twice.dtype == "f32"
+    stream.launch(axpy, axpy.grid_for(700), ty, ty, 1.0)  # ty = ty + ty, after the first
+    stream.synchronize()
+    np.testing.assert_array_equal(ty.numpy(), want + want)
+    with pytest.raises(cubecc.InvalidArgumentError, match="already on the device"):
+        stream.tensor(tx)
