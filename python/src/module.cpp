@@ -974,6 +974,18 @@ NB_MODULE(_cubecc, m) {
       .def("numpy", &to_numpy, nb::sig("def numpy(self) -> numpy.ndarray"),
            "A NumPy array of the elements, copied from the device after the queued work.")
       .def(
+          "__array__",
+          [](TensorObject &t, nb::handle dtype, nb::handle copy) {
+            if (copy.is_valid() && !copy.is_none() && !nb::cast<bool>(copy))
+              fail(rt::ErrorKind::Unsupported,
+                   "Tensor.__array__: copy=False: an array of a cubecc tensor is a copy "
+                   "(numpy.from_dlpack shares the memory on interp and cpu)");
+            nb::object array = to_numpy(t);
+            return dtype.is_none() ? array : array.attr("astype")(dtype);
+          },
+          "dtype"_a = nb::none(), "copy"_a = nb::none(),
+          "numpy.asarray(tensor): Tensor.numpy(), converted to dtype if given.")
+      .def(
           "__dlpack__", [](TensorObject &t, nb::kwargs) { return export_dlpack(t); },
           "Shares the memory as a DLPack capsule (no copy): host memory on interp and cpu, "
           "device memory on cuda, hip and vulkan, after the work queued on the runtime's default "

@@ -263,3 +263,12 @@ def test_stream_tensors_are_ordered_on_their_stream(runtime, examples):
     np.testing.assert_array_equal(ty.numpy(), want + want)
     with pytest.raises(cubecc.InvalidArgumentError, match="already on the device"):
         stream.tensor(tx)
+
+
+def test_numpy_asarray_copies_a_tensor(runtime):
+    x = floats(3, 5)
+    t = runtime.tensor(x, copy=True)
+    np.testing.assert_array_equal(np.asarray(t), x)
+    np.testing.assert_array_equal(np.asarray(t, dtype=np.float64), x.astype(np.float64))
+    with pytest.raises(cubecc.UnsupportedError, match="copy=False"):
+        np.asarray(t, copy=False)
