@@ -607,14 +607,18 @@ void bind_arguments(rt::Runtime &runtime, const KernelObject &kernel, nb::args a
   }
 }
 
-/// Binds `args` and queues the launch on `queue` (the Runtime or one of its Streams).
-template <class Queue>
-void launch_on(Queue &queue, rt::Runtime &runtime, const KernelObject &kernel, nb::handle grid,
-               nb::args args) {
+void check_kernel_runtime(const KernelObject &kernel, const rt::Runtime &runtime) {
   if (kernel.runtime.get() != &runtime)
     fail(rt::ErrorKind::InvalidArgument,
          "launch of kernel '" + kernel.handle.name() +
              "': it was loaded on another Runtime (load it on this one)");
+}
+
+/// Binds `args` and queues the launch on `queue` (the Runtime or one of its Streams).
+template <class Queue>
+void launch_on(Queue &queue, rt::Runtime &runtime, const KernelObject &kernel, nb::handle grid,
+               nb::args args) {
+  check_kernel_runtime(kernel, runtime);
   const std::array<uint32_t, 3> g = grid_of(grid);
   std::vector<rt::ArgumentValue> values;
   std::vector<rt::Tensor> imported;
@@ -629,6 +633,7 @@ void launch_on(Queue &queue, rt::Runtime &runtime, const KernelObject &kernel, n
 /// synchronize.
 double cpp_launches(rt::Runtime &runtime, const KernelObject &kernel, size_t iterations,
                     nb::handle grid, nb::args args) {
+  check_kernel_runtime(kernel, runtime);
   const std::array<uint32_t, 3> g = grid_of(grid);
   std::vector<rt::ArgumentValue> values;
   std::vector<rt::Tensor> imported;
@@ -917,9 +922,19 @@ NB_MODULE(_cubecc, m) {
           [](const KernelObject &k, nb::args invocations) {
             std::vector<uint64_t> n;
             for (nb::handle v : invocations) {
-              if (!PyIndex_Check(v.ptr()))
-                fail(rt::ErrorKind::InvalidArgument, "grid_for: invocations are ints");
-              n.push_back(nb::cast<uint64_t>(v));
+              int overflow = 0;
+              long long count = -1;
+              if (PyIndex_Check(v.ptr()) && !PyBool_Check(v.ptr())) { // int, numpy.int64, ...
+                nb::object i = nb::steal(PyNumber_Index(v.ptr()));
+                if (i.is_valid())
+                  count = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
+                PyErr_Clear();
+              }
+              if (count < 0 || overflow)
+                fail(rt::ErrorKind::InvalidArgument,
+                     "grid_for: invocations are non-negative ints; got " +
+                         nb::cast<std::string>(nb::repr(v)));
+              n.push_back(static_cast<uint64_t>(count));
             }
             auto g = rt::grid_for(std::span<const uint64_t>(n), k.handle.abi().workgroup_size);
             return nb::make_tuple(g[0], g[1], g[2]);

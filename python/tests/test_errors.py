@@ -162,3 +162,14 @@ def test_a_read_only_numpy_array_is_numpys_refusal(interp):
     with pytest.raises(BufferError):  # NumPy does not export read-only arrays through DLPack 0.x
         interp.tensor(frozen)
     np.testing.assert_array_equal(interp.tensor(frozen.copy()).numpy(), frozen)
+
+
+def test_grid_for_errors(axpy):
+    for bad in (-1, 1.5, "8", 2**70, True):
+        with pytest.raises(cubecc.InvalidArgumentError, match="grid_for"):
+            axpy.grid_for(bad)
+    with pytest.raises(cubecc.InvalidArgumentError, match="1 to 3 axes"):
+        axpy.grid_for(1, 2, 3, 4)
+    with pytest.raises(cubecc.InvalidArgumentError, match="more than a launch can have"):
+        axpy.grid_for(2**45)
+    assert axpy.grid_for(np.int64(1000), np.uint32(3)) == (4, 3, 1)
