@@ -174,7 +174,7 @@ struct KernelParameter {
   ir::Type type;      ///< the first IR parameter's type: a buffer (element()) or the value's type
   uint32_t rank = 0;  ///< Tensor: its dimensions; else 0
   uint32_t first = 0; ///< the index of its first IR parameter
-  /// "x: Tensor[f32, 2]", "x: Array[u8]", "a: f32", "v: vec4<f32>", for messages and signatures.
+  /// "x: Tensor[f32, 2]", "x: Array[u8]", "a: f32", "v: f32x4", for messages and signatures.
   std::string describe() const;
 };
 
