@@ -343,7 +343,7 @@ const char *dlpack_device_name(int type) {
   }
 }
 
-DLDeviceType dlpack_device_of(rt::ExternalMemory::Kind kind) {
+DLDeviceType dlpack_device_type(rt::ExternalMemory::Kind kind) {
   switch (kind) {
   case rt::ExternalMemory::Kind::Host:
     return kDLCPU;
@@ -384,7 +384,7 @@ ImportedTensor import_dlpack(rt::Runtime &r, DLManagedTensor *tensor, const char
   const DLTensor &t = tensor->dl_tensor;
   const std::string &backend = r.info().backend;
   rt::ExternalMemory::Kind kind = r.device().memory_kind().value_or(rt::ExternalMemory::Kind::Host);
-  DLDeviceType wanted = dlpack_device_of(kind);
+  DLDeviceType wanted = dlpack_device_type(kind);
   if (t.device.device_type != wanted)
     fail(CUBECC_ERROR_UNSUPPORTED,
          fmt::format("{}: the tensor is on {} (device type {}); this runtime's device is {} "
@@ -749,7 +749,7 @@ cubecc_status cubecc_buffer_to_dlpack(cubecc_buffer buffer, DLManagedTensor **ou
     const rt::ExternalMemory &native = buffer->native;
     DLTensor &t = exported->tensor.dl_tensor;
     t.data = reinterpret_cast<void *>(static_cast<uintptr_t>(native.handle));
-    t.device = DLDevice{dlpack_device_of(native.kind), dlpack_device_id(native.kind)};
+    t.device = cubecc::dlpack_device_of(native.kind);
     t.ndim = 1;
     t.dtype = *dtype;
     t.shape = exported->shape.data();
@@ -1134,6 +1134,10 @@ std::optional<cubecc_dtype> dtype_of_scalar(ir::Scalar scalar) {
 
 namespace cubecc {
 
+DLDevice dlpack_device_of(runtime::ExternalMemory::Kind kind) {
+  return DLDevice{dlpack_device_type(kind), dlpack_device_id(kind)};
+}
+
 std::optional<ir::Scalar> element_of_dlpack(DLDataType dtype) {
   std::optional<cubecc_dtype> d = dtype_of(dtype);
   return d ? scalar_of(*d) : std::nullopt;
@@ -1171,7 +1175,7 @@ DLManagedTensor *tensor_to_dlpack(runtime::Runtime &rt, const runtime::Tensor &t
   }
   DLTensor &t = exported->tensor.dl_tensor;
   t.data = reinterpret_cast<void *>(static_cast<uintptr_t>(native.handle));
-  t.device = DLDevice{dlpack_device_of(native.kind), dlpack_device_id(native.kind)};
+  t.device = dlpack_device_of(native.kind);
   t.ndim = static_cast<int32_t>(tensor.rank());
   t.dtype = *dl;
   t.shape = exported->shape.data();

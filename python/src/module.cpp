@@ -272,23 +272,9 @@ rt::Tensor import_tensor(rt::Runtime &runtime, nb::handle object, std::optional<
   const DLTensor t = taken->dl_tensor;
   const int type = t.device.device_type;
   const bool host = type == kDLCPU || type == kDLCUDAHost;
-  bool reachable = false; // by the device without a copy
-  if (std::optional<rt::ExternalMemory::Kind> kind = runtime.device().memory_kind()) {
-    switch (*kind) {
-    case rt::ExternalMemory::Kind::Host:
-      reachable = type == kDLCPU;
-      break;
-    case rt::ExternalMemory::Kind::Cuda:
-      reachable = type == kDLCUDA;
-      break;
-    case rt::ExternalMemory::Kind::Hip:
-      reachable = type == kDLROCM;
-      break;
-    case rt::ExternalMemory::Kind::Vulkan:
-      reachable = type == kDLVulkan;
-      break;
-    }
-  }
+  // By the device without a copy: memory of the kind it adopts.
+  std::optional<rt::ExternalMemory::Kind> kind = runtime.device().memory_kind();
+  const bool reachable = kind && cubecc::dlpack_device_of(*kind).device_type == type;
   // Shared when asked (copy=False), or by default when the device reaches the memory: a layout
   // it cannot adopt (negative strides, misaligned data) is then copied instead.
   if (copy.has_value() ? !*copy : reachable) {
@@ -353,17 +339,9 @@ nb::object export_dlpack(TensorObject &self) {
 }
 
 std::pair<int, int> dlpack_device(const TensorObject &self) {
-  switch (self.runtime->native_memory(self.tensor.buffer()).kind) {
-  case rt::ExternalMemory::Kind::Host:
-    return {kDLCPU, 0};
-  case rt::ExternalMemory::Kind::Cuda:
-    return {kDLCUDA, 0};
-  case rt::ExternalMemory::Kind::Hip:
-    return {kDLROCM, 0};
-  case rt::ExternalMemory::Kind::Vulkan:
-    return {kDLVulkan, 0};
-  }
-  return {kDLCPU, 0};
+  DLDevice device =
+      cubecc::dlpack_device_of(self.runtime->native_memory(self.tensor.buffer()).kind);
+  return {device.device_type, device.device_id};
 }
 
 /// The tensor's elements copied to a new NumPy array of its shape (after the queued work).

@@ -23,6 +23,10 @@ namespace cubecc {
 /// equivalent (bool, complex, vectors, opaque handles).
 std::optional<ir::Scalar> element_of_dlpack(DLDataType dtype);
 
+/// The DLPack device of memory of `kind` on this process's device of that backend: kDLCPU (host
+/// memory), kDLCUDA, kDLROCM or kDLVulkan, with the device index the backend opened.
+DLDevice dlpack_device_of(runtime::ExternalMemory::Kind kind);
+
 /// Adopts `tensor`'s memory on `rt` as a Tensor of its dtype, shape and strides, without copying.
 /// On success the Tensor's storage owns the DLPack tensor: its deleter runs once when the last
 /// Tensor (and graph) using the memory is gone. On failure the tensor stays the caller's and a
