@@ -585,25 +585,33 @@ void bind_arguments(rt::Runtime &runtime, const KernelObject &kernel, nb::args a
   }
 }
 
-void check_kernel_runtime(const KernelObject &kernel, const rt::Runtime &runtime) {
+/// A launch's arguments bound to the kernel's parameters: what the runtime is given.
+struct BoundLaunch {
+  std::array<uint32_t, 3> grid{};
+  std::vector<rt::ArgumentValue> values;
+  std::vector<rt::Tensor> imported; ///< adopted from DLPack producers: alive until queued
+};
+
+BoundLaunch bind_launch(rt::Runtime &runtime, const KernelObject &kernel, nb::handle grid,
+                        nb::args args) {
   if (kernel.runtime.get() != &runtime)
     fail(rt::ErrorKind::InvalidArgument,
          "launch of kernel '" + kernel.handle.name() +
              "': it was loaded on another Runtime (load it on this one)");
+  BoundLaunch bound;
+  bound.grid = grid_of(grid);
+  bind_arguments(runtime, kernel, args, bound.values, bound.imported);
+  return bound;
 }
 
 /// Binds `args` and queues the launch on `queue` (the Runtime or one of its Streams).
 template <class Queue>
 void launch_on(Queue &queue, rt::Runtime &runtime, const KernelObject &kernel, nb::handle grid,
                nb::args args) {
-  check_kernel_runtime(kernel, runtime);
-  const std::array<uint32_t, 3> g = grid_of(grid);
-  std::vector<rt::ArgumentValue> values;
-  std::vector<rt::Tensor> imported;
-  bind_arguments(runtime, kernel, args, values, imported);
+  BoundLaunch bound = bind_launch(runtime, kernel, grid, args);
   nb::gil_scoped_release release;
-  queue.launch_values(kernel.handle, g, values);
-  imported.clear(); // adopted memory is let go once the launch is done with it
+  queue.launch_values(kernel.handle, bound.grid, bound.values);
+  bound.imported.clear(); // adopted memory is let go once the launch is done with it
 }
 
 /// For the launch benchmark (python/bench/launch_overhead.py): `iterations` launches queued from
@@ -611,15 +619,11 @@ void launch_on(Queue &queue, rt::Runtime &runtime, const KernelObject &kernel, n
 /// synchronize.
 double cpp_launches(rt::Runtime &runtime, const KernelObject &kernel, size_t iterations,
                     nb::handle grid, nb::args args) {
-  check_kernel_runtime(kernel, runtime);
-  const std::array<uint32_t, 3> g = grid_of(grid);
-  std::vector<rt::ArgumentValue> values;
-  std::vector<rt::Tensor> imported;
-  bind_arguments(runtime, kernel, args, values, imported);
+  BoundLaunch bound = bind_launch(runtime, kernel, grid, args);
   nb::gil_scoped_release release;
   auto start = std::chrono::steady_clock::now();
   for (size_t i = 0; i < iterations; ++i)
-    runtime.launch_values(kernel.handle, g, values);
+    runtime.launch_values(kernel.handle, bound.grid, bound.values);
   runtime.synchronize();
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
