@@ -204,6 +204,27 @@ DLManagedTensor *take_dlpack(nb::handle object, const std::string &what) {
   return &taken->outer;
 }
 
+/// Copies the elements of the strided view at `base` (`shape`, `strides` in elements, negative
+/// ones included; at least one element) to `out` in row-major order, `bytes` each.
+void gather(const uint8_t *base, std::span<const int64_t> shape, std::span<const int64_t> strides,
+            size_t bytes, uint8_t *out) {
+  std::vector<int64_t> index(shape.size(), 0);
+  for (bool more = true; more; out += bytes) {
+    int64_t at = 0;
+    for (size_t d = 0; d < shape.size(); ++d)
+      at += index[d] * strides[d];
+    std::memcpy(out, base + at * static_cast<int64_t>(bytes), bytes);
+    more = false;
+    for (size_t d = shape.size(); d-- > 0;) {
+      if (++index[d] < shape[d]) {
+        more = true;
+        break;
+      }
+      index[d] = 0;
+    }
+  }
+}
+
 /// `tensor` (a DLPack tensor in host memory) copied into a new contiguous Tensor on `runtime`,
 /// allocated and written on `stream` (null: the runtime's default stream).
 rt::Tensor copy_host_dlpack(rt::Runtime &runtime, rt::Stream *stream, const DLTensor &t,
@@ -241,19 +262,7 @@ rt::Tensor copy_host_dlpack(rt::Runtime &runtime, rt::Stream *stream, const DLTe
     strides[d] = t.strides ? t.strides[d] : s;
     s *= t.shape[d];
   }
-  // Row-major order over the tensor's indices, whatever its strides (negative ones included).
-  std::vector<int64_t> index(t.ndim, 0);
-  for (uint64_t i = 0; i < count; ++i) {
-    int64_t at = 0;
-    for (int d = 0; d < t.ndim; ++d)
-      at += index[d] * strides[d];
-    std::memcpy(host.data() + i * bytes, base + at * static_cast<int64_t>(bytes), bytes);
-    for (int d = t.ndim; d-- > 0;) {
-      if (++index[d] < t.shape[d])
-        break;
-      index[d] = 0;
-    }
-  }
+  gather(base, std::span<const int64_t>(t.shape, t.ndim), strides, bytes, host.data());
   rt::Buffer buffer =
       stream ? stream->allocate(*element, count) : runtime.allocate(*element, count);
   if (stream)
@@ -383,19 +392,9 @@ nb::object to_numpy(TensorObject &self) {
       // Reads from element 0 to the last one the view reaches, then gathers.
       std::vector<uint8_t> all((t.offset() + t.extent()) * bytes);
       self.runtime->read(t.buffer(), all.data(), all.size());
-      const uint8_t *first = all.data() + t.offset() * bytes;
-      std::vector<uint64_t> index(t.rank(), 0);
-      for (uint64_t i = 0; i < count; ++i) {
-        uint64_t at = 0;
-        for (size_t d = 0; d < t.rank(); ++d)
-          at += index[d] * t.stride(d);
-        std::memcpy(out + i * bytes, first + at * bytes, bytes);
-        for (size_t d = t.rank(); d-- > 0;) {
-          if (++index[d] < t.shape(d))
-            break;
-          index[d] = 0;
-        }
-      }
+      std::vector<int64_t> shape(t.shape().begin(), t.shape().end());
+      std::vector<int64_t> strides(t.strides().begin(), t.strides().end());
+      gather(all.data() + t.offset() * bytes, shape, strides, bytes, out);
     }
   }
   std::vector<size_t> shape(t.shape().begin(), t.shape().end());
