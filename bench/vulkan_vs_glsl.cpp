@@ -5,14 +5,19 @@
 // written by cubecc's SPIR-V writer) and its GLSL twin (bench/glsl/*.comp, compiled by
 // glslangValidator) run on the same Vulkan device, buffers and grid. Both outputs are compared
 // first (the twins must compute the same thing); then the two are launched alternately, each launch
-// timed by device timestamps, and the medians are compared: ratio = cubecc / GLSL (below 1: cubecc
-// is faster). Mesa's shader cache is turned off for the run. Prints a table, then one JSON object
-// per kernel (with `bits_differ`: how many output elements of the twins differ in any bit). matmul
-// has two rows: against matmul.comp (GLSL's fma(), which may round twice) and against
-// matmul_exact_fma.comp (the single rounding the IR's fma promises, computed as cubecc's writer
-// computes it where the device's fma is not fused; the outputs must agree bit for bit).
+// timed by device timestamps. Each round launches both, the first of the pair alternating between
+// rounds (so that neither twin always runs on the caches the other left), and the ratio is the
+// median of the rounds' ratios cubecc / GLSL (below 1: cubecc is faster): a paired measure, which
+// drift in the machine's load hits on both sides alike. The columns in microseconds are the
+// medians of each twin's launches. Mesa's shader cache is turned off for the run. Prints a table,
+// then one JSON object per kernel (with `bits_differ`: how many output elements of the twins differ
+// in any bit). matmul has two rows: against matmul.comp (GLSL's fma(), which may round twice) and
+// against matmul_exact_fma.comp (the single rounding the IR's fma promises, computed as cubecc's
+// writer computes it where the device's fma is not fused; the outputs must agree bit for bit).
 //
-// Usage: vulkan_vs_glsl [--rounds N] [--kernel NAME] [--dump DIR] [--cpu-time]
+// Usage: vulkan_vs_glsl [--rounds N] [--kernel NAME] [--dump DIR] [--cpu-time] [--control]
+// --control runs the GLSL twin in cubecc's place: the ratios it prints (ideally 1.00) are the
+// method's noise floor on this machine, to read the real run's ratios against.
 // --cpu-time times each launch by the CPU time the process spent on it instead of device
 // timestamps: on lavapipe (a CPU driver) that is the work the shader did, and unlike wall-clock
 // time it barely moves when other processes share the machine's cores.
@@ -252,7 +257,7 @@ std::vector<Case> cases() {
 int main(int argc, char **argv) {
   int rounds = 15;
   std::string only, dump_dir;
-  bool cpu_time = false;
+  bool cpu_time = false, control = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--rounds" && i + 1 < argc)
@@ -263,8 +268,11 @@ int main(int argc, char **argv) {
       dump_dir = argv[++i];
     else if (a == "--cpu-time")
       cpu_time = true;
+    else if (a == "--control")
+      control = true;
     else
-      die("usage: vulkan_vs_glsl [--rounds N] [--kernel NAME] [--dump DIR] [--cpu-time]");
+      die("usage: vulkan_vs_glsl [--rounds N] [--kernel NAME] [--dump DIR] [--cpu-time] "
+          "[--control]");
   }
   setenv("MESA_SHADER_CACHE_DISABLE", "true", 1); // compile every pipeline, as a cold start would
 
@@ -275,9 +283,10 @@ int main(int argc, char **argv) {
     die(e.what());
   }
   std::unique_ptr<runtime::DeviceStream> stream = device->create_stream();
-  std::printf("device: %s; %d timed rounds per kernel, alternating; %s\n\n",
+  std::printf("device: %s; %d timed rounds per kernel, alternating; %s%s\n\n",
               device->info().name.c_str(), rounds,
-              cpu_time ? "process CPU time per launch" : "device timestamps");
+              cpu_time ? "process CPU time per launch" : "device timestamps",
+              control ? "; CONTROL RUN: the GLSL twin in cubecc's place" : "");
   std::printf("%-16s %-26s %12s %12s %8s\n", "kernel", "size", "cubecc (us)", "GLSL (us)", "ratio");
   std::vector<std::string> json;
   for (Case &c : cases()) {
@@ -287,11 +296,11 @@ int main(int argc, char **argv) {
     const ir::Kernel &kernel = *module->kernels()[0];
     std::unique_ptr<runtime::CompiledKernel> ours, theirs;
     try {
-      ours = device->compile(kernel);
       const char *dir = std::getenv("CUBECC_BENCH_GLSL_DIR");
       codegen::SpirvKernel twin{
           compile_glsl(std::string(dir && *dir ? dir : CUBECC_BENCH_GLSL_DIR) + "/" + c.glsl),
           codegen::KernelAbi::of(kernel)};
+      ours = control ? device->compile_spirv(twin) : device->compile(kernel);
       theirs = device->compile_spirv(twin);
       if (!dump_dir.empty()) {
         std::vector<ir::Diagnostic> errors;
@@ -354,18 +363,28 @@ int main(int argc, char **argv) {
       run(*ours);
       run(*theirs);
     }
-    std::vector<double> ours_ns, theirs_ns;
+    std::vector<double> ours_ns, theirs_ns, ratios;
     for (int r = 0; r < rounds; ++r) {
-      ours_ns.push_back(run(*ours));
-      theirs_ns.push_back(run(*theirs));
+      double mine, twin;
+      if (r % 2 == 0) {
+        mine = run(*ours);
+        twin = run(*theirs);
+      } else {
+        twin = run(*theirs);
+        mine = run(*ours);
+      }
+      ours_ns.push_back(mine);
+      theirs_ns.push_back(twin);
+      ratios.push_back(mine / twin);
     }
     double a = bench::median(ours_ns) / 1000, b = bench::median(theirs_ns) / 1000;
+    double ratio = bench::median(ratios);
     const std::string &row = c.label.empty() ? c.name : c.label;
-    std::printf("%-16s %-26s %12.1f %12.1f %8.2f\n", row.c_str(), c.what.c_str(), a, b, a / b);
+    std::printf("%-16s %-26s %12.1f %12.1f %8.2f\n", row.c_str(), c.what.c_str(), a, b, ratio);
     json.push_back(fmt::format(
         R"({{"kernel": "{}", "size": "{}", "cubecc_us": {:.1f}, "glsl_us": {:.1f}, "ratio": {:.3f}, )"
-        R"("elements": {}, "bits_differ": {}}})",
-        row, c.what, a, b, a / b, ours_out.size(), differing));
+        R"("elements": {}, "bits_differ": {}, "control": {}}})",
+        row, c.what, a, b, ratio, ours_out.size(), differing, control));
     for (auto &m : memories)
       device->free(m);
   }

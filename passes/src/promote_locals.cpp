@@ -175,31 +175,12 @@ private:
     if (slots.empty())
       return;
     std::vector<ir::Type> types;
-    for (unsigned i = 0; i < op->num_results(); ++i)
-      types.push_back(op->result(i)->type());
     for (uint32_t slot : slots)
       types.push_back(slot_type(slot));
-    std::vector<ir::Value *> operands(op->operands().begin(), op->operands().end());
-    auto fresh =
-        ir::Operation::create(op->opcode(), operands, types, op->num_regions(), op->location());
-    fresh->attributes() = op->attributes();
-    for (unsigned r = 0; r < op->num_regions(); ++r) {
-      ir::Region &from = op->region(r), &to = fresh->region(r);
-      for (unsigned i = 0; i < from.num_arguments(); ++i) {
-        ir::Value *old_arg = from.argument(i);
-        old_arg->replace_all_uses_with(to.add_argument(old_arg->type(), old_arg->name()));
-      }
-      while (!from.empty())
-        to.push_back(from.take(from.front()));
-    }
-    ir::Operation *rebuilt = op->parent_region()->insert(op, std::move(fresh));
-    for (unsigned i = 0; i < op->num_results(); ++i) {
-      rebuilt->result(i)->set_name(op->result(i)->name());
-      op->result(i)->replace_all_uses_with(rebuilt->result(i));
-    }
-    op->parent_region()->erase(op);
+    unsigned first = op->num_results();
+    ir::Operation *rebuilt = detail::append_results(op, types);
     for (size_t i = 0; i < slots.size(); ++i)
-      state[slots[i]] = rebuilt->result(static_cast<unsigned>(types.size() - slots.size() + i));
+      state[slots[i]] = rebuilt->result(first + static_cast<unsigned>(i));
   }
 
   /// Rewrites `region` in order, `state` holding the slots' values on entry and on exit.

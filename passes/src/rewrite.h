@@ -5,6 +5,7 @@
 #include "cubecc/ir/ir.h"
 
 #include <optional>
+#include <span>
 #include <type_traits>
 #include <vector>
 
@@ -33,6 +34,36 @@ inline void replace_op(ir::Operation *op, std::initializer_list<ir::Value *> rep
   for (ir::Value *r : replacements)
     op->result(i++)->replace_all_uses_with(r);
   op->parent_region()->erase(op);
+}
+
+/// Replaces `op` by the same op with `extra` results after its own (operands, attributes,
+/// regions with their arguments and ops, and location carried over; the uses of its results move
+/// to the new op's). Returns the new op, which stands where `op` stood; `op` is destroyed.
+inline ir::Operation *append_results(ir::Operation *op, std::span<const ir::Type> extra) {
+  std::vector<ir::Type> types;
+  for (unsigned i = 0; i < op->num_results(); ++i)
+    types.push_back(op->result(i)->type());
+  types.insert(types.end(), extra.begin(), extra.end());
+  std::vector<ir::Value *> operands(op->operands().begin(), op->operands().end());
+  auto fresh =
+      ir::Operation::create(op->opcode(), operands, types, op->num_regions(), op->location());
+  fresh->attributes() = op->attributes();
+  for (unsigned r = 0; r < op->num_regions(); ++r) {
+    ir::Region &from = op->region(r), &to = fresh->region(r);
+    for (unsigned i = 0; i < from.num_arguments(); ++i) {
+      ir::Value *old_arg = from.argument(i);
+      old_arg->replace_all_uses_with(to.add_argument(old_arg->type(), old_arg->name()));
+    }
+    while (!from.empty())
+      to.push_back(from.take(from.front()));
+  }
+  ir::Operation *rebuilt = op->parent_region()->insert(op, std::move(fresh));
+  for (unsigned i = 0; i < op->num_results(); ++i) {
+    rebuilt->result(i)->set_name(op->result(i)->name());
+    op->result(i)->replace_all_uses_with(rebuilt->result(i));
+  }
+  op->parent_region()->erase(op);
+  return rebuilt;
 }
 
 /// Every op of `module` in pre-order (parents before children), for passes that edit as they go.

@@ -335,7 +335,7 @@ private:
 
   /// Hashes every value of `types` defined in the innermost scope into one word and stores it
   /// to output slot `slot`: ((h * 31) + bits(v)) over the values in definition order.
-  void fold_scope(uint32_t slot, std::vector<std::string> types) {
+  void fold_scope(uint32_t slot, std::vector<std::string> types, std::string index = {}) {
     std::string h = constant("u32", "17");
     std::string k31 = constant("u32", "31");
     std::map<std::string, std::vector<std::string>> scope = scopes_.back();
@@ -352,17 +352,24 @@ private:
         h = next;
       }
     }
-    write_slot(slot, h);
+    if (index.empty())
+      index = slot_index(slot);
+    line("store %out, {}, {}", index, h);
   }
 
-  void write_slot(uint32_t slot, const std::string &bits) {
+  /// The index of this invocation's output slot `slot`, computed here.
+  std::string slot_index(uint32_t slot) {
     std::string slots = constant("u32", fmt::format("{}", kRandomSlots));
     std::string base = fresh();
     line("{} = mul %li, {} : u32", base, slots);
     std::string offset = constant("u32", fmt::format("{}", slot));
     std::string index = fresh();
     line("{} = add {}, {} : u32", index, base, offset);
-    line("store %out, {}, {}", index, bits);
+    return index;
+  }
+
+  void write_slot(uint32_t slot, const std::string &bits) {
+    line("store %out, {}, {}", slot_index(slot), bits);
   }
 
   /// A store to one of this invocation's output slots (under whatever branch we are in).
@@ -403,6 +410,12 @@ private:
     for (size_t i = 0; i < types.size(); ++i)
       results.push_back(fresh());
     std::string cond = any("bool");
+    // Sometimes both arms end with a store to one slot whose index is computed before the if
+    // (what simplify-cf sinks below it).
+    std::string common_index;
+    uint32_t common_slot = pick(kRandomSlots);
+    if (chance(0.25))
+      common_index = slot_index(common_slot);
     line("{}if {}{} {{", results.empty() ? "" : join(results) + " = ", cond,
          types.empty() ? "" : " : " + join(types));
     for (int branch = 0; branch < 2; ++branch) {
@@ -412,7 +425,9 @@ private:
       if (in_loop_ && chance(0.15)) {
         line("{}{}", chance(0.5) ? "break" : "continue", exit_values());
       } else {
-        if (chance(0.5))
+        if (!common_index.empty())
+          fold_scope(common_slot, {"i32", "u32", "f32", "bool"}, common_index);
+        else if (chance(0.5))
           fold_scope(pick(kRandomSlots), {"i32", "u32", "f32", "bool"});
         std::vector<std::string> v = values_of(types);
         line("yield{}", v.empty() ? "" : " " + join(v));
