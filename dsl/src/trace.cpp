@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include <bit>
 #include <map>
 #include <optional>
 
@@ -43,6 +44,14 @@ struct OpenRegion {
   /// The next statement here first opens a guard (a return_ happened in a statement before).
   bool pending_guard = false;
   std::vector<PendingExit> exits; ///< Loop only: exits leaving this loop
+  /// The constants made in this region so far: a later use of the same constant here or in a
+  /// region nested here reuses the op (it dominates them), so that a kernel's `16`s are one op.
+  struct Constant {
+    ir::Type type;
+    uint64_t key; ///< the integer, or the double's bits
+    ir::Value *value;
+  };
+  std::vector<Constant> constants;
 };
 
 /// Everything about the kernel being traced on this thread.
@@ -241,12 +250,29 @@ void emit_void(ir::Opcode op, std::initializer_list<ir::Value *> operands, const
   builder_at(loc).create(op, std::span<ir::Value *const>(operands.begin(), operands.size()), {});
 }
 
+/// The constant `make` builds, or the same one (type and key) made before where it dominates the
+/// builder's position: in the innermost open region or one enclosing it.
+template <class Make>
+ir::Value *reused_constant(ir::Type type, uint64_t key, const Loc &loc, Make &&make) {
+  ir::Builder &b = builder_at(loc); // first: it checks reachability and may open a guard
+  std::vector<OpenRegion> &open = current->regions;
+  for (auto r = open.rbegin(); r != open.rend(); ++r)
+    for (const OpenRegion::Constant &c : r->constants)
+      if (c.key == key && c.type == type)
+        return c.value;
+  ir::Value *made = make(b);
+  open.back().constants.push_back({type, key, made});
+  return made;
+}
+
 ir::Value *emit_int_constant(ir::Type type, int64_t value, const Loc &loc) {
-  return builder_at(loc).const_int(type, value);
+  return reused_constant(type, static_cast<uint64_t>(value), loc,
+                         [&](ir::Builder &b) { return b.const_int(type, value); });
 }
 
 ir::Value *emit_float_constant(ir::Type type, double value, const Loc &loc) {
-  return builder_at(loc).const_float(type, value);
+  return reused_constant(type, std::bit_cast<uint64_t>(value), loc,
+                         [&](ir::Builder &b) { return b.const_float(type, value); });
 }
 
 ir::Value *emit_extract(ir::Value *vector, uint32_t lane, const Loc &loc) {
