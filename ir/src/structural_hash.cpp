@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <xxhash.h>
 
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -65,8 +66,10 @@ private:
 
 /// Feeds a canonical, unambiguous byte stream into XXH3-128: every field has a fixed width or a
 /// length prefix, and values are numbered in definition order. The fields are a few bytes each,
-/// so they are gathered in a buffer that XXH3 reads in large pieces (a streaming update per field
-/// cost four times the whole trace of a kernel); the digest is the same either way.
+/// so they are packed into 64-bit words (bytes in little-endian order, the stream's order) in a
+/// buffer that XXH3 reads in large pieces; a streaming update per field cost four times the whole
+/// trace of a kernel, and a byte buffer made the compiler reload its fill level after every byte
+/// written (a char store may alias anything). The digest is the same either way.
 class Hasher {
 public:
   Hasher() : state_(XXH3_createState()) {
@@ -87,41 +90,65 @@ public:
   }
 
   void raw(const void *data, size_t size) {
-    if (size > sizeof buffer_ - used_) {
-      flush();
-      if (size > sizeof buffer_) {
-        XXH3_128bits_update(state_, data, size);
-        return;
-      }
+    const auto *bytes = static_cast<const uint8_t *>(data);
+    for (; size >= 8; size -= 8, bytes += 8) {
+      uint64_t word;
+      std::memcpy(&word, bytes, 8);
+      if constexpr (std::endian::native == std::endian::big)
+        word = __builtin_bswap64(word);
+      put(word, 8);
     }
-    std::memcpy(buffer_ + used_, data, size);
-    used_ += size;
+    uint64_t tail = 0;
+    for (size_t i = 0; i < size; ++i)
+      tail |= uint64_t{bytes[i]} << (8 * i);
+    put(tail, static_cast<unsigned>(size));
   }
 
   Hash128 digest() {
-    flush();
+    if (pending_bytes_) { // the partial word's bytes, in stream order
+      uint8_t last[8];
+      for (unsigned i = 0; i < pending_bytes_; ++i)
+        last[i] = static_cast<uint8_t>(pending_ >> (8 * i));
+      flush();
+      XXH3_128bits_update(state_, last, pending_bytes_);
+    } else {
+      flush();
+    }
     XXH128_hash_t h = XXH3_128bits_digest(state_);
     return Hash128{h.high64, h.low64};
   }
 
 private:
-  void flush() {
-    XXH3_128bits_update(state_, buffer_, used_);
-    used_ = 0;
+  /// Appends the low `n` bytes of `v` (n <= 8) to the stream.
+  void put(uint64_t v, unsigned n) {
+    if (n == 0)
+      return;
+    pending_ |= v << (8 * pending_bytes_); // bits beyond the word fall off; kept below
+    unsigned total = pending_bytes_ + n;
+    if (total < 8) {
+      pending_bytes_ = total;
+      return;
+    }
+    words_[used_words_++] = pending_;
+    if (used_words_ == kWords)
+      flush();
+    pending_bytes_ = total - 8;
+    // The bytes of v that did not fit (none when the word was empty before).
+    pending_ = pending_bytes_ ? v >> (8 * (n - pending_bytes_)) : 0;
   }
 
-  void tag(char c) { raw(&c, 1); }
+  void flush() {
+    if constexpr (std::endian::native == std::endian::big)
+      for (uint32_t i = 0; i < used_words_; ++i)
+        words_[i] = __builtin_bswap64(words_[i]);
+    XXH3_128bits_update(state_, words_, used_words_ * sizeof(uint64_t));
+    used_words_ = 0;
+  }
+
+  void tag(char c) { put(static_cast<uint8_t>(c), 1); }
   // Integers go in as little-endian bytes whatever the host's byte order.
-  void u32(uint32_t v) {
-    uint8_t bytes[4];
-    for (int i = 0; i < 4; ++i)
-      bytes[i] = static_cast<uint8_t>(v >> (8 * i));
-    raw(bytes, sizeof bytes);
-  }
-  void u64(uint64_t v) {
-    u32(static_cast<uint32_t>(v));
-    u32(static_cast<uint32_t>(v >> 32));
-  }
+  void u32(uint32_t v) { put(v, 4); }
+  void u64(uint64_t v) { put(v, 8); }
   void str(std::string_view s) {
     u64(s.size());
     raw(s.data(), s.size());
@@ -184,9 +211,12 @@ private:
       define(op.result(i));
   }
 
+  static constexpr uint32_t kWords = 1024;
   XXH3_state_t *state_;
-  char buffer_[8192];
-  size_t used_ = 0;
+  uint64_t words_[kWords];
+  uint32_t used_words_ = 0;    ///< a uint32_t: stores to words_ cannot alias it
+  uint64_t pending_ = 0;       ///< the partial word, its first byte lowest
+  unsigned pending_bytes_ = 0; ///< bytes in pending_ (0..7)
   ValueNumbers numbers_;
 };
 
