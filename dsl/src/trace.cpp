@@ -251,15 +251,21 @@ void emit_void(ir::Opcode op, std::initializer_list<ir::Value *> operands, const
 }
 
 /// The constant `make` builds, or the same one (type and key) made before where it dominates the
-/// builder's position: in the innermost open region or one enclosing it.
+/// builder's position: in the innermost open region or one enclosing it. Only each region's
+/// kMaxReusedConstants most recent constants are searched, so that a kernel with thousands of
+/// distinct constants (a large comptime-unrolled loop) traces in linear time.
 template <class Make>
 ir::Value *reused_constant(ir::Type type, uint64_t key, const Loc &loc, Make &&make) {
+  constexpr size_t kMaxReusedConstants = 64;
   ir::Builder &b = builder_at(loc); // first: it checks reachability and may open a guard
   std::vector<OpenRegion> &open = current->regions;
-  for (auto r = open.rbegin(); r != open.rend(); ++r)
-    for (const OpenRegion::Constant &c : r->constants)
-      if (c.key == key && c.type == type)
-        return c.value;
+  for (auto r = open.rbegin(); r != open.rend(); ++r) {
+    const std::vector<OpenRegion::Constant> &seen = r->constants;
+    size_t first = seen.size() > kMaxReusedConstants ? seen.size() - kMaxReusedConstants : 0;
+    for (size_t i = seen.size(); i-- > first;)
+      if (seen[i].key == key && seen[i].type == type)
+        return seen[i].value;
+  }
   ir::Value *made = make(b);
   open.back().constants.push_back({type, key, made});
   return made;
