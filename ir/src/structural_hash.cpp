@@ -105,15 +105,11 @@ public:
   }
 
   Hash128 digest() {
-    if (pending_bytes_) { // the partial word's bytes, in stream order
-      uint8_t last[8];
-      for (unsigned i = 0; i < pending_bytes_; ++i)
-        last[i] = static_cast<uint8_t>(pending_ >> (8 * i));
-      flush();
-      XXH3_128bits_update(state_, last, pending_bytes_);
-    } else {
-      flush();
-    }
+    flush();
+    uint8_t last[8]; // the partial word's bytes, in stream order
+    for (unsigned i = 0; i < pending_bytes_; ++i)
+      last[i] = static_cast<uint8_t>(pending_ >> (8 * i));
+    XXH3_128bits_update(state_, last, pending_bytes_);
     XXH128_hash_t h = XXH3_128bits_digest(state_);
     return Hash128{h.high64, h.low64};
   }

@@ -30,33 +30,26 @@ ir::Operation *store_before_yield(const ir::Region &r) {
 /// `if c { ...; store m, i, a } else { ...; store m, i, b }` -> the if yields a or b and one
 /// `store m, i, %r` follows it. Each arm's store was its last effect, so the order of memory
 /// effects is unchanged; the arms then hold no store of their own (on devices that run both arms
-/// of a divergent branch under masks, two masked stores become one plain one). Returns the store
-/// it created, or null.
-ir::Operation *sink_common_store(ir::Operation *op) {
+/// of a divergent branch under masks, two masked stores become one plain one).
+bool sink_common_store(ir::Operation *op) {
   ir::Operation *then_store = store_before_yield(op->region(0));
   ir::Operation *else_store = store_before_yield(op->region(1));
   if (!then_store || !else_store || then_store->operand(0) != else_store->operand(0) ||
       then_store->operand(1) != else_store->operand(1) ||
       then_store->operand(2)->type() != else_store->operand(2)->type() ||
       then_store->attributes() != else_store->attributes())
-    return nullptr;
+    return false;
   ir::Type value_type = then_store->operand(2)->type();
+  // The arms' ops move into the rebuilt if, so the two stores stay valid pointers.
   ir::Operation *rebuilt = detail::append_results(op, {&value_type, 1});
-  ir::Value *merged = rebuilt->result(rebuilt->num_results() - 1);
-  for (unsigned r = 0; r < 2; ++r) {
-    ir::Region &arm = rebuilt->region(r);
-    ir::Operation *store = arm.terminator()->prev();
-    arm.terminator()->append_operand(store->operand(2));
-    if (r == 1) {
-      arm.erase(store);
-      continue;
-    }
-    // The one store after the if is the first arm's op (its location, its attributes).
-    std::unique_ptr<ir::Operation> moved = arm.take(store);
-    moved->set_operand(2, merged);
-    rebuilt->parent_region()->insert(rebuilt->next(), std::move(moved));
-  }
-  return rebuilt->next();
+  then_store->next()->append_operand(then_store->operand(2));
+  else_store->next()->append_operand(else_store->operand(2));
+  else_store->parent_region()->erase(else_store);
+  // The one store after the if is the first arm's op (its location, its attributes).
+  std::unique_ptr<ir::Operation> moved = then_store->parent_region()->take(then_store);
+  moved->set_operand(2, rebuilt->result(rebuilt->num_results() - 1));
+  rebuilt->parent_region()->insert(rebuilt->next(), std::move(moved));
+  return true;
 }
 
 bool simplify(ir::Operation *op, PassContext &ctx) {

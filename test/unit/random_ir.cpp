@@ -413,9 +413,11 @@ private:
     // Sometimes both arms end with a store to one slot whose index is computed before the if
     // (what simplify-cf sinks below it).
     std::string common_index;
-    uint32_t common_slot = pick(kRandomSlots);
-    if (chance(0.25))
+    uint32_t common_slot = 0;
+    if (chance(0.25)) {
+      common_slot = pick(kRandomSlots);
       common_index = slot_index(common_slot);
+    }
     line("{}if {}{} {{", results.empty() ? "" : join(results) + " = ", cond,
          types.empty() ? "" : " : " + join(types));
     for (int branch = 0; branch < 2; ++branch) {
