@@ -31,6 +31,8 @@
 
 #include <fmt/format.h>
 
+#include <utility>
+
 #include <cmath>
 #include <set>
 #include <sstream>
@@ -107,7 +109,9 @@ private:
   std::vector<std::vector<std::string>> loop_carried_;
   std::vector<std::vector<std::string>> if_results_;
   std::unique_ptr<ir::UniformityAnalysis> uniformity_;
-  int divergent_ = 0; ///< > 0 inside control flow that may differ between lanes of a warp
+  int divergent_ = 0;    ///< > 0 inside control flow that may differ between lanes of a warp
+  bool refused_ = false; ///< an op was refused during emission (errors_ says which)
+  bool partial_subgroups_refused_ = false;
 
   bool varying(const ir::Value *v) const { return uniformity_->of(v) == ir::Uniformity::Varying; }
   /// The active set of a warp collective: every existing lane where control flow is uniform.
@@ -224,8 +228,15 @@ private:
     return v->type().is_vector() ? fmt::format("{}.v[{}]", name_of(v), k) : name_of(v);
   }
   std::string type_of(Type t) {
+    if (t.is_matrix())
+      return fmt::format("cubecc_frag<{}, {}>", fragment_element(t.element()),
+                         t.matrix_elements() / features_.subgroup_size);
     return t.is_vector() ? fmt::format("cubecc_vec<{}, {}>", reg(t.element()), t.lanes())
                          : reg(t.element());
+  }
+  /// A fragment holds f32 as f32 and every narrower float as its bits.
+  static std::string fragment_element(Scalar s) {
+    return s == Scalar::F32 ? "f32" : ir::scalar_bits(s) == 16 ? "u16" : "u8";
   }
 
   void line(const std::string &text) {
@@ -354,6 +365,8 @@ private:
   void emit_builtin(const ir::Operation &op);
   void emit_atomic(const ir::Operation &op);
   void emit_subgroup(const ir::Operation &op);
+  void emit_matrix(const ir::Operation &op);
+  bool check_matrix(const ir::Operation &op);
   void emit_if(const ir::Operation &op);
   void emit_for(const ir::Operation &op);
   void emit_while(const ir::Operation &op);
@@ -391,6 +404,8 @@ bool CEmitter::check(const ir::Operation &op) {
   if (op.opcode() == Opcode::AtomicXchg && op.result()->type().element() == Scalar::F32 &&
       !features_.float32_atomics)
     return refuse(op, "atomic exchange on f32");
+  if (ir::is_matrix_op(op.opcode()) && !check_matrix(op))
+    return false;
   for (unsigned i = 0; i < op.num_results(); ++i) {
     Scalar s = op.result(i)->type().element();
     if ((s == Scalar::F64 && !features_.float64) || (s == Scalar::F16 && !features_.float16) ||
@@ -750,6 +765,12 @@ void CEmitter::emit_op(const ir::Operation &op) {
   case ir::Signature::SubgroupVote:
   case ir::Signature::SubgroupElect:
     return emit_subgroup(op);
+  case ir::Signature::MatrixFill:
+  case ir::Signature::MatrixLoad:
+  case ir::Signature::MatrixStore:
+  case ir::Signature::MatrixMma:
+  case ir::Signature::MatrixConvert:
+    return emit_matrix(op);
   case ir::Signature::If:
     return emit_if(op);
   case ir::Signature::For:
@@ -1148,6 +1169,202 @@ void CEmitter::emit_terminator(const ir::Operation &op) {
 }
 
 /// `if`: result variables declared before it, assigned by each branch's yield.
+//===--- Matrix fragments -----------------------------------------------------------===//
+
+namespace {
+
+/// The fragment layout of a matrix type: the role and packing `cubecc_frag_pos` takes.
+struct FragmentLayout {
+  int role; ///< 0 'a', 1 'b', 2 'acc'
+  int p;    ///< elements per 32-bit register along k (2 for accumulators)
+  int kb;   ///< k extent of a 'b' over 4p
+};
+
+FragmentLayout layout_of(Type t) {
+  int role = t.role() == ir::MatrixRole::A ? 0 : t.role() == ir::MatrixRole::B ? 1 : 2;
+  int p = role == 2 ? 2 : static_cast<int>(32 / ir::scalar_bits(t.element()));
+  int kb = role == 1 ? static_cast<int>(t.rows()) / (4 * p) : 1;
+  return {role, p, kb};
+}
+
+} // namespace
+
+/// The fragment shapes the dialect's layouts cover (mma.sync m16n8k16/k32 blocks on CUDA, MFMA
+/// 16x16x16 on HIP); everything else is refused by name.
+bool CEmitter::check_matrix(const ir::Operation &op) {
+  auto wg = kernel_.workgroup_size();
+  uint32_t invocations = wg[0] * wg[1] * wg[2];
+  if (invocations % features_.subgroup_size != 0) // said once, at the first matrix op
+    return std::exchange(partial_subgroups_refused_, true)
+               ? false
+               : refuse(op, fmt::format("whole subgroups (the workgroup has {} invocations, not "
+                                        "a multiple of the subgroup size {})",
+                                        invocations, features_.subgroup_size));
+  std::vector<Type> types;
+  for (unsigned i = 0; i < op.num_operands(); ++i)
+    types.push_back(op.operand(i)->type());
+  for (unsigned i = 0; i < op.num_results(); ++i)
+    types.push_back(op.result(i)->type());
+  for (Type t : types) {
+    if (!t.is_matrix())
+      continue;
+    bool fits;
+    if (hip_) {
+      fits =
+          t.rows() == 16 && t.cols() == 16 &&
+          (t.element() == Scalar::F16 || t.element() == Scalar::BF16 || t.element() == Scalar::F32);
+    } else {
+      uint32_t k = 256 / ir::scalar_bits(t.element()); // 16 for 16-bit inputs, 32 for fp8
+      switch (t.role()) {
+      case ir::MatrixRole::A:
+        fits = t.rows() == 16 && t.cols() == k;
+        break;
+      case ir::MatrixRole::B:
+        fits = t.rows() == k && (t.cols() == 8 || t.cols() == 16);
+        break;
+      default:
+        fits = t.rows() == 16 && (t.cols() == 8 || t.cols() == 16);
+        break;
+      }
+    }
+    if (!fits)
+      return refuse(op, fmt::format("the fragment {} (this target's fragments are {})", t.str(),
+                                    hip_ ? "16x16 of f16, bf16 or f32"
+                                         : "a 16x16 (fp8: 16x32), b 16x8 or 16x16 (fp8: 32 "
+                                           "rows), acc 16x8 or 16x16"));
+    if (op.opcode() == Opcode::MatrixConvert && ir::is_storage_float(t.element()))
+      return refuse(op, fmt::format("conversion of an fp8 fragment ({})", t.str()));
+  }
+  return true;
+}
+
+void CEmitter::emit_matrix(const ir::Operation &op) {
+  if (divergent_ > 0) {
+    refused_ = true;
+    refuse(op, "the whole subgroup (it is under control flow that depends on the invocation)");
+    return;
+  }
+  const std::string lane = fmt::format("({} % CUBECC_WARP)", local_index());
+  auto each = [&](Type t, const std::string &body) {
+    FragmentLayout l = layout_of(t);
+    line("#pragma unroll");
+    line(fmt::format("for (int cubecc_e = 0; cubecc_e < {}; ++cubecc_e) {{",
+                     t.matrix_elements() / features_.subgroup_size));
+    ++indent_;
+    line("u32 cubecc_r, cubecc_c;");
+    line(fmt::format("cubecc_frag_pos({}, {}, {}, {}, cubecc_e, cubecc_r, cubecc_c);", l.role, l.p,
+                     l.kb, lane));
+    line(body);
+    --indent_;
+    line("}");
+  };
+  switch (op.opcode()) {
+  case Opcode::MatrixFill: {
+    Type t = op.result()->type();
+    Scalar s = t.element();
+    std::string v = name_of(op.operand(0));
+    std::string bits = s == Scalar::F32    ? v
+                       : s == Scalar::F16  ? "cubecc_f16_bits(cubecc_f32_to_f16(" + v + "))"
+                       : s == Scalar::BF16 ? "cubecc_bf16_bits(cubecc_f32_to_bf16(" + v + "))"
+                                           : v;
+    line(fmt::format("{} {};", type_of(t), name_of(op.result())));
+    line("#pragma unroll");
+    line(fmt::format("for (int cubecc_e = 0; cubecc_e < {}; ++cubecc_e)",
+                     t.matrix_elements() / features_.subgroup_size));
+    line(fmt::format("  {}.x[cubecc_e] = {};", name_of(op.result()), bits));
+    return;
+  }
+  case Opcode::MatrixLoad:
+  case Opcode::MatrixStore: {
+    bool load = op.opcode() == Opcode::MatrixLoad;
+    Type t = load ? op.result()->type() : op.operand(3)->type();
+    Scalar s = t.element();
+    bool col_major = op.attributes().get_int("col_major").value_or(0) != 0;
+    std::string index_type = reg(op.operand(1)->type().element());
+    std::string index = fmt::format("({0})({1} + ({0}){2} * {3} + ({0}){4})", index_type,
+                                    name_of(op.operand(1)), col_major ? "cubecc_c" : "cubecc_r",
+                                    name_of(op.operand(2)), col_major ? "cubecc_r" : "cubecc_c");
+    std::string ref = element_ref(op.operand(0), index);
+    std::string frag = name_of(load ? op.result() : op.operand(3));
+    if (load) {
+      std::string value = s == Scalar::F16    ? "cubecc_f16_bits(" + ref + ")"
+                          : s == Scalar::BF16 ? "cubecc_bf16_bits(" + ref + ")"
+                                              : ref;
+      line(fmt::format("{} {};", type_of(t), frag));
+      each(t, fmt::format("{}.x[cubecc_e] = {};", frag, value));
+    } else {
+      std::string value = s == Scalar::F16    ? "cubecc_f16_from_bits(" + frag + ".x[cubecc_e])"
+                          : s == Scalar::BF16 ? "cubecc_bf16_from_bits(" + frag + ".x[cubecc_e])"
+                                              : frag + ".x[cubecc_e]";
+      each(t, fmt::format("{} = {};", ref, value));
+    }
+    return;
+  }
+  case Opcode::MatrixMma: {
+    Type a = op.operand(0)->type(), c = op.operand(2)->type();
+    std::string fn =
+        fmt::format("cubecc_mma_{}_{}", ir::scalar_name(a.element()), ir::scalar_name(c.element()));
+    std::string d = name_of(op.result());
+    line(fmt::format("{} {};", type_of(c), d));
+    // CUDA runs one m16n8 block per mma.sync; HIP's MFMA covers the whole 16x16.
+    uint32_t blocks = hip_ ? 1 : c.cols() / 8;
+    uint32_t b_per = op.operand(1)->type().matrix_elements() / features_.subgroup_size / blocks;
+    uint32_t c_per = c.matrix_elements() / features_.subgroup_size / blocks;
+    for (uint32_t nb = 0; nb < blocks; ++nb)
+      line(fmt::format("{}({}.x, {}.x + {}, {}.x + {}, {}.x + {});", fn, name_of(op.operand(0)),
+                       name_of(op.operand(1)), nb * b_per, name_of(op.operand(2)), nb * c_per, d,
+                       nb * c_per));
+    return;
+  }
+  case Opcode::MatrixConvert: {
+    Type from = op.operand(0)->type(), to = op.result()->type();
+    auto value = [](Scalar s, const std::string &bits) {
+      return s == Scalar::F16    ? "cubecc_f16_to_f32(cubecc_f16_from_bits(" + bits + "))"
+             : s == Scalar::BF16 ? "cubecc_bf16_to_f32(cubecc_bf16_from_bits(" + bits + "))"
+                                 : bits;
+    };
+    auto to_bits = [](Scalar s, const std::string &v) {
+      return s == Scalar::F16    ? "cubecc_f16_bits(cubecc_f32_to_f16(" + v + "))"
+             : s == Scalar::BF16 ? "cubecc_bf16_bits(cubecc_f32_to_bf16(" + v + "))"
+                                 : v;
+    };
+    std::string src = name_of(op.operand(0)), dst = name_of(op.result());
+    line(fmt::format("{} {};", type_of(to), dst));
+    FragmentLayout lf = layout_of(from), lt = layout_of(to);
+    bool same_place = lf.role == lt.role && lf.p == lt.p && lf.kb == lt.kb;
+    // On CUDA an accumulator and a 16-bit 'a' of the same shape share their layout (the
+    // FlashAttention register reuse); MFMA's differ.
+    same_place |= !hip_ && lf.role == 2 && lt.role == 0 && lt.p == 2;
+    if (same_place) {
+      line("#pragma unroll");
+      line(fmt::format("for (int cubecc_e = 0; cubecc_e < {}; ++cubecc_e)",
+                       to.matrix_elements() / features_.subgroup_size));
+      line(fmt::format("  {}.x[cubecc_e] = {};", dst,
+                       to_bits(to.element(), value(from.element(), src + ".x[cubecc_e]"))));
+      return;
+    }
+    // Elsewhere each element comes from the lane that holds it, one shuffle per source slot.
+    each(to,
+         fmt::format(
+             "u32 cubecc_src; int cubecc_slot; cubecc_frag_owner({}, {}, {}, cubecc_r, cubecc_c, "
+             "cubecc_src, cubecc_slot); u32 cubecc_got = 0; for (int cubecc_j = 0; "
+             "cubecc_j < {}; ++cubecc_j) {{ u32 cubecc_x = cubecc_shfl_raw32("
+             "cubecc_active(), {}, cubecc_src); if (cubecc_j == cubecc_slot) "
+             "cubecc_got = cubecc_x; }} {}.x[cubecc_e] = {};",
+             lf.role, lf.p, lf.kb, from.matrix_elements() / features_.subgroup_size,
+             from.element() == Scalar::F32 ? "__float_as_uint(" + src + ".x[cubecc_j])"
+                                           : "(u32)" + src + ".x[cubecc_j]",
+             dst,
+             to_bits(to.element(), value(from.element(), from.element() == Scalar::F32
+                                                             ? "__uint_as_float(cubecc_got)"
+                                                             : "(u16)cubecc_got"))));
+    return;
+  }
+  default:
+    return;
+  }
+}
+
 void CEmitter::emit_if(const ir::Operation &op) {
   std::vector<std::string> results;
   for (unsigned i = 0; i < op.num_results(); ++i) {
@@ -1238,8 +1455,12 @@ void CEmitter::emit_while(const ir::Operation &op) {
 }
 
 std::optional<CSource> CEmitter::run() {
-  bool ok = true;
-  kernel_.walk([&](const ir::Operation *op) { ok &= check(*op); });
+  bool ok = check_matrix_support(kernel_, features_, errors_);
+  bool matrices = false;
+  kernel_.walk([&](const ir::Operation *op) {
+    ok &= check(*op);
+    matrices |= ir::is_matrix_op(op->opcode());
+  });
   CSource out;
   out.abi = KernelAbi::of(kernel_);
   if (!check_limits(out.abi) || !ok)
@@ -1288,6 +1509,8 @@ std::optional<CSource> CEmitter::run() {
   for (const std::string &l : prologue)
     line(l);
   emit_region(kernel_.body());
+  if (refused_)
+    return std::nullopt;
 
   std::ostringstream text;
   text << fmt::format("// {} C++ for kernel '{}', written by cubecc.\n", hip_ ? "HIP" : "CUDA",
@@ -1297,6 +1520,8 @@ std::optional<CSource> CEmitter::run() {
   else
     text << "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n";
   text << (hip_ ? kCPreludeHip : kCPreludeCuda) << kCPreludeCommon << "\n";
+  if (matrices)
+    text << kCPreludeMatrixCommon << (hip_ ? kCPreludeMatrixHip : kCPreludeMatrixCuda) << "\n";
   auto wg = kernel_.workgroup_size();
   text << fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(",
                       wg[0] * wg[1] * wg[2], out.entry);

@@ -238,4 +238,140 @@ __device__ inline cubecc_bf16_storage cubecc_f32_to_bf16_rounded(float x) {
 }
 )CUBECC";
 
+/// Matrix fragments (docs/ir.md §2.4), added only to kernels that use them. A fragment is the
+/// invocation's share of a subgroup's matrix: N elements as raw bits (u16 for f16 and bf16, u8
+/// for fp8) or f32. `cubecc_frag_pos` says which (row, column) element e of a lane holds and
+/// `cubecc_frag_owner` the inverse; role 0 is 'a', 1 'b', 2 'acc'; p is the elements per 32-bit
+/// register along k (2 for 16-bit inputs and accumulators, 4 for fp8) and kb the k extent of a
+/// 'b' fragment over 4p.
+inline constexpr const char *kCPreludeMatrixCommon = R"CUBECC(
+template <class T, int N> struct cubecc_frag { T x[N]; };
+__device__ inline u32 cubecc_pack16(u16 lo, u16 hi) { return (u32)lo | ((u32)hi << 16); }
+__device__ inline u32 cubecc_pack8(u8 a, u8 b, u8 c, u8 d) {
+  return (u32)a | ((u32)b << 8) | ((u32)c << 16) | ((u32)d << 24);
+}
+)CUBECC";
+
+/// NVIDIA's mma.sync layouts (PTX ISA, "Matrix Fragments for mma.m16n8k16/k32"): a 16 x 16 (or
+/// 16 x 32 fp8) 'a', 'b' in blocks of 8 columns, 'acc' in blocks of 8 columns.
+inline constexpr const char *kCPreludeMatrixCuda = R"CUBECC(
+__device__ inline void cubecc_frag_pos(int role, int p, int kb, u32 lane, int e, u32 &r, u32 &c) {
+  u32 g = lane >> 2, t = lane & 3u, within = e % p, block = e / p;
+  if (role == 0) {
+    r = g + 8u * (block & 1u);
+    c = (block >> 1) * 4u * p + p * t + within;
+  } else if (role == 1) {
+    r = (block % kb) * 4u * p + p * t + within;
+    c = (block / kb) * 8u + g;
+  } else {
+    r = g + 8u * (block & 1u);
+    c = (block >> 1) * 8u + 2u * t + within;
+  }
+}
+__device__ inline void cubecc_frag_owner(int role, int p, int kb, u32 r, u32 c, u32 &lane,
+                                         int &e) {
+  if (role == 0) {
+    lane = (r % 8u) * 4u + (c % (4u * p)) / p;
+    e = (int)(((c / (4u * p)) * 2u + r / 8u) * p + c % p);
+  } else if (role == 1) {
+    lane = (c % 8u) * 4u + (r % (4u * p)) / p;
+    e = (int)(((c / 8u) * kb + r / (4u * p)) * p + r % p);
+  } else {
+    lane = (r % 8u) * 4u + (c % 8u) / 2u;
+    e = (int)(((c / 8u) * 2u + r / 8u) * 2u + c % 2u);
+  }
+}
+// One m16n8 block: d = a * b + c, with b and c/d pointing at the block's registers.
+__device__ inline void cubecc_mma_f16_f32(const u16 *a, const u16 *b, const f32 *c, f32 *d) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
+               "{%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};"
+               : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+               : "r"(cubecc_pack16(a[0], a[1])), "r"(cubecc_pack16(a[2], a[3])),
+                 "r"(cubecc_pack16(a[4], a[5])), "r"(cubecc_pack16(a[6], a[7])),
+                 "r"(cubecc_pack16(b[0], b[1])), "r"(cubecc_pack16(b[2], b[3])), "f"(c[0]),
+                 "f"(c[1]), "f"(c[2]), "f"(c[3]));
+}
+__device__ inline void cubecc_mma_bf16_f32(const u16 *a, const u16 *b, const f32 *c, f32 *d) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
+               "{%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};"
+               : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+               : "r"(cubecc_pack16(a[0], a[1])), "r"(cubecc_pack16(a[2], a[3])),
+                 "r"(cubecc_pack16(a[4], a[5])), "r"(cubecc_pack16(a[6], a[7])),
+                 "r"(cubecc_pack16(b[0], b[1])), "r"(cubecc_pack16(b[2], b[3])), "f"(c[0]),
+                 "f"(c[1]), "f"(c[2]), "f"(c[3]));
+}
+__device__ inline void cubecc_mma_f16_f16(const u16 *a, const u16 *b, const u16 *c, u16 *d) {
+  u32 d0, d1;
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0, %1}, {%2, %3, %4, %5}, "
+               "{%6, %7}, {%8, %9};"
+               : "=r"(d0), "=r"(d1)
+               : "r"(cubecc_pack16(a[0], a[1])), "r"(cubecc_pack16(a[2], a[3])),
+                 "r"(cubecc_pack16(a[4], a[5])), "r"(cubecc_pack16(a[6], a[7])),
+                 "r"(cubecc_pack16(b[0], b[1])), "r"(cubecc_pack16(b[2], b[3])),
+                 "r"(cubecc_pack16(c[0], c[1])), "r"(cubecc_pack16(c[2], c[3])));
+  d[0] = (u16)d0;
+  d[1] = (u16)(d0 >> 16);
+  d[2] = (u16)d1;
+  d[3] = (u16)(d1 >> 16);
+}
+#if __CUDA_ARCH__ >= 890
+#define CUBECC_MMA_FP8(name, type)                                                               \
+  __device__ inline void name(const u8 *a, const u8 *b, const f32 *c, f32 *d) {                 \
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.f32." type "." type ".f32 {%0, %1, %2, %3}, " \
+                 "{%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};"                             \
+                 : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])                                \
+                 : "r"(cubecc_pack8(a[0], a[1], a[2], a[3])),                                    \
+                   "r"(cubecc_pack8(a[4], a[5], a[6], a[7])),                                    \
+                   "r"(cubecc_pack8(a[8], a[9], a[10], a[11])),                                  \
+                   "r"(cubecc_pack8(a[12], a[13], a[14], a[15])),                                \
+                   "r"(cubecc_pack8(b[0], b[1], b[2], b[3])),                                    \
+                   "r"(cubecc_pack8(b[4], b[5], b[6], b[7])), "f"(c[0]), "f"(c[1]), "f"(c[2]),   \
+                   "f"(c[3]));                                                                   \
+  }
+CUBECC_MMA_FP8(cubecc_mma_e4m3_f32, "e4m3")
+CUBECC_MMA_FP8(cubecc_mma_e5m2_f32, "e5m2")
+#endif
+)CUBECC";
+
+/// AMD's MFMA layouts for v_mfma_f32_16x16x16{f16,bf16_1k} on a 64-lane wavefront (CDNA2 ISA,
+/// "Dependent Matrix Operations"): lane l holds 'a' row l % 16, columns 4(l / 16) .. +3; 'b' and
+/// 'acc' column l % 16, rows 4(l / 16) .. +3.
+inline constexpr const char *kCPreludeMatrixHip = R"CUBECC(
+__device__ inline void cubecc_frag_pos(int role, int, int, u32 lane, int e, u32 &r, u32 &c) {
+  u32 across = lane % 16u, along = 4u * (lane / 16u) + (u32)e;
+  r = role == 0 ? across : along;
+  c = role == 0 ? along : across;
+}
+__device__ inline void cubecc_frag_owner(int role, int, int, u32 r, u32 c, u32 &lane, int &e) {
+  u32 across = role == 0 ? r : c, along = role == 0 ? c : r;
+  lane = across + 16u * (along / 4u);
+  e = (int)(along % 4u);
+}
+typedef _Float16 cubecc_half4 __attribute__((ext_vector_type(4)));
+typedef short cubecc_short4 __attribute__((ext_vector_type(4)));
+typedef float cubecc_float4 __attribute__((ext_vector_type(4)));
+__device__ inline void cubecc_mma_f16_f32(const u16 *a, const u16 *b, const f32 *c, f32 *d) {
+  cubecc_half4 va, vb;
+  for (int i = 0; i < 4; ++i) {
+    va[i] = __builtin_bit_cast(_Float16, a[i]);
+    vb[i] = __builtin_bit_cast(_Float16, b[i]);
+  }
+  cubecc_float4 vc = {c[0], c[1], c[2], c[3]};
+  cubecc_float4 vd = __builtin_amdgcn_mfma_f32_16x16x16f16(va, vb, vc, 0, 0, 0);
+  for (int i = 0; i < 4; ++i)
+    d[i] = vd[i];
+}
+__device__ inline void cubecc_mma_bf16_f32(const u16 *a, const u16 *b, const f32 *c, f32 *d) {
+  cubecc_short4 va, vb;
+  for (int i = 0; i < 4; ++i) {
+    va[i] = (short)a[i];
+    vb[i] = (short)b[i];
+  }
+  cubecc_float4 vc = {c[0], c[1], c[2], c[3]};
+  cubecc_float4 vd = __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(va, vb, vc, 0, 0, 0);
+  for (int i = 0; i < 4; ++i)
+    d[i] = vd[i];
+}
+)CUBECC";
+
 } // namespace cubecc::codegen

@@ -102,11 +102,62 @@ std::string TargetFeatures::fingerprint() const {
         signed_zero_inf_nan_preserve, subgroup_arithmetic, subgroup_extended_types,
         subgroup_shuffle, subgroup_ballot, linear_subgroups})
     s += flag ? '1' : '0';
-  for (uint32_t n :
-       {subgroup_size, max_shared_bytes, max_param_block_bytes, max_workgroup_invocations,
-        max_workgroup_size[0], max_workgroup_size[1], max_workgroup_size[2]})
+  for (uint32_t n : {subgroup_size, matrix_shapes, max_shared_bytes, max_param_block_bytes,
+                     max_workgroup_invocations, max_workgroup_size[0], max_workgroup_size[1],
+                     max_workgroup_size[2]})
     s += "." + std::to_string(n);
   return s;
+}
+
+bool check_matrix_support(const ir::Kernel &kernel, const TargetFeatures &features,
+                          std::vector<ir::Diagnostic> &errors) {
+  bool ok = true;
+  const auto shapes = ir::matrix_shapes();
+  kernel.walk([&](const ir::Operation *op) {
+    if (!ir::is_matrix_op(op->opcode()))
+      return;
+    std::string what;
+    if (features.matrix_shapes == 0) {
+      if (!ok)
+        return; // one error says it for the kernel
+      what = fmt::format("matrix ops, which target '{}' does not support: {}", features.target,
+                         features.matrix_note);
+    } else if (op->opcode() == ir::Opcode::MatrixMma) {
+      auto shape = ir::matrix_shape_of(op->operand(0)->type(), op->operand(1)->type(),
+                                       op->operand(2)->type());
+      size_t index = 0;
+      while (index < shapes.size() &&
+             !(shape && shapes[index].m == shape->m && shapes[index].n == shape->n &&
+               shapes[index].k == shape->k && shapes[index].input == shape->input &&
+               shapes[index].accumulator == shape->accumulator))
+        ++index;
+      if (index < shapes.size() && (features.matrix_shapes >> index & 1))
+        return;
+      std::string have;
+      for (size_t i = 0; i < shapes.size(); ++i)
+        if (features.matrix_shapes >> i & 1)
+          have += fmt::format("{}{}x{}x{} {}->{}", have.empty() ? "" : ", ", shapes[i].m,
+                              shapes[i].n, shapes[i].k, ir::scalar_name(shapes[i].input),
+                              ir::scalar_name(shapes[i].accumulator));
+      what = fmt::format("the matrix shape {}x{}x{} {}->{}, which target '{}' does not support "
+                         "(it has {})",
+                         shape ? shape->m : 0, shape ? shape->n : 0, shape ? shape->k : 0,
+                         ir::scalar_name(op->operand(0)->type().element()),
+                         ir::scalar_name(op->operand(2)->type().element()), features.target, have);
+    } else {
+      return;
+    }
+    ir::Diagnostic d;
+    if (op->location().known()) {
+      d.file = std::string(kernel.module()->file_name(op->location().file));
+      d.line = op->location().line;
+      d.col = op->location().col;
+    }
+    d.message = fmt::format("kernel '{}': op '{}' needs {}", kernel.name(), op->name(), what);
+    errors.push_back(std::move(d));
+    ok = false;
+  });
+  return ok;
 }
 
 } // namespace cubecc::codegen

@@ -71,7 +71,17 @@ TargetFeatures hip_features(const std::string &arch) {
   f.subgroup_arithmetic = f.subgroup_extended_types = true;
   f.subgroup_shuffle = f.subgroup_ballot = true;
   f.subgroup_size = wavefront_size(base_arch(arch));
-  f.linear_subgroups = true;      // wavefronts are consecutive linear thread indices
+  f.linear_subgroups = true; // wavefronts are consecutive linear thread indices
+  // MFMA 16x16x16 f16 and bf16 -> f32 on CDNA2 and CDNA3 (gfx90a, gfx94x), wave64.
+  const std::string base = base_arch(arch);
+  if (f.subgroup_size == 64 && (base == "gfx90a" || base.rfind("gfx94", 0) == 0)) {
+    const auto shapes = ir::matrix_shapes();
+    for (size_t i = 0; i < shapes.size(); ++i)
+      if (shapes[i].m == 16 && shapes[i].n == 16 && shapes[i].k == 16 &&
+          shapes[i].accumulator == ir::Scalar::F32)
+        f.matrix_shapes |= 1u << i;
+  }
+  f.matrix_note = "cubecc emits MFMA for gfx90a and gfx94x only";
   f.max_shared_bytes = 65536;     // LDS per workgroup
   f.max_param_block_bytes = 4096; // kernel arguments
   f.max_workgroup_invocations = 1024;

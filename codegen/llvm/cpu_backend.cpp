@@ -164,6 +164,11 @@ std::optional<std::string> run_plugin(const ir::Kernel &kernel, const CpuCompile
   level = resolve_level(options.level, why);
   if (level.empty())
     return fail(why);
+  TargetFeatures features;
+  features.target = "cpu:" + level;
+  features.matrix_note = "the CPU backend has no matrix lowering; use cuda, hip or interp";
+  if (!check_matrix_support(kernel, features, errors))
+    return std::nullopt;
   const Plugin &p = plugin();
   if (!p.compile)
     return fail(p.error);

@@ -1937,6 +1937,13 @@ std::optional<SpirvKernel> emit_spirv(const ir::Kernel &kernel, const TargetFeat
   target.native_erf = false;
   target.native_libm = false; // GLSL.std.450 lacks expm1, log1p, hypot; its asin... are coarse
   target.c_pow = false;
+  // Cooperative matrices (VK_KHR_cooperative_matrix) are not written yet, whatever the device.
+  TargetFeatures without_matrices = features;
+  without_matrices.matrix_shapes = 0;
+  without_matrices.matrix_note = "the SPIR-V writer does not emit VK_KHR_cooperative_matrix yet "
+                                 "(and lavapipe does not offer it); use cuda, hip or interp";
+  if (!check_matrix_support(kernel, without_matrices, errors))
+    return std::nullopt;
   std::unique_ptr<ir::Module> legal = ir::copy_kernel(kernel);
   passes::legalize(*legal, target);
   return Writer(*legal->kernels().front(), features, errors).run();

@@ -81,21 +81,25 @@ private:
 
   //===- Values ------------------------------------------------------------------------------===//
 
+  /// Slots a value takes per invocation: its lanes, or every element of a matrix (each
+  /// invocation keeps the whole matrix; matrix ops check that the subgroup's copies agree).
+  static unsigned slots(Type t) { return t.is_matrix() ? t.matrix_elements() : t.lanes(); }
+
   std::vector<uint64_t> &lanes_of(const Value *v) {
     auto &slot = values_[v];
-    size_t need = static_cast<size_t>(size_) * v->type().lanes();
+    size_t need = static_cast<size_t>(size_) * slots(v->type());
     if (slot.size() != need)
       slot.assign(need, 0);
     return slot;
   }
   uint64_t get(const Value *v, unsigned inv, unsigned lane = 0) {
-    return lanes_of(v)[inv * v->type().lanes() + lane];
+    return lanes_of(v)[inv * slots(v->type()) + lane];
   }
   void set(const Value *v, unsigned inv, unsigned lane, uint64_t bits) {
-    lanes_of(v)[inv * v->type().lanes() + lane] = bits;
+    lanes_of(v)[inv * slots(v->type()) + lane] = bits;
   }
   void copy_value(const Value *to, const Value *from, unsigned inv) {
-    for (unsigned l = 0; l < to->type().lanes(); ++l)
+    for (unsigned l = 0; l < slots(to->type()); ++l)
       set(to, inv, l, get(from, inv, l));
   }
 
@@ -176,7 +180,7 @@ private:
   }
 
   void store_lanes(std::vector<uint64_t> &out, const Value *v, unsigned inv) {
-    unsigned lanes = v->type().lanes();
+    unsigned lanes = slots(v->type());
     if (out.size() < static_cast<size_t>(size_) * lanes)
       out.resize(static_cast<size_t>(size_) * lanes);
     for (unsigned l = 0; l < lanes; ++l)
@@ -184,7 +188,7 @@ private:
   }
 
   void load_lanes(const Value *to, const std::vector<uint64_t> &from, unsigned inv) {
-    unsigned lanes = to->type().lanes();
+    unsigned lanes = slots(to->type());
     for (unsigned l = 0; l < lanes; ++l)
       set(to, inv, l, from[inv * lanes + l]);
   }
@@ -541,11 +545,122 @@ private:
     default:
       break;
     }
+    if (is_matrix_op(o))
+      return exec_matrix(op, mask);
     if (op.has_flag(Subgroup))
       return exec_subgroup(op, mask);
     for (unsigned inv = 0; inv < size_; ++inv)
       if (mask[inv])
         exec_lane(op, inv);
+  }
+
+  //===- Matrix ops
+  //----------------------------------------------------------------------------===//
+
+  /// Runs a matrix op once per subgroup (docs/ir.md §4.7): the whole subgroup must be active and
+  /// pass the same operands; the result is every invocation's copy.
+  void exec_matrix(const Operation &op, const Mask &mask) {
+    const unsigned sg = config_.subgroup_size;
+    for (unsigned base = 0; base < size_; base += sg) {
+      const unsigned end = std::min(size_, base + sg);
+      unsigned active = 0;
+      for (unsigned inv = base; inv < end; ++inv)
+        active += mask[inv];
+      if (active == 0)
+        continue;
+      if (end - base < sg)
+        fail(&op, fmt::format("subgroup {} has {} of {} invocations (the workgroup size is not a "
+                              "multiple of the subgroup size); matrix ops need whole subgroups",
+                              base / sg, end - base, sg));
+      if (active != sg)
+        fail(&op, fmt::format("reached by {} of the {} invocations of subgroup {}; every "
+                              "invocation of the subgroup takes part in a matrix op",
+                              active, sg, base / sg));
+      for (unsigned i = 0; i < op.num_operands(); ++i) {
+        const Value *v = op.operand(i);
+        const unsigned n = slots(v->type());
+        const uint64_t *copies = lanes_of(v).data();
+        for (unsigned inv = base + 1; inv < end; ++inv)
+          if (!std::equal(copies + size_t{inv} * n, copies + size_t{inv + 1} * n,
+                          copies + size_t{base} * n))
+            fail(&op, fmt::format("operand {} differs between invocations {} and {} of "
+                                  "subgroup {}; a matrix op takes the same operands in every "
+                                  "invocation of the subgroup",
+                                  i, base, inv, base / sg));
+      }
+      exec_matrix_once(op, base);
+      if (op.num_results()) {
+        const unsigned n = slots(op.result()->type());
+        uint64_t *copies = lanes_of(op.result()).data();
+        for (unsigned inv = base + 1; inv < end; ++inv)
+          std::copy(copies + size_t{base} * n, copies + size_t{base + 1} * n,
+                    copies + size_t{inv} * n);
+      }
+    }
+  }
+
+  /// The memory index of element (r, c) of a matrix.load or matrix.store in invocation `inv`.
+  uint64_t matrix_index(const Operation &op, unsigned inv, uint32_t r, uint32_t c) {
+    Scalar s = op.operand(1)->type().element();
+    auto value = [&](unsigned i) {
+      uint64_t bits = get(op.operand(i), inv);
+      return is_signed(s) ? static_cast<uint64_t>(sign_extend(bits, scalar_bits(s))) : bits;
+    };
+    bool col_major = op.attributes().get_int("col_major").value_or(0) != 0;
+    uint64_t major = col_major ? c : r, minor = col_major ? r : c;
+    return value(1) + major * value(2) + minor; // wraps; address() rejects what falls outside
+  }
+
+  void exec_matrix_once(const Operation &op, unsigned inv) {
+    switch (op.opcode()) {
+    case Opcode::MatrixFill:
+      for (unsigned l = 0; l < slots(op.result()->type()); ++l)
+        set(op.result(), inv, l, get(op.operand(0), inv));
+      return;
+    case Opcode::MatrixLoad:
+    case Opcode::MatrixStore: {
+      bool load = op.opcode() == Opcode::MatrixLoad;
+      Type m = load ? op.result()->type() : op.operand(3)->type();
+      for (uint32_t r = 0; r < m.rows(); ++r)
+        for (uint32_t c = 0; c < m.cols(); ++c) {
+          uint8_t *p = address(&op, op.operand(0), inv, matrix_index(op, inv, r, c),
+                               Type::scalar(Scalar::I64), 1);
+          if (load)
+            set(op.result(), inv, r * m.cols() + c, read_element(p, m.element()));
+          else
+            write_element(p, m.element(), get(op.operand(3), inv, r * m.cols() + c));
+        }
+      return;
+    }
+    case Opcode::MatrixMma: {
+      // Each product is exact in double (the inputs have at most 11 significant bits); the sum
+      // runs in double from C over k = 0, 1, ... and is rounded once to the accumulator type.
+      Type a = op.operand(0)->type(), b = op.operand(1)->type(), c = op.operand(2)->type();
+      const uint32_t m = c.rows(), n = c.cols(), k = a.cols();
+      std::vector<double> av(size_t{m} * k), bv(size_t{k} * n);
+      for (size_t e = 0; e < av.size(); ++e)
+        av[e] = to_double(a.element(), get(op.operand(0), inv, static_cast<unsigned>(e)));
+      for (size_t e = 0; e < bv.size(); ++e)
+        bv[e] = to_double(b.element(), get(op.operand(1), inv, static_cast<unsigned>(e)));
+      for (uint32_t i = 0; i < m; ++i)
+        for (uint32_t j = 0; j < n; ++j) {
+          double sum = to_double(c.element(), get(op.operand(2), inv, i * n + j));
+          for (uint32_t kk = 0; kk < k; ++kk)
+            sum += av[i * k + kk] * bv[kk * n + j];
+          set(op.result(), inv, i * n + j, from_double(c.element(), sum));
+        }
+      return;
+    }
+    case Opcode::MatrixConvert: {
+      Type from = op.operand(0)->type(), to = op.result()->type();
+      for (unsigned l = 0; l < slots(to); ++l)
+        set(op.result(), inv, l,
+            convert_lane(from.element(), to.element(), get(op.operand(0), inv, l)));
+      return;
+    }
+    default:
+      fail(&op, "the interpreter does not implement this matrix op (a bug in cubecc)");
+    }
   }
 
   void exec_lane(const Operation &op, unsigned inv) {

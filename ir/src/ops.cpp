@@ -41,6 +41,8 @@ int fixed_operand_count(Signature sig) {
   case Signature::SubgroupBallot:
   case Signature::SubgroupVote:
   case Signature::If:
+  case Signature::MatrixFill:
+  case Signature::MatrixConvert:
     return 1;
   case Signature::Binary:
   case Signature::Compare:
@@ -54,8 +56,11 @@ int fixed_operand_count(Signature sig) {
   case Signature::Store:
   case Signature::AtomicRmw:
   case Signature::AtomicStore:
+  case Signature::MatrixLoad:
+  case Signature::MatrixMma:
     return 3;
   case Signature::AtomicCmpXchg:
+  case Signature::MatrixStore:
     return 4;
   case Signature::VecBuild:
   case Signature::For:
@@ -73,6 +78,7 @@ int fixed_result_count(Signature sig) {
   switch (sig) {
   case Signature::Store:
   case Signature::AtomicStore:
+  case Signature::MatrixStore:
   case Signature::Sync:
   case Signature::Yield:
   case Signature::Condition:

@@ -556,6 +556,29 @@ private:
       expect(Tok::Greater, fmt::format("to close the {} type", t.value));
       return t.value == "shared" ? Type::shared(s, count) : Type::local(s, count);
     }
+    if (t.value == "matrix") {
+      expect(Tok::Less, "after 'matrix'");
+      Token scope = take();
+      if (scope.kind != Tok::Ident || scope.value != "subgroup")
+        fail(scope, fmt::format("expected the matrix scope 'subgroup' (the only one), found {}",
+                                describe(scope)));
+      expect(Tok::Comma, "after the matrix scope");
+      Token r = take();
+      std::optional<MatrixRole> role;
+      for (MatrixRole candidate : {MatrixRole::A, MatrixRole::B, MatrixRole::Accumulator})
+        if (r.kind == Tok::Ident && r.value == matrix_role_name(candidate))
+          role = candidate;
+      if (!role)
+        fail(r, fmt::format("expected a matrix role (a, b, acc), found {}", describe(r)));
+      expect(Tok::Comma, "after the matrix role");
+      Scalar s = scalar_type(take());
+      expect(Tok::Comma, "between the element type and the rows");
+      auto rows = static_cast<uint32_t>(unsigned_number(take(), 0xFFFF, "the number of rows"));
+      expect(Tok::Comma, "between the rows and the columns");
+      auto cols = static_cast<uint32_t>(unsigned_number(take(), 0xFFFF, "the number of columns"));
+      expect(Tok::Greater, "to close the matrix type");
+      return Type::matrix(*role, s, rows, cols);
+    }
     // A vector: <scalar>x<lanes>, e.g. f32x4.
     size_t x = t.value.rfind('x');
     if (x != std::string::npos && x > 0) {

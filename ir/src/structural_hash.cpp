@@ -153,12 +153,16 @@ private:
   // Types and ops go in by name, not by their position in a table, so that adding or reordering
   // rows of ops.def or of the scalar list leaves every existing kernel's hash unchanged.
   void type(Type t) {
-    static constexpr char kKindTags[] = {'s', 'v', 'b', 'h', 'l'};
+    static constexpr char kKindTags[] = {'s', 'v', 'b', 'h', 'l', 'm'};
     tag(kKindTags[static_cast<unsigned>(t.kind())]);
     str(scalar_name(t.element()));
-    if (t.kind() == TypeKind::Buffer)
+    if (t.kind() == TypeKind::Buffer) {
       str(access_name(t.access()));
-    else if (t.kind() != TypeKind::Scalar)
+    } else if (t.kind() == TypeKind::Matrix) {
+      str(matrix_role_name(t.role()));
+      u32(t.rows());
+      u32(t.cols());
+    } else if (t.kind() != TypeKind::Scalar)
       u32(t.kind() == TypeKind::Vector ? t.lanes() : t.count());
   }
 

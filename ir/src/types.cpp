@@ -58,8 +58,64 @@ std::string Type::str() const {
     return fmt::format("shared<{}, {}>", scalar_name(element_), count_);
   case TypeKind::Local:
     return fmt::format("local<{}, {}>", scalar_name(element_), count_);
+  case TypeKind::Matrix:
+    return fmt::format("matrix<subgroup, {}, {}, {}, {}>", matrix_role_name(role_),
+                       scalar_name(element_), rows(), cols());
   }
   return "?";
+}
+
+std::string_view matrix_role_name(MatrixRole r) {
+  switch (r) {
+  case MatrixRole::A:
+    return "a";
+  case MatrixRole::B:
+    return "b";
+  case MatrixRole::Accumulator:
+    return "acc";
+  }
+  return "?";
+}
+
+namespace {
+constexpr MatrixShape kMatrixShapes[] = {
+    {16, 16, 16, Scalar::F16, Scalar::F32},  {16, 16, 16, Scalar::F16, Scalar::F16},
+    {16, 16, 16, Scalar::BF16, Scalar::F32}, {16, 8, 16, Scalar::F16, Scalar::F32},
+    {16, 8, 16, Scalar::F16, Scalar::F16},   {16, 8, 16, Scalar::BF16, Scalar::F32},
+    {16, 8, 32, Scalar::E4M3, Scalar::F32},  {16, 8, 32, Scalar::E5M2, Scalar::F32},
+    {16, 16, 32, Scalar::E4M3, Scalar::F32}, {16, 16, 32, Scalar::E5M2, Scalar::F32},
+};
+} // namespace
+
+std::span<const MatrixShape> matrix_shapes() {
+  return kMatrixShapes;
+}
+
+std::optional<MatrixShape> matrix_shape_of(Type a, Type b, Type c) {
+  if (!a.is_matrix() || !b.is_matrix() || !c.is_matrix() || a.role() != MatrixRole::A ||
+      b.role() != MatrixRole::B || c.role() != MatrixRole::Accumulator ||
+      a.element() != b.element() || a.cols() != b.rows() || a.rows() != c.rows() ||
+      b.cols() != c.cols())
+    return std::nullopt;
+  for (const MatrixShape &s : kMatrixShapes)
+    if (s.m == c.rows() && s.n == c.cols() && s.k == a.cols() && s.input == a.element() &&
+        s.accumulator == c.element())
+      return s;
+  return std::nullopt;
+}
+
+std::string matrix_type_problem(Type t) {
+  auto dim_ok = [](uint32_t d) { return d == 8 || d == 16 || d == 32; };
+  if (!dim_ok(t.rows()) || !dim_ok(t.cols()))
+    return "matrix rows and columns are 8, 16 or 32";
+  Scalar e = t.element();
+  if (t.role() == MatrixRole::Accumulator) {
+    if (e != Scalar::F32 && e != Scalar::F16)
+      return "accumulators hold f32 or f16";
+  } else if (e != Scalar::F16 && e != Scalar::BF16 && e != Scalar::E4M3 && e != Scalar::E5M2) {
+    return "matrix operands a and b hold f16, bf16, e4m3 or e5m2";
+  }
+  return {};
 }
 
 } // namespace cubecc::ir

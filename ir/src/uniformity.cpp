@@ -231,6 +231,10 @@ public:
     case Opcode::SubgroupBallot:
     case Opcode::SubgroupAll:
     case Opcode::SubgroupAny:
+    case Opcode::MatrixFill: // a matrix is one value of the whole subgroup
+    case Opcode::MatrixLoad:
+    case Opcode::MatrixMma:
+    case Opcode::MatrixConvert:
       return true;
     default:
       return false;

@@ -158,6 +158,8 @@ private:
       if (t.kind() != TypeKind::Buffer && t.access() != Access::ReadWrite)
         return "shared and local arrays are always readwrite";
       return {};
+    case TypeKind::Matrix:
+      return matrix_type_problem(t);
     }
     return "unknown type kind";
   }
@@ -187,6 +189,10 @@ private:
         kernel_error(fmt::format("parameter {} has type {}: shared and local arrays are made "
                                  "with shared.alloc and local.alloc, not passed in",
                                  i, t.str()));
+      else if (t.is_matrix())
+        kernel_error(fmt::format("parameter {} has type {}: a matrix lives in the subgroup's "
+                                 "registers; pass a buffer and matrix.load it",
+                                 i, t.str()));
       visible_.set(k.parameter(i));
     }
     if (!k.attributes().empty())
@@ -210,10 +216,10 @@ private:
       visible_.set(region.argument(i));
       added.push_back(region.argument(i));
       Type t = region.argument(i)->type();
-      if (parent && !t.is_value())
+      if (parent && t.is_memory())
         error(parent,
-              fmt::format("region argument {} has type {}; loops carry scalars and vectors, "
-                          "not memory objects",
+              fmt::format("region argument {} has type {}; loops carry scalars, vectors and "
+                          "matrices, not memory objects",
                           i, t.str()));
       else if (std::string why = malformed(t); parent && !why.empty())
         error(parent, fmt::format("region argument {} has type {}: {}", i, t.str(), why));
@@ -293,6 +299,10 @@ private:
     case Opcode::For:
       allowed = "unroll";
       break;
+    case Opcode::MatrixLoad:
+    case Opcode::MatrixStore:
+      allowed = "col_major";
+      break;
     default:
       break;
     }
@@ -357,8 +367,8 @@ private:
   bool want_value(const Operation &op, unsigned i, Type t) {
     if (t.is_value())
       return true;
-    error(&op,
-          fmt::format("operand {} has memory type {}; expected a scalar or vector", i, t.str()));
+    error(&op, fmt::format("operand {} has {} type {}; expected a scalar or vector", i,
+                           t.is_matrix() ? "matrix" : "memory", t.str()));
     return false;
   }
 
@@ -629,6 +639,69 @@ private:
       if (result() != Type::scalar(Scalar::Bool))
         return error(&op, fmt::format("result must be bool, not {}", result().str()));
       return;
+    case Signature::MatrixFill:
+      if (!result().is_matrix() || operand(0) != result().element_type())
+        return error(&op, fmt::format("fills a matrix with its scalar operand; {} -> {} does not "
+                                      "fit",
+                                      operand(0).str(), result().str()));
+      return;
+    case Signature::MatrixLoad:
+    case Signature::MatrixStore: {
+      bool is_load = op.info().signature == Signature::MatrixLoad;
+      Type mem = operand(0);
+      if (mem.kind() != TypeKind::Buffer && mem.kind() != TypeKind::Shared)
+        return error(&op, fmt::format("operand 0 must be a buffer or a shared array (the "
+                                      "subgroup shares the matrix, so not a local array), not {}",
+                                      mem.str()));
+      if (!want_index(op, 1))
+        return;
+      if (operand(2) != operand(1))
+        return error(&op, fmt::format("the stride (operand 2) must have the index's type {}, "
+                                      "not {}",
+                                      operand(1).str(), operand(2).str()));
+      Type m = is_load ? result() : operand(3);
+      if (!m.is_matrix() || m.element() != mem.element())
+        return error(&op, fmt::format("{} {} from memory of {}; expected a matrix of {}",
+                                      is_load ? "loads" : "stores", m.str(),
+                                      scalar_name(mem.element()), scalar_name(mem.element())));
+      if (is_load && !mem.is_readable())
+        return error(&op, fmt::format("loads from a write-only buffer ({})", mem.str()));
+      if (!is_load && !mem.is_writable())
+        return error(&op, fmt::format("stores to a read-only buffer ({})", mem.str()));
+      if (auto col = op.attributes().get_int("col_major"); col && *col != 0 && *col != 1)
+        return error(&op, fmt::format("attribute 'col_major' is 0 or 1, not {}", *col));
+      return;
+    }
+    case Signature::MatrixMma: {
+      Type a = operand(0), b = operand(1), c = operand(2);
+      if (!matrix_shape_of(a, b, c)) {
+        std::string shapes;
+        for (const MatrixShape &s : matrix_shapes())
+          shapes += fmt::format("{}{}x{}x{} {}->{}", shapes.empty() ? "" : ", ", s.m, s.n, s.k,
+                                scalar_name(s.input), scalar_name(s.accumulator));
+        return error(&op, fmt::format("cannot multiply {} by {} into {}: operands are an 'a' "
+                                      "(m x k), a 'b' (k x n) and an 'acc' (m x n) of one of "
+                                      "the shapes m x n x k {}",
+                                      a.str(), b.str(), c.str(), shapes));
+      }
+      if (result() != c)
+        return error(&op, fmt::format("result must be the accumulator type {}, not {}", c.str(),
+                                      result().str()));
+      return;
+    }
+    case Signature::MatrixConvert: {
+      Type from = operand(0), to = result();
+      if (!from.is_matrix() || !to.is_matrix() || from.rows() != to.rows() ||
+          from.cols() != to.cols())
+        return error(&op, fmt::format("converts a matrix to one of the same rows and columns; "
+                                      "{} -> {} does not fit",
+                                      from.str(), to.str()));
+      if (from.role() != to.role() && from.role() != MatrixRole::Accumulator)
+        return error(&op, fmt::format("cannot turn {} into {}: only an accumulator changes its "
+                                      "role (into an 'a' or 'b' operand)",
+                                      from.str(), to.str()));
+      return;
+    }
     case Signature::If:
       if (operand(0) != Type::scalar(Scalar::Bool))
         return error(&op, fmt::format("condition must be bool, not {}", operand(0).str()));

@@ -104,15 +104,75 @@ bool guard(ir::Module &m, ir::Operation *op, PassContext &ctx) {
   return true;
 }
 
+/// Guards a matrix.load or matrix.store (docs/ir.md §4.13): the block from `index` spans
+/// (lines - 1) * stride + line elements. The test runs in 64 bits, where neither product nor sum
+/// can wrap once index and stride are at most the size; its operands are the op's, uniform
+/// across the subgroup, so the whole subgroup takes one branch. A load out of bounds gives
+/// zeros.
+void guard_matrix(ir::Module &m, ir::Operation *op, PassContext &ctx) {
+  const bool load = op->opcode() == ir::Opcode::MatrixLoad;
+  const ir::Type t = load ? op->result()->type() : op->operand(3)->type();
+  const bool col_major = op->attributes().get_int("col_major").value_or(0) != 0;
+  const uint32_t lines = col_major ? t.cols() : t.rows(), line = col_major ? t.rows() : t.cols();
+  ir::Value *memory = op->operand(0);
+  const bool is_signed = ir::is_signed(op->operand(1)->type().element());
+  const ir::Type wide = ir::Type::scalar(is_signed ? ir::Scalar::I64 : ir::Scalar::U64);
+  ir::Builder b(m);
+  b.set_insertion_point_before(op);
+  b.set_location(op->location());
+  auto widen = [&](ir::Value *v) {
+    return v->type() == wide ? v : b.create(ir::Opcode::Cast, {v}, {wide})->result();
+  };
+  ir::Value *index = widen(op->operand(1)), *stride = widen(op->operand(2));
+  ir::Value *size = memory->type().kind() == ir::TypeKind::Buffer
+                        ? b.create(ir::Opcode::BufferSize, {memory}, {wide})->result()
+                        : b.const_int(wide, static_cast<int64_t>(memory->type().count()));
+  ir::Value *last = b.op(
+      ir::Opcode::Add,
+      {index, b.op(ir::Opcode::Add, {b.op(ir::Opcode::Mul, {stride, b.const_int(wide, lines - 1)}),
+                                     b.const_int(wide, line)})});
+  ir::Value *ok = b.op(ir::Opcode::And,
+                       {b.op(ir::Opcode::Le, {index, size}), b.op(ir::Opcode::Le, {stride, size})});
+  ok = b.op(ir::Opcode::And, {ok, b.op(ir::Opcode::Le, {last, size})});
+  if (is_signed) {
+    ir::Value *zero = b.const_int(wide, 0);
+    ok = b.op(ir::Opcode::And, {ok, b.op(ir::Opcode::Ge, {index, zero})});
+    ok = b.op(ir::Opcode::And, {ok, b.op(ir::Opcode::Ge, {stride, zero})});
+  }
+  std::vector<ir::Type> types;
+  if (load)
+    types.push_back(t);
+  ir::Operation *branch = b.create_if(ok, types);
+  auto access = op->parent_region()->take(op);
+  ir::Operation *moved = branch->region(0).push_back(std::move(access));
+  b.set_insertion_point_to_end(branch->region(0));
+  if (!load) {
+    b.yield();
+    b.set_insertion_point_to_end(branch->region(1));
+    b.yield();
+  } else {
+    moved->result()->replace_all_uses_with(branch->result());
+    ir::Value *r = moved->result();
+    b.yield(std::span<ir::Value *const>(&r, 1));
+    b.set_insertion_point_to_end(branch->region(1));
+    ir::Value *zero = detail::insert_constant(m, branch, t.element_type(), 0);
+    ir::Value *zeros = b.create(ir::Opcode::MatrixFill, {zero}, {t})->result();
+    b.yield(std::span<ir::Value *const>(&zeros, 1));
+  }
+  ctx.count("checks inserted");
+}
+
 } // namespace
 
 void bounds_check(ir::Module &module, PassContext &context) {
   for (const auto &k : module.kernels()) {
     // Decide every access before guarding any: guarding moves accesses into new ifs.
     IntegerRanges ranges(*k);
-    std::vector<ir::Operation *> unproven;
+    std::vector<ir::Operation *> unproven, matrices;
     uint64_t by_range = 0, by_size = 0;
     k->walk([&](ir::Operation *op) {
+      if (op->opcode() == ir::Opcode::MatrixLoad || op->opcode() == ir::Opcode::MatrixStore)
+        matrices.push_back(op); // (ranges do not reason about the block an access spans)
       if (!is_access(*op))
         return;
       ir::Value *memory = op->operand(0), *index = op->operand(1);
@@ -135,6 +195,9 @@ void bounds_check(ir::Module &module, PassContext &context) {
     uint64_t guarded = 0, unchecked = 0;
     for (ir::Operation *op : unproven)
       (guard(module, op, context) ? guarded : unchecked) += 1;
+    for (ir::Operation *op : matrices)
+      guard_matrix(module, op, context);
+    guarded += matrices.size();
     context.count("checks proven unnecessary", by_range + by_size);
     std::string kernel = "@" + k->name() + ": ";
     context.count(kernel + "accesses guarded", guarded);

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <memory>
@@ -76,5 +78,50 @@ inline std::unique_ptr<ir::Module> example_module(const char *name) {
   return parse_valid(read_file(std::string(CUBECC_SOURCE_DIR "/examples/ir/") + name));
 }
 #endif
+
+/// A GEMM C(M x N) = A(M x K) * B(K x N) in matrix ops, A and C row-major, B row-major or
+/// column-major (stored as B^T, N x K): each subgroup of a 64-invocation workgroup owns one
+/// m x n tile of C, the workgroups cover the columns, and a for loop over K carries the
+/// accumulator. Parameters: a, b, c, M, N, K.
+inline std::string matrix_gemm_ir(const ir::MatrixShape &s, bool b_col_major) {
+  return fmt::format(
+      R"(module @m {{
+  kernel @gemm(%a: buffer<{in}, read>, %b: buffer<{in}, read>, %c: buffer<{acc}, readwrite>,
+               %m: u32, %n: u32, %k: u32) workgroup(64, 1, 1) {{
+    %sg = subgroup_id : u32
+    %wid = workgroup_id : u32x3
+    %wx = vec.extract %wid {{lane = 0}} : u32
+    %tm = const {tm} : u32
+    %tn = const {tn} : u32
+    %tk = const {tk} : u32
+    %zero = const 0 : u32
+    %row = mul %sg, %tm : u32
+    %col = mul %wx, %tn : u32
+    %fz = const 0 : {acc}
+    %init = matrix.fill %fz : matrix<subgroup, acc, {acc}, {tm}, {tn}>
+    %total = for %zero, %k, %tk, %init : matrix<subgroup, acc, {acc}, {tm}, {tn}> (%kk: u32, %sum: matrix<subgroup, acc, {acc}, {tm}, {tn}>) {{
+      %arow = mul %row, %k : u32
+      %ai = add %arow, %kk : u32
+      %ma = matrix.load %a, %ai, %k : matrix<subgroup, a, {in}, {tm}, {tk}>
+      {b_index}
+      %mb = matrix.load %b, %bi, {b_stride} {b_attr}: matrix<subgroup, b, {in}, {tk}, {tn}>
+      %next = matrix.mma %ma, %mb, %sum : matrix<subgroup, acc, {acc}, {tm}, {tn}>
+      yield %next
+    }}
+    %crow = mul %row, %n : u32
+    %ci = add %crow, %col : u32
+    matrix.store %c, %ci, %n, %total
+    return
+  }}
+}})",
+      fmt::arg("in", ir::scalar_name(s.input)), fmt::arg("acc", ir::scalar_name(s.accumulator)),
+      fmt::arg("tm", s.m), fmt::arg("tn", s.n), fmt::arg("tk", s.k),
+      // B row-major: (kk, col) at kk * n + col; column-major: at col * k + kk.
+      fmt::arg("b_index", b_col_major
+                              ? "%bcol = mul %col, %k : u32\n      %bi = add %bcol, %kk : u32"
+                              : "%brow = mul %kk, %n : u32\n      %bi = add %brow, %col : u32"),
+      fmt::arg("b_stride", b_col_major ? "%k" : "%n"),
+      fmt::arg("b_attr", b_col_major ? "{col_major = 1} " : ""));
+}
 
 } // namespace cubecc::test

@@ -40,4 +40,19 @@ inline std::string ptxas(const std::string &ptx, const std::string &what) {
   return rc == 0 ? "" : what + ": ptxas exited with " + std::to_string(rc) + ":\n" + output;
 }
 
+/// What `ptxas -v -arch=<arch>` reports for `ptx` (registers, spills), or its error output.
+inline std::string ptxas_verbose(const std::string &ptx, const std::string &arch) {
+  char path[] = "/tmp/cubecc-ptx-XXXXXX";
+  int fd = mkstemp(path);
+  if (fd < 0)
+    return "cannot create a temporary file";
+  close(fd);
+  { std::ofstream(path, std::ios::binary) << ptx; }
+  std::string output;
+  run_command(std::string("'") + CUBECC_PTXAS + "' -v -arch=" + arch + " " + path + " -o /dev/null",
+              output);
+  std::filesystem::remove(path);
+  return output;
+}
+
 } // namespace cubecc::test

@@ -9,8 +9,15 @@
 //===-----------------------------------------------------------------------------------------===//
 #pragma once
 
+#include "cubecc/ir/diagnostic.h"
+
 #include <cstdint>
 #include <string>
+#include <vector>
+
+namespace cubecc::ir {
+class Kernel;
+}
 
 namespace cubecc::codegen {
 
@@ -50,6 +57,10 @@ struct TargetFeatures {
   /// of the subgroup size or the workgroup is one row; other shapes are refused for kernels that
   /// use subgroups (docs/ir.md §4.9).
   bool linear_subgroups = false;
+  /// The matrix.mma shapes the target runs: bit i for ir::matrix_shapes()[i] (docs/ir.md §2.4).
+  uint32_t matrix_shapes = 0;
+  /// Why a target without matrix support has none, for the error that refuses a matrix op.
+  std::string matrix_note = "it has no matrix (tensor-core) instructions";
   uint32_t max_shared_bytes = 32768;
   uint32_t max_param_block_bytes = 128; ///< push constants
   uint32_t max_workgroup_invocations = 1024;
@@ -65,5 +76,11 @@ struct TargetFeatures {
   /// with the same fingerprint get the same code. Compiled kernels are keyed by it.
   std::string fingerprint() const;
 };
+
+/// Refuses the matrix ops a target does not run, with errors naming the kernel and the op's
+/// location: each matrix.mma of a shape outside `matrix_shapes`, or on a target with none, the
+/// kernel's first matrix op. Returns whether the kernel passed.
+bool check_matrix_support(const ir::Kernel &kernel, const TargetFeatures &features,
+                          std::vector<ir::Diagnostic> &errors);
 
 } // namespace cubecc::codegen

@@ -41,6 +41,11 @@ enum class Signature : uint8_t {
   SubgroupBallot,  ///< (bool) -> u32x4
   SubgroupVote,    ///< (bool) -> bool
   SubgroupElect,   ///< () -> bool
+  MatrixFill,      ///< (scalar S) -> matrix of S
+  MatrixLoad,      ///< (memory of S, integer index, integer stride) -> matrix of S
+  MatrixStore,     ///< (memory of S, integer index, integer stride, matrix of S) -> ()
+  MatrixMma,       ///< (matrix A, matrix B, accumulator C) -> accumulator of C's type
+  MatrixConvert,   ///< (matrix) -> matrix of the same rows and cols
   If,              ///< (bool) -> (results...); regions then, else
   For,             ///< (lo, hi, step, inits...) -> (results...); region body(iv, carried...)
   While,           ///< (inits...) -> (results...); regions before(carried...), after(forwarded...)
@@ -121,6 +126,11 @@ inline const OpInfo &op_info(Opcode op) {
 }
 inline std::string_view op_name(Opcode op) {
   return op_info(op).name;
+}
+/// matrix.fill, load, store, mma and convert: the ops on matrix fragments.
+inline bool is_matrix_op(Opcode op) {
+  return op == Opcode::MatrixFill || op == Opcode::MatrixLoad || op == Opcode::MatrixStore ||
+         op == Opcode::MatrixMma || op == Opcode::MatrixConvert;
 }
 /// Every op of the table, in table order.
 std::span<const OpInfo> all_ops();

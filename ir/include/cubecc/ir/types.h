@@ -1,14 +1,15 @@
 //===- types.h - Types of cubecc IR values ----------------------------------------------------===//
 //
 // A Type is a small value (compared and hashed by value, no context needed): a scalar, a vector
-// of a scalar, or a memory object (global buffer, workgroup-shared array, invocation-local array)
-// of a scalar element type.
+// of a scalar, a memory object (global buffer, workgroup-shared array, invocation-local array)
+// of a scalar element type, or a matrix fragment held by a whole subgroup (docs/ir.md §2.4).
 //
 //===-----------------------------------------------------------------------------------------===//
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -69,6 +70,14 @@ inline bool is_signed(Scalar s) {
   return scalar_class(s) == ScalarClass::Signed;
 }
 
+/// The part a matrix fragment plays in `D = A * B + C` (docs/ir.md §2.4).
+enum class MatrixRole : uint8_t {
+  A,           ///< the left operand, rows x depth
+  B,           ///< the right operand, depth x cols
+  Accumulator, ///< C and D, rows x cols
+};
+std::string_view matrix_role_name(MatrixRole r);
+
 /// Who may read and write a global buffer.
 enum class Access : uint8_t { Read, Write, ReadWrite };
 std::string_view access_name(Access a);
@@ -79,6 +88,7 @@ enum class TypeKind : uint8_t {
   Buffer, ///< global memory: a runtime-sized array of `element`, with an access mode
   Shared, ///< workgroup-shared array of `count` elements
   Local,  ///< invocation-private array of `count` elements
+  Matrix, ///< a `rows` x `cols` matrix of `element` held jointly by the subgroup, with a role
 };
 
 /// The type of an IR value.
@@ -96,6 +106,13 @@ public:
   static Type local(Scalar s, uint32_t count) {
     return Type(TypeKind::Local, s, count, Access::ReadWrite);
   }
+  /// A matrix fragment. Its scope is always the subgroup: every invocation of the subgroup
+  /// holds a share of it and takes part in every op on it.
+  static Type matrix(MatrixRole role, Scalar s, uint32_t rows, uint32_t cols) {
+    Type t(TypeKind::Matrix, s, (rows << 16) | cols, Access::ReadWrite);
+    t.role_ = role;
+    return t;
+  }
   static bool valid_lanes(uint64_t lanes) {
     return lanes == 2 || lanes == 3 || lanes == 4 || lanes == 8 || lanes == 16;
   }
@@ -111,21 +128,34 @@ public:
   /// 32-bit wrap of it.
   uint64_t array_bytes() const { return uint64_t{count_} * (scalar_bits(element_) / 8); }
   Access access() const { return access_; }
+  /// Rows, columns and role of a matrix.
+  uint32_t rows() const { return count_ >> 16; }
+  uint32_t cols() const { return count_ & 0xFFFF; }
+  MatrixRole role() const { return role_; }
 
   bool is_scalar() const { return kind_ == TypeKind::Scalar; }
   bool is_vector() const { return kind_ == TypeKind::Vector; }
   /// Scalars and vectors: the types of values that live in registers.
   bool is_value() const { return is_scalar() || is_vector(); }
-  bool is_memory() const { return !is_value(); }
+  bool is_matrix() const { return kind_ == TypeKind::Matrix; }
+  bool is_memory() const {
+    return kind_ == TypeKind::Buffer || kind_ == TypeKind::Shared || kind_ == TypeKind::Local;
+  }
   bool is_scalar(Scalar s) const { return is_scalar() && element_ == s; }
   bool is_bool() const { return is_value() && element_ == Scalar::Bool; }
+  /// Elements of a matrix (rows x cols); each invocation's share is this over the subgroup size.
+  uint32_t matrix_elements() const { return rows() * cols(); }
   bool is_readable() const { return is_memory() && access_ != Access::Write; }
   bool is_writable() const { return is_memory() && access_ != Access::Read; }
 
   /// The scalar type of one lane (or of one element of a memory type).
   Type element_type() const { return scalar(element_); }
   /// This type with its element replaced by `s` (shape kept).
-  Type with_element(Scalar s) const { return Type(kind_, s, count_, access_); }
+  Type with_element(Scalar s) const {
+    Type t(kind_, s, count_, access_);
+    t.role_ = role_;
+    return t;
+  }
 
   std::string str() const;
 
@@ -137,7 +167,24 @@ private:
   TypeKind kind_ = TypeKind::Scalar;
   Scalar element_ = Scalar::Bool;
   Access access_ = Access::ReadWrite;
-  uint32_t count_ = 1;
+  MatrixRole role_ = MatrixRole::A; ///< matrices only; A elsewhere, so that == compares kinds
+  uint32_t count_ = 1;              ///< lanes, array elements, or a matrix's rows << 16 | cols
 };
+
+/// One multiply-accumulate shape `D(m x n) = A(m x k) * B(k x n) + C(m x n)` that matrix.mma
+/// accepts, with the element type of A and B and that of C and D.
+struct MatrixShape {
+  uint32_t m, n, k;
+  Scalar input;
+  Scalar accumulator;
+};
+/// Every shape cubecc has: those of NVIDIA's mma.sync (m16n8k16, fp8 m16n8k32), AMD's MFMA and
+/// Vulkan's usual cooperative-matrix shapes (16x16x16, fp8 16x16x32). A backend may support a
+/// subset (docs/ir.md §2.4 lists which).
+std::span<const MatrixShape> matrix_shapes();
+/// The shape of `a * b + c`, if it is one of matrix_shapes() with matching roles.
+std::optional<MatrixShape> matrix_shape_of(Type a, Type b, Type c);
+/// Why `t` cannot be a matrix fragment (role, element or size), or empty.
+std::string matrix_type_problem(Type t);
 
 } // namespace cubecc::ir
