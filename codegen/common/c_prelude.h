@@ -238,7 +238,7 @@ __device__ inline cubecc_bf16_storage cubecc_f32_to_bf16_rounded(float x) {
 }
 )CUBECC";
 
-/// Matrix fragments (docs/ir.md §2.4), added only to kernels that use them. A fragment is the
+/// Matrix fragments (docs/ir.md §2.2), added only to kernels that use them. A fragment is the
 /// invocation's share of a subgroup's matrix: N elements as raw bits (u16 for f16 and bf16, u8
 /// for fp8) or f32. `cubecc_frag_pos` says which (row, column) element e of a lane holds and
 /// `cubecc_frag_owner` the inverse; role 0 is 'a', 1 'b', 2 'acc'; p is the elements per 32-bit

@@ -554,10 +554,9 @@ private:
         exec_lane(op, inv);
   }
 
-  //===- Matrix ops
-  //----------------------------------------------------------------------------===//
+  //===- Matrix ops --------------------------------------------------------------------------===//
 
-  /// Runs a matrix op once per subgroup (docs/ir.md §4.7): the whole subgroup must be active and
+  /// Runs a matrix op once per subgroup (docs/ir.md §4.13): the whole subgroup must be active and
   /// pass the same operands; the result is every invocation's copy.
   void exec_matrix(const Operation &op, const Mask &mask) {
     const unsigned sg = config_.subgroup_size;

@@ -1,8 +1,7 @@
-//===- matrix_test.cpp - Matrix fragments: verifier rules and interpreter semantics
-//------------===//
+//===- matrix_test.cpp - Matrix fragments: verifier rules and interpreter semantics ------===//
 //
 // The interpreter defines what matrix.fill, load, store, mma and convert compute (docs/ir.md
-// §4.7); these tests hold it to host references written independently of it: a GEMM tiled
+// §4.13); these tests hold it to host references written independently of it: a GEMM tiled
 // over subgroups and workgroups, each input and accumulator type, both memory layouts, and the
 // role change of an accumulator. The errors a kernel can make (a divergent matrix op, operands
 // that differ within a subgroup, a partial subgroup, an access out of bounds) are reported, not

@@ -57,7 +57,7 @@ struct TargetFeatures {
   /// of the subgroup size or the workgroup is one row; other shapes are refused for kernels that
   /// use subgroups (docs/ir.md §4.9).
   bool linear_subgroups = false;
-  /// The matrix.mma shapes the target runs: bit i for ir::matrix_shapes()[i] (docs/ir.md §2.4).
+  /// The matrix.mma shapes the target runs: bit i for ir::matrix_shapes()[i] (docs/ir.md §2.2).
   uint32_t matrix_shapes = 0;
   /// Why a target without matrix support has none, for the error that refuses a matrix op.
   std::string matrix_note = "it has no matrix (tensor-core) instructions";

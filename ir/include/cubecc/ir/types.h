@@ -2,7 +2,7 @@
 //
 // A Type is a small value (compared and hashed by value, no context needed): a scalar, a vector
 // of a scalar, a memory object (global buffer, workgroup-shared array, invocation-local array)
-// of a scalar element type, or a matrix fragment held by a whole subgroup (docs/ir.md §2.4).
+// of a scalar element type, or a matrix fragment held by a whole subgroup (docs/ir.md §2.2).
 //
 //===-----------------------------------------------------------------------------------------===//
 #pragma once
@@ -70,7 +70,7 @@ inline bool is_signed(Scalar s) {
   return scalar_class(s) == ScalarClass::Signed;
 }
 
-/// The part a matrix fragment plays in `D = A * B + C` (docs/ir.md §2.4).
+/// The part a matrix fragment plays in `D = A * B + C` (docs/ir.md §2.2).
 enum class MatrixRole : uint8_t {
   A,           ///< the left operand, rows x depth
   B,           ///< the right operand, depth x cols
@@ -180,7 +180,7 @@ struct MatrixShape {
 };
 /// Every shape cubecc has: those of NVIDIA's mma.sync (m16n8k16, fp8 m16n8k32), AMD's MFMA and
 /// Vulkan's usual cooperative-matrix shapes (16x16x16, fp8 16x16x32). A backend may support a
-/// subset (docs/ir.md §2.4 lists which).
+/// subset (docs/ir.md §2.2 lists which).
 std::span<const MatrixShape> matrix_shapes();
 /// The shape of `a * b + c`, if it is one of matrix_shapes() with matching roles.
 std::optional<MatrixShape> matrix_shape_of(Type a, Type b, Type c);
