@@ -282,24 +282,18 @@ __device__ inline void cubecc_frag_owner(int role, int p, int kb, u32 r, u32 c, 
   }
 }
 // One m16n8 block: d = a * b + c, with b and c/d pointing at the block's registers.
-__device__ inline void cubecc_mma_f16_f32(const u16 *a, const u16 *b, const f32 *c, f32 *d) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
-               "{%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};"
-               : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-               : "r"(cubecc_pack16(a[0], a[1])), "r"(cubecc_pack16(a[2], a[3])),
-                 "r"(cubecc_pack16(a[4], a[5])), "r"(cubecc_pack16(a[6], a[7])),
-                 "r"(cubecc_pack16(b[0], b[1])), "r"(cubecc_pack16(b[2], b[3])), "f"(c[0]),
-                 "f"(c[1]), "f"(c[2]), "f"(c[3]));
-}
-__device__ inline void cubecc_mma_bf16_f32(const u16 *a, const u16 *b, const f32 *c, f32 *d) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
-               "{%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};"
-               : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-               : "r"(cubecc_pack16(a[0], a[1])), "r"(cubecc_pack16(a[2], a[3])),
-                 "r"(cubecc_pack16(a[4], a[5])), "r"(cubecc_pack16(a[6], a[7])),
-                 "r"(cubecc_pack16(b[0], b[1])), "r"(cubecc_pack16(b[2], b[3])), "f"(c[0]),
-                 "f"(c[1]), "f"(c[2]), "f"(c[3]));
-}
+#define CUBECC_MMA_16BIT(name, type)                                                             \
+  __device__ inline void name(const u16 *a, const u16 *b, const f32 *c, f32 *d) {               \
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." type "." type ".f32 {%0, %1, %2, %3}, " \
+                 "{%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};"                             \
+                 : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])                                \
+                 : "r"(cubecc_pack16(a[0], a[1])), "r"(cubecc_pack16(a[2], a[3])),               \
+                   "r"(cubecc_pack16(a[4], a[5])), "r"(cubecc_pack16(a[6], a[7])),               \
+                   "r"(cubecc_pack16(b[0], b[1])), "r"(cubecc_pack16(b[2], b[3])), "f"(c[0]),    \
+                   "f"(c[1]), "f"(c[2]), "f"(c[3]));                                             \
+  }
+CUBECC_MMA_16BIT(cubecc_mma_f16_f32, "f16")
+CUBECC_MMA_16BIT(cubecc_mma_bf16_f32, "bf16")
 __device__ inline void cubecc_mma_f16_f16(const u16 *a, const u16 *b, const u16 *c, u16 *d) {
   u32 d0, d1;
   asm volatile("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0, %1}, {%2, %3, %4, %5}, "

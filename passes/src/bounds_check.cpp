@@ -5,6 +5,8 @@
 #include "cubecc/passes/integer_ranges.h"
 #include "rewrite.h"
 
+#include <functional>
+
 namespace cubecc::passes {
 namespace {
 
@@ -40,6 +42,33 @@ ir::Value *zero_of(ir::Module &m, ir::Operation *before, ir::Type t) {
   b.set_insertion_point_before(before);
   b.set_location(before->location());
   return b.create(ir::Opcode::Splat, {zero}, {t})->result();
+}
+
+/// Moves `op` into the then-branch of a new `if ok` (built by `b` where `op` was). A result of
+/// `op` becomes the if's, and `fallback(branch)`, called with `b` at the end of the else-branch,
+/// gives its value when `ok` is false.
+void move_under_guard(ir::Operation *op, ir::Value *ok, ir::Builder &b,
+                      const std::function<ir::Value *(ir::Operation *)> &fallback) {
+  std::vector<ir::Type> types;
+  if (op->num_results())
+    types.push_back(op->result()->type());
+  ir::Operation *branch = b.create_if(ok, types);
+  auto access = op->parent_region()->take(op);
+  ir::Operation *moved = branch->region(0).push_back(std::move(access));
+  b.set_insertion_point_to_end(branch->region(0));
+  if (types.empty()) {
+    b.yield();
+    b.set_insertion_point_to_end(branch->region(1));
+    b.yield();
+    return;
+  }
+  // Uses of the access now take the if's result.
+  moved->result()->replace_all_uses_with(branch->result());
+  ir::Value *r = moved->result();
+  b.yield(std::span<ir::Value *const>(&r, 1));
+  b.set_insertion_point_to_end(branch->region(1));
+  ir::Value *otherwise = fallback(branch);
+  b.yield(std::span<ir::Value *const>(&otherwise, 1));
 }
 
 /// Guards `op`. Returns false when it cannot: an array with more elements than a 32-bit index
@@ -79,27 +108,8 @@ bool guard(ir::Module &m, ir::Operation *op, PassContext &ctx) {
                         b.op(ir::Opcode::Le, {index, b.op(ir::Opcode::Sub, {size, lanes_v})})});
   if (ir::is_signed(is))
     ok = b.op(ir::Opcode::And, {ok, b.op(ir::Opcode::Ge, {index, b.const_int(it, 0)})});
-  std::vector<ir::Type> types;
-  if (op->num_results())
-    types.push_back(op->result()->type());
-  ir::Operation *branch = b.create_if(ok, types);
-  ir::Value *fallback = types.empty() ? nullptr : zero_of(m, branch, types[0]);
-  // Move the access into the then-branch.
-  auto access = op->parent_region()->take(op);
-  ir::Operation *moved = branch->region(0).push_back(std::move(access));
-  b.set_insertion_point_to_end(branch->region(0));
-  if (types.empty()) {
-    b.yield();
-    b.set_insertion_point_to_end(branch->region(1));
-    b.yield();
-  } else {
-    // Uses of the access now take the if's result.
-    moved->result()->replace_all_uses_with(branch->result());
-    ir::Value *r = moved->result();
-    b.yield(std::span<ir::Value *const>(&r, 1));
-    b.set_insertion_point_to_end(branch->region(1));
-    b.yield(std::span<ir::Value *const>(&fallback, 1));
-  }
+  move_under_guard(op, ok, b,
+                   [&](ir::Operation *branch) { return zero_of(m, branch, op->result()->type()); });
   ctx.count("checks inserted");
   return true;
 }
@@ -139,26 +149,10 @@ void guard_matrix(ir::Module &m, ir::Operation *op, PassContext &ctx) {
     ok = b.op(ir::Opcode::And, {ok, b.op(ir::Opcode::Ge, {index, zero})});
     ok = b.op(ir::Opcode::And, {ok, b.op(ir::Opcode::Ge, {stride, zero})});
   }
-  std::vector<ir::Type> types;
-  if (load)
-    types.push_back(t);
-  ir::Operation *branch = b.create_if(ok, types);
-  auto access = op->parent_region()->take(op);
-  ir::Operation *moved = branch->region(0).push_back(std::move(access));
-  b.set_insertion_point_to_end(branch->region(0));
-  if (!load) {
-    b.yield();
-    b.set_insertion_point_to_end(branch->region(1));
-    b.yield();
-  } else {
-    moved->result()->replace_all_uses_with(branch->result());
-    ir::Value *r = moved->result();
-    b.yield(std::span<ir::Value *const>(&r, 1));
-    b.set_insertion_point_to_end(branch->region(1));
+  move_under_guard(op, ok, b, [&](ir::Operation *branch) {
     ir::Value *zero = detail::insert_constant(m, branch, t.element_type(), 0);
-    ir::Value *zeros = b.create(ir::Opcode::MatrixFill, {zero}, {t})->result();
-    b.yield(std::span<ir::Value *const>(&zeros, 1));
-  }
+    return b.create(ir::Opcode::MatrixFill, {zero}, {t})->result(); // in the else-branch
+  });
   ctx.count("checks inserted");
 }
 

@@ -22,6 +22,9 @@ bool removable(const ir::Operation &op) {
   // An unused load reads nothing anyone sees (a kernel that reads out of bounds is wrong anyway).
   if (op.opcode() == ir::Opcode::Load)
     return true;
+  // Nor does an unused matrix op other than a store: it makes a value and synchronizes nothing.
+  if (ir::is_matrix_op(op.opcode()) && op.opcode() != ir::Opcode::MatrixStore)
+    return true;
   if (op.num_regions() == 0)
     return false;
   bool is_loop = op.opcode() == ir::Opcode::For || op.opcode() == ir::Opcode::While;

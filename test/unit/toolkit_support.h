@@ -25,33 +25,34 @@ inline int run_command(const std::string &command, std::string &output) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-/// ptxas (CUBECC_PTXAS) -arch=sm_90 on `ptx`: empty on success, else its output.
-inline std::string ptxas(const std::string &ptx, const std::string &what) {
+/// Runs the toolkit's ptxas (CUBECC_PTXAS) with `options` on `ptx` (written to a temporary file);
+/// returns its exit status (-1 when the file cannot be made) and fills `output`.
+inline int run_ptxas(const std::string &ptx, const std::string &options, std::string &output) {
   char path[] = "/tmp/cubecc-ptx-XXXXXX";
   int fd = mkstemp(path);
-  if (fd < 0)
-    return "cannot create a temporary file";
+  if (fd < 0) {
+    output = "cannot create a temporary file";
+    return -1;
+  }
   close(fd);
   { std::ofstream(path, std::ios::binary) << ptx; }
-  std::string output;
-  int rc = run_command(std::string("'") + CUBECC_PTXAS + "' -arch=sm_90 " + path + " -o /dev/null",
-                       output);
+  int rc = run_command(
+      std::string("'") + CUBECC_PTXAS + "' " + options + " " + path + " -o /dev/null", output);
   std::filesystem::remove(path);
+  return rc;
+}
+
+/// Empty when ptxas accepts `ptx` for sm_90; otherwise `what` and ptxas's complaint.
+inline std::string ptxas(const std::string &ptx, const std::string &what) {
+  std::string output;
+  int rc = run_ptxas(ptx, "-arch=sm_90", output);
   return rc == 0 ? "" : what + ": ptxas exited with " + std::to_string(rc) + ":\n" + output;
 }
 
 /// What `ptxas -v -arch=<arch>` reports for `ptx` (registers, spills), or its error output.
 inline std::string ptxas_verbose(const std::string &ptx, const std::string &arch) {
-  char path[] = "/tmp/cubecc-ptx-XXXXXX";
-  int fd = mkstemp(path);
-  if (fd < 0)
-    return "cannot create a temporary file";
-  close(fd);
-  { std::ofstream(path, std::ios::binary) << ptx; }
   std::string output;
-  run_command(std::string("'") + CUBECC_PTXAS + "' -v -arch=" + arch + " " + path + " -o /dev/null",
-              output);
-  std::filesystem::remove(path);
+  run_ptxas(ptx, "-v -arch=" + arch, output);
   return output;
 }
 
