@@ -31,12 +31,11 @@
 
 #include <fmt/format.h>
 
-#include <utility>
-
 #include <cmath>
 #include <set>
 #include <sstream>
 #include <unordered_map>
+#include <utility>
 
 namespace cubecc::codegen {
 namespace {
@@ -140,15 +139,10 @@ private:
   //===--- Diagnostics, names, lines --------------------------------------------------===//
 
   bool refuse(const ir::Operation &op, const std::string &what) {
-    ir::Diagnostic d;
-    if (op.location().known()) {
-      d.file = std::string(kernel_.module()->file_name(op.location().file));
-      d.line = op.location().line;
-      d.col = op.location().col;
-    }
-    d.message = fmt::format("kernel '{}': op '{}' needs {}, which target '{}' does not support",
-                            kernel_.name(), op.name(), what, features_.target);
-    errors_.push_back(std::move(d));
+    errors_.push_back(ir::diagnostic_at(
+        *kernel_.module(), &op,
+        fmt::format("kernel '{}': op '{}' needs {}, which target '{}' does not support",
+                    kernel_.name(), op.name(), what, features_.target)));
     return false;
   }
   bool check(const ir::Operation &op);
@@ -229,14 +223,26 @@ private:
   }
   std::string type_of(Type t) {
     if (t.is_matrix())
-      return fmt::format("cubecc_frag<{}, {}>", fragment_element(t.element()),
-                         t.matrix_elements() / features_.subgroup_size);
+      return fmt::format("cubecc_frag<{}, {}>", fragment_element(t.element()), per_lane(t));
     return t.is_vector() ? fmt::format("cubecc_vec<{}, {}>", reg(t.element()), t.lanes())
                          : reg(t.element());
   }
   /// A fragment holds f32 as f32 and every narrower float as its bits.
   static std::string fragment_element(Scalar s) {
     return s == Scalar::F32 ? "f32" : ir::scalar_bits(s) == 16 ? "u16" : "u8";
+  }
+  /// Elements of a matrix each invocation holds.
+  uint32_t per_lane(Type t) const { return t.matrix_elements() / features_.subgroup_size; }
+  /// A fragment element from a register value of `s`, and the register value of one.
+  static std::string fragment_bits(Scalar s, const std::string &v) {
+    return s == Scalar::F16    ? "cubecc_f16_bits(cubecc_f32_to_f16(" + v + "))"
+           : s == Scalar::BF16 ? "cubecc_bf16_bits(cubecc_f32_to_bf16(" + v + "))"
+                               : v;
+  }
+  static std::string fragment_value(Scalar s, const std::string &bits) {
+    return s == Scalar::F16    ? "cubecc_f16_to_f32(cubecc_f16_from_bits(" + bits + "))"
+           : s == Scalar::BF16 ? "cubecc_bf16_to_f32(cubecc_bf16_from_bits(" + bits + "))"
+                               : bits;
   }
 
   void line(const std::string &text) {
@@ -1168,7 +1174,6 @@ void CEmitter::emit_terminator(const ir::Operation &op) {
   }
 }
 
-/// `if`: result variables declared before it, assigned by each branch's yield.
 //===--- Matrix fragments -----------------------------------------------------------===//
 
 namespace {
@@ -1245,15 +1250,18 @@ void CEmitter::emit_matrix(const ir::Operation &op) {
     return;
   }
   const std::string lane = fmt::format("({} % CUBECC_WARP)", local_index());
-  auto each = [&](Type t, const std::string &body) {
-    FragmentLayout l = layout_of(t);
+  // `body` for each element e of the invocation's share of `t`; with `at`, (cubecc_r,
+  // cubecc_c) is the element's row and column.
+  auto each = [&](Type t, const std::string &body, bool at = true) {
     line("#pragma unroll");
-    line(fmt::format("for (int cubecc_e = 0; cubecc_e < {}; ++cubecc_e) {{",
-                     t.matrix_elements() / features_.subgroup_size));
+    line(fmt::format("for (int cubecc_e = 0; cubecc_e < {}; ++cubecc_e) {{", per_lane(t)));
     ++indent_;
-    line("u32 cubecc_r, cubecc_c;");
-    line(fmt::format("cubecc_frag_pos({}, {}, {}, {}, cubecc_e, cubecc_r, cubecc_c);", l.role, l.p,
-                     l.kb, lane));
+    if (at) {
+      FragmentLayout l = layout_of(t);
+      line("u32 cubecc_r, cubecc_c;");
+      line(fmt::format("cubecc_frag_pos({}, {}, {}, {}, cubecc_e, cubecc_r, cubecc_c);", l.role,
+                       l.p, l.kb, lane));
+    }
     line(body);
     --indent_;
     line("}");
@@ -1261,17 +1269,11 @@ void CEmitter::emit_matrix(const ir::Operation &op) {
   switch (op.opcode()) {
   case Opcode::MatrixFill: {
     Type t = op.result()->type();
-    Scalar s = t.element();
-    std::string v = name_of(op.operand(0));
-    std::string bits = s == Scalar::F32    ? v
-                       : s == Scalar::F16  ? "cubecc_f16_bits(cubecc_f32_to_f16(" + v + "))"
-                       : s == Scalar::BF16 ? "cubecc_bf16_bits(cubecc_f32_to_bf16(" + v + "))"
-                                           : v;
     line(fmt::format("{} {};", type_of(t), name_of(op.result())));
-    line("#pragma unroll");
-    line(fmt::format("for (int cubecc_e = 0; cubecc_e < {}; ++cubecc_e)",
-                     t.matrix_elements() / features_.subgroup_size));
-    line(fmt::format("  {}.x[cubecc_e] = {};", name_of(op.result()), bits));
+    each(t,
+         fmt::format("{}.x[cubecc_e] = {};", name_of(op.result()),
+                     fragment_bits(t.element(), name_of(op.operand(0)))),
+         /*at=*/false);
     return;
   }
   case Opcode::MatrixLoad:
@@ -1308,8 +1310,7 @@ void CEmitter::emit_matrix(const ir::Operation &op) {
     line(fmt::format("{} {};", type_of(c), d));
     // CUDA runs one m16n8 block per mma.sync; HIP's MFMA covers the whole 16x16.
     uint32_t blocks = hip_ ? 1 : c.cols() / 8;
-    uint32_t b_per = op.operand(1)->type().matrix_elements() / features_.subgroup_size / blocks;
-    uint32_t c_per = c.matrix_elements() / features_.subgroup_size / blocks;
+    uint32_t b_per = per_lane(op.operand(1)->type()) / blocks, c_per = per_lane(c) / blocks;
     for (uint32_t nb = 0; nb < blocks; ++nb)
       line(fmt::format("{}({}.x, {}.x + {}, {}.x + {}, {}.x + {});", fn, name_of(op.operand(0)),
                        name_of(op.operand(1)), nb * b_per, name_of(op.operand(2)), nb * c_per, d,
@@ -1318,16 +1319,6 @@ void CEmitter::emit_matrix(const ir::Operation &op) {
   }
   case Opcode::MatrixConvert: {
     Type from = op.operand(0)->type(), to = op.result()->type();
-    auto value = [](Scalar s, const std::string &bits) {
-      return s == Scalar::F16    ? "cubecc_f16_to_f32(cubecc_f16_from_bits(" + bits + "))"
-             : s == Scalar::BF16 ? "cubecc_bf16_to_f32(cubecc_bf16_from_bits(" + bits + "))"
-                                 : bits;
-    };
-    auto to_bits = [](Scalar s, const std::string &v) {
-      return s == Scalar::F16    ? "cubecc_f16_bits(cubecc_f32_to_f16(" + v + "))"
-             : s == Scalar::BF16 ? "cubecc_bf16_bits(cubecc_f32_to_bf16(" + v + "))"
-                                 : v;
-    };
     std::string src = name_of(op.operand(0)), dst = name_of(op.result());
     line(fmt::format("{} {};", type_of(to), dst));
     FragmentLayout lf = layout_of(from), lt = layout_of(to);
@@ -1336,11 +1327,11 @@ void CEmitter::emit_matrix(const ir::Operation &op) {
     // FlashAttention register reuse); MFMA's differ.
     same_place |= !hip_ && lf.role == 2 && lt.role == 0 && lt.p == 2;
     if (same_place) {
-      line("#pragma unroll");
-      line(fmt::format("for (int cubecc_e = 0; cubecc_e < {}; ++cubecc_e)",
-                       to.matrix_elements() / features_.subgroup_size));
-      line(fmt::format("  {}.x[cubecc_e] = {};", dst,
-                       to_bits(to.element(), value(from.element(), src + ".x[cubecc_e]"))));
+      each(to,
+           fmt::format(
+               "{}.x[cubecc_e] = {};", dst,
+               fragment_bits(to.element(), fragment_value(from.element(), src + ".x[cubecc_e]"))),
+           /*at=*/false);
       return;
     }
     // Elsewhere each element comes from the lane that holds it, one shuffle per source slot.
@@ -1351,13 +1342,14 @@ void CEmitter::emit_matrix(const ir::Operation &op) {
              "cubecc_j < {}; ++cubecc_j) {{ u32 cubecc_x = cubecc_shfl_raw32("
              "cubecc_active(), {}, cubecc_src); if (cubecc_j == cubecc_slot) "
              "cubecc_got = cubecc_x; }} {}.x[cubecc_e] = {};",
-             lf.role, lf.p, lf.kb, from.matrix_elements() / features_.subgroup_size,
+             lf.role, lf.p, lf.kb, per_lane(from),
              from.element() == Scalar::F32 ? "__float_as_uint(" + src + ".x[cubecc_j])"
                                            : "(u32)" + src + ".x[cubecc_j]",
              dst,
-             to_bits(to.element(), value(from.element(), from.element() == Scalar::F32
-                                                             ? "__uint_as_float(cubecc_got)"
-                                                             : "(u16)cubecc_got"))));
+             fragment_bits(to.element(),
+                           fragment_value(from.element(), from.element() == Scalar::F32
+                                                              ? "__uint_as_float(cubecc_got)"
+                                                              : "(u16)cubecc_got"))));
     return;
   }
   default:
@@ -1365,6 +1357,7 @@ void CEmitter::emit_matrix(const ir::Operation &op) {
   }
 }
 
+/// `if`: result variables declared before it, assigned by each branch's yield.
 void CEmitter::emit_if(const ir::Operation &op) {
   std::vector<std::string> results;
   for (unsigned i = 0; i < op.num_results(); ++i) {

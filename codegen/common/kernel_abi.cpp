@@ -112,7 +112,6 @@ std::string TargetFeatures::fingerprint() const {
 bool check_matrix_support(const ir::Kernel &kernel, const TargetFeatures &features,
                           std::vector<ir::Diagnostic> &errors) {
   bool ok = true;
-  const auto shapes = ir::matrix_shapes();
   kernel.walk([&](const ir::Operation *op) {
     if (!ir::is_matrix_op(op->opcode()))
       return;
@@ -123,38 +122,21 @@ bool check_matrix_support(const ir::Kernel &kernel, const TargetFeatures &featur
       what = fmt::format("matrix ops, which target '{}' does not support: {}", features.target,
                          features.matrix_note);
     } else if (op->opcode() == ir::Opcode::MatrixMma) {
-      auto shape = ir::matrix_shape_of(op->operand(0)->type(), op->operand(1)->type(),
-                                       op->operand(2)->type());
-      size_t index = 0;
-      while (index < shapes.size() &&
-             !(shape && shapes[index].m == shape->m && shapes[index].n == shape->n &&
-               shapes[index].k == shape->k && shapes[index].input == shape->input &&
-               shapes[index].accumulator == shape->accumulator))
-        ++index;
-      if (index < shapes.size() && (features.matrix_shapes >> index & 1))
+      // (the verifier has checked that the shape is one of matrix_shapes())
+      size_t index = ir::matrix_shape_index(op->operand(0)->type(), op->operand(1)->type(),
+                                            op->operand(2)->type())
+                         .value_or(0);
+      if (features.matrix_shapes >> index & 1)
         return;
-      std::string have;
-      for (size_t i = 0; i < shapes.size(); ++i)
-        if (features.matrix_shapes >> i & 1)
-          have += fmt::format("{}{}x{}x{} {}->{}", have.empty() ? "" : ", ", shapes[i].m,
-                              shapes[i].n, shapes[i].k, ir::scalar_name(shapes[i].input),
-                              ir::scalar_name(shapes[i].accumulator));
-      what = fmt::format("the matrix shape {}x{}x{} {}->{}, which target '{}' does not support "
-                         "(it has {})",
-                         shape ? shape->m : 0, shape ? shape->n : 0, shape ? shape->k : 0,
-                         ir::scalar_name(op->operand(0)->type().element()),
-                         ir::scalar_name(op->operand(2)->type().element()), features.target, have);
+      what = fmt::format("the matrix shape {}, which target '{}' does not support (it has {})",
+                         ir::matrix_shapes()[index].str(), features.target,
+                         ir::matrix_shapes_text(features.matrix_shapes));
     } else {
       return;
     }
-    ir::Diagnostic d;
-    if (op->location().known()) {
-      d.file = std::string(kernel.module()->file_name(op->location().file));
-      d.line = op->location().line;
-      d.col = op->location().col;
-    }
-    d.message = fmt::format("kernel '{}': op '{}' needs {}", kernel.name(), op->name(), what);
-    errors.push_back(std::move(d));
+    errors.push_back(ir::diagnostic_at(
+        *kernel.module(), op,
+        fmt::format("kernel '{}': op '{}' needs {}", kernel.name(), op->name(), what)));
     ok = false;
   });
   return ok;

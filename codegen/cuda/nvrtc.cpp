@@ -78,17 +78,9 @@ TargetFeatures cuda_features(const std::string &arch) {
   f.subgroup_size = 32;
   f.linear_subgroups = true; // warps are consecutive linear thread indices
   // mma.sync: f16 and bf16 shapes from sm_80, fp8 (e4m3, e5m2; m16n8k32) from sm_89.
-  unsigned sm = 0;
-  if (arch.rfind("sm_", 0) == 0)
-    for (char ch : arch.substr(3))
-      if (ch >= '0' && ch <= '9')
-        sm = sm * 10 + static_cast<unsigned>(ch - '0');
-  const auto shapes = ir::matrix_shapes();
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    bool fp8 = ir::is_storage_float(shapes[i].input);
-    if (sm >= (fp8 ? 89u : 80u))
-      f.matrix_shapes |= 1u << i;
-  }
+  const unsigned sm = cuda_detail::parse_cuda_arch(arch).value_or(cuda_detail::CudaArch{}).number;
+  f.matrix_shapes = ir::matrix_shape_mask(
+      [&](const ir::MatrixShape &s) { return sm >= (ir::is_storage_float(s.input) ? 89u : 80u); });
   f.matrix_note = "mma.sync needs sm_80 or newer (fp8 shapes sm_89)";
   f.max_shared_bytes = 49152;     // static __shared__ limit; more needs dynamic shared memory
   f.max_param_block_bytes = 4096; // kernel parameters: 4 KiB (32 KiB needs a 12.1+ driver, sm_70+)

@@ -74,13 +74,10 @@ TargetFeatures hip_features(const std::string &arch) {
   f.linear_subgroups = true; // wavefronts are consecutive linear thread indices
   // MFMA 16x16x16 f16 and bf16 -> f32 on CDNA2 and CDNA3 (gfx90a, gfx94x), wave64.
   const std::string base = base_arch(arch);
-  if (f.subgroup_size == 64 && (base == "gfx90a" || base.rfind("gfx94", 0) == 0)) {
-    const auto shapes = ir::matrix_shapes();
-    for (size_t i = 0; i < shapes.size(); ++i)
-      if (shapes[i].m == 16 && shapes[i].n == 16 && shapes[i].k == 16 &&
-          shapes[i].accumulator == ir::Scalar::F32)
-        f.matrix_shapes |= 1u << i;
-  }
+  if (f.subgroup_size == 64 && (base == "gfx90a" || base.rfind("gfx94", 0) == 0))
+    f.matrix_shapes = ir::matrix_shape_mask([](const ir::MatrixShape &s) {
+      return s.m == 16 && s.n == 16 && s.k == 16 && s.accumulator == ir::Scalar::F32;
+    });
   f.matrix_note = "cubecc emits MFMA for gfx90a and gfx94x only";
   f.max_shared_bytes = 65536;     // LDS per workgroup
   f.max_param_block_bytes = 4096; // kernel arguments

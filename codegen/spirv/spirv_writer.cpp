@@ -111,14 +111,7 @@ private:
   void fail(const ir::Operation *op, const std::string &message, const std::string &key = {}) {
     if (!reported_.insert(key.empty() ? message : key).second)
       return;
-    ir::Diagnostic d;
-    if (op && op->location().known()) {
-      d.file = std::string(kernel_.module()->file_name(op->location().file));
-      d.line = op->location().line;
-      d.col = op->location().col;
-    }
-    d.message = message;
-    errors_.push_back(std::move(d));
+    errors_.push_back(ir::diagnostic_at(*kernel_.module(), op, message));
   }
 
   std::string where(const ir::Operation &op) const {

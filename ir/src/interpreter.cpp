@@ -67,15 +67,11 @@ private:
   //===- Errors ------------------------------------------------------------------------------===//
 
   [[noreturn]] void fail(const Operation *op, std::string message) {
-    Diagnostic d;
-    if (op && op->location().known()) {
-      d.file = std::string(kernel_.module()->file_name(op->location().file));
-      d.line = op->location().line;
-      d.col = op->location().col;
-    }
-    d.message = fmt::format("'{}' in kernel {} (workgroup ({}, {}, {})): {}",
-                            op ? op->name() : "kernel", format_symbol(kernel_.name()),
-                            workgroup_[0], workgroup_[1], workgroup_[2], message);
+    Diagnostic d =
+        diagnostic_at(*kernel_.module(), op,
+                      fmt::format("'{}' in kernel {} (workgroup ({}, {}, {})): {}",
+                                  op ? op->name() : "kernel", format_symbol(kernel_.name()),
+                                  workgroup_[0], workgroup_[1], workgroup_[2], message));
     throw Failure{std::move(d)};
   }
 

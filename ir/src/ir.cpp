@@ -500,4 +500,15 @@ std::string_view Module::file_name(uint32_t id) const {
   return files_[id - 1];
 }
 
+Diagnostic diagnostic_at(const Module &module, const Operation *op, std::string message) {
+  Diagnostic d;
+  if (op && op->location().known()) {
+    d.file = std::string(module.file_name(op->location().file));
+    d.line = op->location().line;
+    d.col = op->location().col;
+  }
+  d.message = std::move(message);
+  return d;
+}
+
 } // namespace cubecc::ir

@@ -91,16 +91,30 @@ std::span<const MatrixShape> matrix_shapes() {
   return kMatrixShapes;
 }
 
-std::optional<MatrixShape> matrix_shape_of(Type a, Type b, Type c) {
+std::string MatrixShape::str() const {
+  return fmt::format("{}x{}x{} {}->{}", m, n, k, scalar_name(input), scalar_name(accumulator));
+}
+
+std::string matrix_shapes_text(uint32_t mask) {
+  std::string out;
+  for (size_t i = 0; i < std::size(kMatrixShapes); ++i)
+    if (mask >> i & 1)
+      out += (out.empty() ? "" : ", ") + kMatrixShapes[i].str();
+  return out;
+}
+
+std::optional<size_t> matrix_shape_index(Type a, Type b, Type c) {
   if (!a.is_matrix() || !b.is_matrix() || !c.is_matrix() || a.role() != MatrixRole::A ||
       b.role() != MatrixRole::B || c.role() != MatrixRole::Accumulator ||
       a.element() != b.element() || a.cols() != b.rows() || a.rows() != c.rows() ||
       b.cols() != c.cols())
     return std::nullopt;
-  for (const MatrixShape &s : kMatrixShapes)
+  for (size_t i = 0; i < std::size(kMatrixShapes); ++i) {
+    const MatrixShape &s = kMatrixShapes[i];
     if (s.m == c.rows() && s.n == c.cols() && s.k == a.cols() && s.input == a.element() &&
         s.accumulator == c.element())
-      return s;
+      return i;
+  }
   return std::nullopt;
 }
 

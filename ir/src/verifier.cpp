@@ -372,6 +372,21 @@ private:
     return false;
   }
 
+  /// A load reads readable memory, a store writes writable memory.
+  bool check_access(const Operation &op, Type mem, bool is_load) {
+    if (is_load && !mem.is_readable()) {
+      error(&op, fmt::format("loads from a write-only buffer ({})", mem.str()));
+      return false;
+    }
+    if (!is_load && !mem.is_writable()) {
+      error(&op, fmt::format("stores to a read-only buffer ({}); declare it buffer<{}, "
+                             "readwrite> or buffer<{}, write>",
+                             mem.str(), scalar_name(mem.element()), scalar_name(mem.element())));
+      return false;
+    }
+    return true;
+  }
+
   bool want_index(const Operation &op, unsigned i) {
     Type t = op.operand(i)->type();
     if (t.is_scalar() && is_integer(t.element()))
@@ -533,13 +548,7 @@ private:
         return error(&op, fmt::format("{} {} from memory of {}; expected {} or a vector of it",
                                       is_load ? "loads" : "stores", value.str(),
                                       scalar_name(mem.element()), scalar_name(mem.element())));
-      if (is_load && !mem.is_readable())
-        return error(&op, fmt::format("loads from a write-only buffer ({})", mem.str()));
-      if (!is_load && !mem.is_writable())
-        return error(&op, fmt::format("stores to a read-only buffer ({}); declare it "
-                                      "buffer<{}, readwrite> or buffer<{}, write>",
-                                      mem.str(), scalar_name(mem.element()),
-                                      scalar_name(mem.element())));
+      check_access(op, mem, is_load);
       return;
     }
     case Signature::BufferSize:
@@ -664,26 +673,19 @@ private:
         return error(&op, fmt::format("{} {} from memory of {}; expected a matrix of {}",
                                       is_load ? "loads" : "stores", m.str(),
                                       scalar_name(mem.element()), scalar_name(mem.element())));
-      if (is_load && !mem.is_readable())
-        return error(&op, fmt::format("loads from a write-only buffer ({})", mem.str()));
-      if (!is_load && !mem.is_writable())
-        return error(&op, fmt::format("stores to a read-only buffer ({})", mem.str()));
+      if (!check_access(op, mem, is_load))
+        return;
       if (auto col = op.attributes().get_int("col_major"); col && *col != 0 && *col != 1)
         return error(&op, fmt::format("attribute 'col_major' is 0 or 1, not {}", *col));
       return;
     }
     case Signature::MatrixMma: {
       Type a = operand(0), b = operand(1), c = operand(2);
-      if (!matrix_shape_of(a, b, c)) {
-        std::string shapes;
-        for (const MatrixShape &s : matrix_shapes())
-          shapes += fmt::format("{}{}x{}x{} {}->{}", shapes.empty() ? "" : ", ", s.m, s.n, s.k,
-                                scalar_name(s.input), scalar_name(s.accumulator));
+      if (!matrix_shape_index(a, b, c))
         return error(&op, fmt::format("cannot multiply {} by {} into {}: operands are an 'a' "
                                       "(m x k), a 'b' (k x n) and an 'acc' (m x n) of one of "
                                       "the shapes m x n x k {}",
-                                      a.str(), b.str(), c.str(), shapes));
-      }
+                                      a.str(), b.str(), c.str(), matrix_shapes_text()));
       if (result() != c)
         return error(&op, fmt::format("result must be the accumulator type {}, not {}", c.str(),
                                       result().str()));

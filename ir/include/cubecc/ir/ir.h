@@ -16,6 +16,7 @@
 #pragma once
 
 #include "cubecc/ir/arena.h"
+#include "cubecc/ir/diagnostic.h"
 #include "cubecc/ir/ops.h"
 #include "cubecc/ir/types.h"
 
@@ -435,5 +436,8 @@ private:
   std::vector<std::unique_ptr<Kernel>> kernels_;
   std::vector<std::string> files_;
 };
+
+/// A diagnostic at `op`'s source location in `module` (none when unknown or `op` is null).
+Diagnostic diagnostic_at(const Module &module, const Operation *op, std::string message);
 
 } // namespace cubecc::ir

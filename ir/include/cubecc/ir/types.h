@@ -177,13 +177,25 @@ struct MatrixShape {
   uint32_t m, n, k;
   Scalar input;
   Scalar accumulator;
+  /// "16x16x16 f16->f32".
+  std::string str() const;
 };
 /// Every shape cubecc has: those of NVIDIA's mma.sync (m16n8k16, fp8 m16n8k32), AMD's MFMA and
 /// Vulkan's usual cooperative-matrix shapes (16x16x16, fp8 16x16x32). A backend may support a
 /// subset (docs/ir.md §2.2 lists which).
 std::span<const MatrixShape> matrix_shapes();
-/// The shape of `a * b + c`, if it is one of matrix_shapes() with matching roles.
-std::optional<MatrixShape> matrix_shape_of(Type a, Type b, Type c);
+/// The index in matrix_shapes() of the shape of `a * b + c`, if it is one, with matching roles.
+std::optional<size_t> matrix_shape_index(Type a, Type b, Type c);
+/// Every shape of matrix_shapes() whose bit is set in `mask`, comma-separated.
+std::string matrix_shapes_text(uint32_t mask = ~0u);
+/// The bits of the shapes of matrix_shapes() that `keep` accepts (a target's `matrix_shapes`).
+template <class F> uint32_t matrix_shape_mask(F &&keep) {
+  uint32_t mask = 0;
+  for (size_t i = 0; i < matrix_shapes().size(); ++i)
+    if (keep(matrix_shapes()[i]))
+      mask |= 1u << i;
+  return mask;
+}
 /// Why `t` cannot be a matrix fragment (role, element or size), or empty.
 std::string matrix_type_problem(Type t);
 
