@@ -111,6 +111,7 @@ private:
   int divergent_ = 0;    ///< > 0 inside control flow that may differ between lanes of a warp
   bool refused_ = false; ///< an op was refused during emission (errors_ says which)
   bool partial_subgroups_refused_ = false;
+  bool divergent_matrix_refused_ = false;
 
   bool varying(const ir::Value *v) const { return uniformity_->of(v) == ir::Uniformity::Varying; }
   /// The active set of a warp collective: every existing lane where control flow is uniform.
@@ -1245,8 +1246,11 @@ bool CEmitter::check_matrix(const ir::Operation &op) {
 
 void CEmitter::emit_matrix(const ir::Operation &op) {
   if (divergent_ > 0) {
+    // The first such op is named; the others would repeat it (a C++ loop in the kernel source
+    // makes many ops of one line).
+    if (!std::exchange(divergent_matrix_refused_, true))
+      refuse(op, "the whole subgroup (it is under control flow that depends on the invocation)");
     refused_ = true;
-    refuse(op, "the whole subgroup (it is under control flow that depends on the invocation)");
     return;
   }
   const std::string lane = fmt::format("({} % CUBECC_WARP)", local_index());

@@ -1,6 +1,7 @@
 //===- trace.cpp - The tracing state and the emission functions the DSL calls ----------------===//
 #include "cubecc/dsl/trace.h"
 #include "cubecc/dsl/detail.h"
+#include "cubecc/dsl/matrix.h"
 
 #include "cubecc/ir/builder.h"
 #include "cubecc/ir/ir.h"
@@ -44,6 +45,8 @@ struct OpenRegion {
   /// The next statement here first opens a guard (a return_ happened in a statement before).
   bool pending_guard = false;
   std::vector<PendingExit> exits; ///< Loop only: exits leaving this loop
+  /// Loop only: a for_carry body, whose exits would need its carried values (refused).
+  bool carries = false;
   /// The constants made in this region so far: a later use of the same constant here or in a
   /// region nested here reuses the op (it dominates them), so that a kernel's `16`s are one op.
   struct Constant {
@@ -329,6 +332,19 @@ ir::Value *emit_alloc(ir::Opcode op, ir::Type type, const Loc &loc) {
   return s.last_alloc->result();
 }
 
+ir::Value *emit_matrix_access(ir::Opcode op, ir::Value *memory, ir::Value *index, ir::Value *stride,
+                              ir::Value *matrix, ir::Type type, Layout layout, const Loc &loc) {
+  ir::Builder &b = builder_at(loc);
+  ir::Value *operands[] = {memory, index, stride, matrix};
+  ir::Operation *access = op == ir::Opcode::MatrixStore
+                              ? b.create(op, operands, {})
+                              : b.create(op, std::span<ir::Value *const>(operands, 3),
+                                         std::span<const ir::Type>(&type, 1));
+  if (layout == Layout::ColMajor)
+    access->attributes().set("col_major", int64_t{1});
+  return access->num_results() ? access->result() : nullptr;
+}
+
 ir::Value *add_parameter(ir::Type type, const char *name) {
   return state(Loc::current()).kernel.add_parameter(type, name);
 }
@@ -394,6 +410,22 @@ ir::Value *begin_for(ir::Value *lo, ir::Value *hi, ir::Value *step, int unroll, 
   return op->region(0).argument(0);
 }
 
+std::vector<ir::Value *> begin_for_carry(ir::Value *lo, ir::Value *hi, ir::Value *step,
+                                         std::span<ir::Value *const> inits, int unroll,
+                                         const Loc &loc) {
+  ir::Operation *op = builder_at(loc).create_for(lo, hi, step, inits);
+  if (unroll > 0)
+    op->attributes().set("unroll", int64_t{unroll});
+  push_region(op->region(0), RegionKind::Loop);
+  current->regions.back().carries = true;
+  ++current->loop_depth;
+  ir::Region &body = op->region(0);
+  std::vector<ir::Value *> arguments;
+  for (unsigned i = 0; i < body.num_arguments(); ++i)
+    arguments.push_back(body.argument(i));
+  return arguments;
+}
+
 /// Closes a for_ or while_ body, then sends its pending exits on.
 void end_loop() {
   close_guards();
@@ -405,6 +437,21 @@ void end_loop() {
 
 void end_for() {
   end_loop();
+}
+
+std::vector<ir::Value *> end_for_carry(std::span<ir::Value *const> next, const Loc &loc) {
+  // No exit leaves a carrying loop (emit_break and check_exit_place refuse them), so the body
+  // ends here, with its values: a guard inside closes first, as end_loop would.
+  close_guards();
+  ir::Region *body = current->regions.back().region;
+  builder_at(loc).yield(next);
+  --current->loop_depth;
+  current->regions.pop_back();
+  ir::Operation *op = body->parent_op();
+  std::vector<ir::Value *> results;
+  for (unsigned i = 0; i < op->num_results(); ++i)
+    results.push_back(op->result(i));
+  return results;
 }
 
 void begin_while(const Loc &loc) {
@@ -434,20 +481,41 @@ bool inside_loop(const Loc &loc) {
   return false;
 }
 
+/// Refuses `what` (break_, continue_, return_) when it would leave or skip to the end of one of
+/// the innermost `loops` open loops that is a for_carry: its carried values would need a value
+/// at the exit.
+void check_not_carrying(TraceState &s, int loops, const char *what, const Loc &loc) {
+  for (auto it = s.regions.rbegin(); it != s.regions.rend() && loops > 0; ++it) {
+    if (it->kind != RegionKind::Loop)
+      continue;
+    --loops;
+    if (it->carries)
+      throw TraceError(fmt::format("{} inside a for_carry body cannot leave its iteration early "
+                                   "(the carried values would have no next value); compute the "
+                                   "next values with dsl::select instead",
+                                   what),
+                       loc);
+  }
+}
+
 void emit_break(const Loc &loc) {
-  if (state(loc).loop_depth == 0)
+  TraceState &s = state(loc);
+  if (s.loop_depth == 0)
     throw TraceError("break_ is outside any for_ or while_ body", loc);
+  check_not_carrying(s, 1, "break_", loc);
   emit_void(ir::Opcode::Break, {}, loc);
 }
 
-/// Checks that return_ or break_(levels) is not inside a while_ condition or a value branch.
-void check_exit_place(TraceState &s, const char *what, const Loc &loc) {
+/// Checks that return_ or break_(levels) is not inside a while_ condition or a value branch,
+/// and that the `loops` innermost loops it leaves carry no values.
+void check_exit_place(TraceState &s, const char *what, int loops, const Loc &loc) {
   for (const OpenRegion &r : s.regions)
     if (r.kind == RegionKind::Condition)
       throw TraceError(fmt::format("{} inside a while_ condition cannot leave the loop; compute "
                                    "the condition, and {} in the body",
                                    what, what),
                        loc);
+  check_not_carrying(s, loops, what, loc);
 }
 
 /// The innermost open loop body.
@@ -460,7 +528,7 @@ OpenRegion &innermost_loop(TraceState &s) {
 
 void emit_return(const Loc &loc) {
   TraceState &s = state(loc);
-  check_exit_place(s, "return_", loc);
+  check_exit_place(s, "return_", s.loop_depth, loc);
   ir::Builder &b = builder_at(loc);
   OpenRegion &here = s.regions.back();
   if (here.kind == RegionKind::Body) { // the kernel's own end: nothing needs skipping
@@ -489,7 +557,7 @@ void emit_break_levels(int levels, const Loc &loc) {
                      loc);
   if (levels == 1)
     return emit_break(loc);
-  check_exit_place(s, "break_(levels)", loc);
+  check_exit_place(s, "break_(levels)", levels, loc);
   ir::Value *flag = new_flag(s);
   ir::Builder &b = builder_at(loc);
   set_flag(b, flag, 1);
@@ -498,8 +566,10 @@ void emit_break_levels(int levels, const Loc &loc) {
 }
 
 void emit_continue(const Loc &loc) {
-  if (state(loc).loop_depth == 0)
+  TraceState &s = state(loc);
+  if (s.loop_depth == 0)
     throw TraceError("continue_ is outside any for_ or while_ body", loc);
+  check_not_carrying(s, 1, "continue_", loc);
   emit_void(ir::Opcode::Continue, {}, loc);
 }
 

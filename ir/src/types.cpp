@@ -77,20 +77,6 @@ std::string_view matrix_role_name(MatrixRole r) {
   return "?";
 }
 
-namespace {
-constexpr MatrixShape kMatrixShapes[] = {
-    {16, 16, 16, Scalar::F16, Scalar::F32},  {16, 16, 16, Scalar::F16, Scalar::F16},
-    {16, 16, 16, Scalar::BF16, Scalar::F32}, {16, 8, 16, Scalar::F16, Scalar::F32},
-    {16, 8, 16, Scalar::F16, Scalar::F16},   {16, 8, 16, Scalar::BF16, Scalar::F32},
-    {16, 8, 32, Scalar::E4M3, Scalar::F32},  {16, 8, 32, Scalar::E5M2, Scalar::F32},
-    {16, 16, 32, Scalar::E4M3, Scalar::F32}, {16, 16, 32, Scalar::E5M2, Scalar::F32},
-};
-} // namespace
-
-std::span<const MatrixShape> matrix_shapes() {
-  return kMatrixShapes;
-}
-
 std::string MatrixShape::str() const {
   return fmt::format("{}x{}x{} {}->{}", m, n, k, scalar_name(input), scalar_name(accumulator));
 }

@@ -16,6 +16,7 @@
 #include "cubecc/dsl/control.h"
 #include "cubecc/dsl/expr.h"
 #include "cubecc/dsl/gpu.h"
+#include "cubecc/dsl/matrix.h"
 #include "cubecc/dsl/memory.h"
 #include "cubecc/dsl/primitives.h"
 #include "cubecc/dsl/registry.h"

@@ -4,6 +4,7 @@
 //   dsl::for_(0u, n, [&](dsl::Val<uint32_t> k) { ... });              // runtime bounds
 //   dsl::for_(0u, n, 4u, [&](auto k) { ... }, dsl::Unroll{2});        // step and unroll hint
 //   dsl::while_([&] { return x > 1u; }, [&] { ... });
+//   auto s = dsl::for_carry(0u, n, init, [&](auto k, const auto &s) { return next; }); // carried
 //   dsl::break_(); dsl::continue_(); dsl::break_(2);                  // leave two loops
 //   dsl::return_();                                                    // end the kernel here
 //   dsl::switch_(k, dsl::case_(0, [&] { ... }), dsl::default_([&] { ... }));
@@ -15,7 +16,10 @@
 
 #include "cubecc/dsl/expr.h"
 
+#include <array>
+#include <span>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -197,6 +201,94 @@ requires(!std::is_same_v<std::remove_cvref_t<F>, Loc>) void for_(const L &lo, co
                 "the bounds (the kernel value's, or int32_t / uint32_t for C++ int / unsigned "
                 "bounds), or as auto");
   detail::for_impl<I>(lo, hi, step, std::forward<F>(body), unroll.factor, loc);
+}
+
+namespace detail {
+
+/// How a for_carry value is taken apart into IR values and put back together: Val<T>,
+/// dsl::Matrix (matrix.h), and std::array and std::tuple of carried values.
+template <class C> struct Carry { static constexpr bool known = false; };
+template <KernelType T> struct Carry<Val<T>> {
+  static constexpr bool known = true;
+  static void flatten(const Val<T> &v, std::vector<ir::Value *> &out) { out.push_back(v.ir()); }
+  static Val<T> rebuild(std::span<ir::Value *const> values, size_t &next) {
+    return Val<T>::from_ir(values[next++]);
+  }
+};
+template <class C, size_t N> struct Carry<std::array<C, N>> {
+  static constexpr bool known = Carry<C>::known;
+  static void flatten(const std::array<C, N> &a, std::vector<ir::Value *> &out) {
+    for (const C &c : a)
+      Carry<C>::flatten(c, out);
+  }
+  static std::array<C, N> rebuild(std::span<ir::Value *const> values, size_t &next) {
+    return [&]<size_t... I>(std::index_sequence<I...>) {
+      // A braced list evaluates left to right, as flatten wrote them.
+      return std::array<C, N>{(static_cast<void>(I), Carry<C>::rebuild(values, next))...};
+    }
+    (std::make_index_sequence<N>{});
+  }
+};
+template <class... C> struct Carry<std::tuple<C...>> {
+  static constexpr bool known = (Carry<C>::known && ...);
+  static void flatten(const std::tuple<C...> &t, std::vector<ir::Value *> &out) {
+    std::apply([&](const C &...c) { (Carry<C>::flatten(c, out), ...); }, t);
+  }
+  static std::tuple<C...> rebuild(std::span<ir::Value *const> values, size_t &next) {
+    return std::tuple<C...>{Carry<C>::rebuild(values, next)...};
+  }
+};
+
+template <class I, class L, class H, class C, class F>
+C for_carry_impl(const L &lo, const H &hi, const C &init, F &&body, int unroll, const Loc &loc) {
+  static_assert(IntegerType<I> && lanes_of<I> == 1, "cubecc: for_carry bounds must be integers");
+  ir::Value *lo_value = node_as<I>(lo).emit(loc);
+  ir::Value *hi_value = node_as<I>(hi).emit(loc);
+  ir::Value *step_value = node_as<I>(1).emit(loc);
+  std::vector<ir::Value *> inits;
+  Carry<C>::flatten(init, inits);
+  std::vector<ir::Value *> arguments =
+      begin_for_carry(lo_value, hi_value, step_value, inits, unroll, loc);
+  size_t next = 1; // after the induction variable
+  C carried = Carry<C>::rebuild(arguments, next);
+  // Materialized here, inside the body: an expression returned for a Val<T> is emitted in it.
+  C updated = std::forward<F>(body)(Val<I>::from_ir(arguments[0]), carried);
+  std::vector<ir::Value *> values;
+  Carry<C>::flatten(updated, values);
+  std::vector<ir::Value *> results = end_for_carry(values, loc);
+  next = 0;
+  return Carry<C>::rebuild(results, next);
+}
+
+} // namespace detail
+
+/// A counted loop that carries values from one iteration to the next and returns the last:
+///   auto sum = dsl::for_carry(0u, n, dsl::Val<float>(0.0f),
+///                             [&](dsl::Val<uint32_t> i, const dsl::Val<float> &s) {
+///                               return dsl::Val<float>(s + x[i]);
+///                             });
+/// `body(i, carried)` returns the next carried value; the loop returns the value after the last
+/// iteration (`init` when it runs no iteration). Carried values are dsl::Val<T>, dsl::Matrix
+/// fragments, and std::array or std::tuple of them. This is how a loop updates matrix fragments,
+/// which cannot live in a dsl::Var. Inside the body, break_, continue_ and return_ are refused:
+/// each iteration must produce the next values.
+template <class L, class H, class C, class F>
+C for_carry(const L &lo, const H &hi, const C &init, F &&body, Unroll unroll = {},
+            const Loc &loc = Loc::current()) {
+  static_assert(detail::Carry<C>::known,
+                "cubecc: for_carry carries dsl::Val<T>, dsl::Matrix and std::array or std::tuple "
+                "of them (wrap a number: dsl::Val<float>(0.0f))");
+  using I = typename detail::LoopIndex<L, H>::type;
+  static_assert(std::is_invocable_v<F, Val<I>, const C &>,
+                "cubecc: for_carry's body takes the loop index (dsl::Val<T> with T the type of "
+                "the bounds, or auto) and the carried value (const C &, C the type of init)");
+  if constexpr (std::is_invocable_v<F, Val<I>, const C &>) {
+    static_assert(std::is_convertible_v<std::invoke_result_t<F, Val<I>, const C &>, C>,
+                  "cubecc: for_carry's body returns the next carried value, of init's type");
+    return detail::for_carry_impl<I>(lo, hi, init, std::forward<F>(body), unroll.factor, loc);
+  } else {
+    return init;
+  }
 }
 
 /// while (condition()) body(). `condition` returns a kernel bool and runs before each iteration.

@@ -17,6 +17,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace cubecc::ir {
 class Value;
@@ -80,6 +81,13 @@ void begin_else(const Loc &loc);
 void end_if();
 ir::Value *begin_for(ir::Value *lo, ir::Value *hi, ir::Value *step, int unroll, const Loc &loc);
 void end_for();
+/// A for_carry loop: `inits` become its carried values. Returns the body's arguments (the
+/// induction variable, then one per carried value). end_for_carry yields `next` and returns the
+/// loop's results.
+std::vector<ir::Value *> begin_for_carry(ir::Value *lo, ir::Value *hi, ir::Value *step,
+                                         std::span<ir::Value *const> inits, int unroll,
+                                         const Loc &loc);
+std::vector<ir::Value *> end_for_carry(std::span<ir::Value *const> next, const Loc &loc);
 void begin_while(const Loc &loc);
 void while_condition(ir::Value *condition, const Loc &loc);
 void end_while();

@@ -134,6 +134,19 @@ public:
                      ir_type<Vec<V, N>>(), loc);
     return Val<Vec<V, N>>::from_ir(v);
   }
+  /// load<N>(i) where `mask` is true and `other` (a Vec<V, N>) where it is false, without
+  /// reading memory where it is false: a guarded vector load, as dsl::load is for one element.
+  template <int N, class I, class C, class O>
+  Val<Vec<V, N>> load(const I &i, const C &mask, const O &other,
+                      const Loc &loc = Loc::current()) const {
+    static_assert(ExprLike<C> && std::is_same_v<value_of<C>, bool>,
+                  "cubecc: a masked load's mask must be a kernel bool (a comparison, say)");
+    ir::Value *condition = mask.dsl_node().emit(loc);
+    auto index = detail::index_node(i);
+    return Val<Vec<V, N>>::from_ir(detail::emit_if_value(
+        condition, ir_type<Vec<V, N>>(), [&] { return load<N>(index, loc).ir(); },
+        [&] { return detail::node_as<Vec<V, N>>(other).emit(loc); }, loc));
+  }
   /// Stores the N lanes of `value` from index i (i must be a multiple of N).
   template <int N, class I> void store(const I &i, Stored<Vec<V, N>> value) const {
     static_assert(!std::is_const_v<T>, "cubecc: cannot store to read-only memory (the tensor is "

@@ -182,8 +182,26 @@ struct MatrixShape {
 };
 /// Every shape cubecc has: those of NVIDIA's mma.sync (m16n8k16, fp8 m16n8k32), AMD's MFMA and
 /// Vulkan's usual cooperative-matrix shapes (16x16x16, fp8 16x16x32). A backend may support a
-/// subset (docs/ir.md §2.2 lists which).
-std::span<const MatrixShape> matrix_shapes();
+/// subset (docs/ir.md §2.2 lists which). A constant, so that the DSL checks shapes at compile
+/// time; the order is the bit order of a target's `matrix_shapes` mask.
+inline constexpr MatrixShape kMatrixShapes[] = {
+    {16, 16, 16, Scalar::F16, Scalar::F32},  {16, 16, 16, Scalar::F16, Scalar::F16},
+    {16, 16, 16, Scalar::BF16, Scalar::F32}, {16, 8, 16, Scalar::F16, Scalar::F32},
+    {16, 8, 16, Scalar::F16, Scalar::F16},   {16, 8, 16, Scalar::BF16, Scalar::F32},
+    {16, 8, 32, Scalar::E4M3, Scalar::F32},  {16, 8, 32, Scalar::E5M2, Scalar::F32},
+    {16, 16, 32, Scalar::E4M3, Scalar::F32}, {16, 16, 32, Scalar::E5M2, Scalar::F32},
+};
+inline std::span<const MatrixShape> matrix_shapes() {
+  return kMatrixShapes;
+}
+/// Whether `m x n x k` with `input` operands and an `accumulator` is a shape of kMatrixShapes.
+constexpr bool is_matrix_shape(uint32_t m, uint32_t n, uint32_t k, Scalar input,
+                               Scalar accumulator) {
+  for (const MatrixShape &s : kMatrixShapes)
+    if (s.m == m && s.n == n && s.k == k && s.input == input && s.accumulator == accumulator)
+      return true;
+  return false;
+}
 /// The index in matrix_shapes() of the shape of `a * b + c`, if it is one, with matching roles.
 std::optional<size_t> matrix_shape_index(Type a, Type b, Type c);
 /// Every shape of matrix_shapes() whose bit is set in `mask`, comma-separated.
