@@ -18,7 +18,7 @@ for tool in build/tools/cubecc build/test/cubecc_e2e_tests build/bench/vulkan_vs
 done
 # Benchmarks that may not be built yet.
 for tool in build/bench/compile_bench build/bench/launch_bench build/bench/env_bench \
-            build/bench/capi_bench \
+            build/bench/capi_bench build/bench/gpu_roofline \
             build/test/capi/cubecc_external_memory_tests; do
   if [ -x "$root/$tool" ]; then cp "$root/$tool" "$bundle/bin/"; fi
 done

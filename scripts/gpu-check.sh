@@ -6,6 +6,7 @@
 #   3. streams, events, 4 threads and a faulting kernel on cuda    -> e2e-cuda-streams.txt
 #      the e2e suite on the cuda device: examples, ABI, bf16        -> e2e-cuda.txt (+ .json)
 #      then every op family on cuda                                  -> e2e-cuda-ops.txt (+ .json)
+#   2b. bench/gpu_roofline: copy ceiling, bandwidth kernels, GEMMs vs cuBLAS -> roofline.*
 #   4. the benchmarks present in the bundle: compile_bench (NVRTC and the driver's module load),
 #      and, where a Vulkan driver for the GPU exists, vulkan_vs_glsl -> bench-*.txt / .json
 #   5. when time is left and Vulkan has the GPU: the e2e suite on vulkan -> e2e-vulkan.txt
@@ -78,6 +79,21 @@ cat "$out/devices.txt"
 timeout "$(limit 60)" cubecc devices --json > "$out/devices.json" 2> "$out/devices.err"
 cuda_line=$(grep '"backend": "cuda"' "$out/devices.json" || true)
 vulkan_line=$(grep '"backend": "vulkan"' "$out/devices.json" || true)
+
+# The roofline first (issue 20): the copy ceiling, the bandwidth kernels against it, and every
+# tensor-core GEMM shape against cuBLAS (which must agree exactly: see bench/gpu_roofline.cpp),
+# as a table, JSON and the SVG chart.
+if echo "$cuda_line" | grep -q '"available": true' && [ -x "$bundle/bin/gpu_roofline" ]; then
+  timeout "$(limit 200)" gpu_roofline --device cuda --reps 10 --json "$out/roofline.json" \
+    > "$out/roofline.txt" 2>&1
+  rc=$?
+  note "gpu_roofline: rc=$rc ($(tail -1 "$out/roofline.txt"))"
+  cat "$out/roofline.txt"
+  command -v python3 > /dev/null && python3 scripts/roofline-svg.py "$out/roofline.json" \
+    > "$out/roofline.svg" 2> "$out/roofline-svg.err"
+else
+  note "gpu_roofline: not run (no cuda device, or not in the bundle)"
+fi
 
 # The e2e suite on cuda: a test whose device does not open is skipped (it says why), so check the
 # device first and say so plainly.
