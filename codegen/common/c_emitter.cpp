@@ -112,6 +112,9 @@ private:
   bool refused_ = false; ///< an op was refused during emission (errors_ says which)
   bool partial_subgroups_refused_ = false;
   bool divergent_matrix_refused_ = false;
+  /// The ldmatrix branch of a matrix.load from shared memory (CUDA, 16-bit 'a' and 'b'), opened
+  /// with `if (aligned) {` and left open; false when the load cannot take it.
+  bool emit_ldmatrix(const ir::Operation &op, Type t, bool col_major, const std::string &lane);
 
   bool varying(const ir::Value *v) const { return uniformity_->of(v) == ir::Uniformity::Varying; }
   /// The active set of a warp collective: every existing lane where control flow is uniform.
@@ -922,7 +925,9 @@ void CEmitter::emit_memory(const ir::Operation &op) {
                      name_of(op.operand(0))));
     return;
   case ir::Signature::SharedAlloc:
-    line(fmt::format("__shared__ {} {}[{}];", storage(rs), name_of(r), r->type().count()));
+    // 16-byte aligned: vector accesses and ldmatrix rows need it at any element type.
+    line(fmt::format("__shared__ __align__(16) {} {}[{}];", storage(rs), name_of(r),
+                     r->type().count()));
     return;
   case ir::Signature::LocalAlloc:
     line(fmt::format("{} {}[{}];", storage(rs), name_of(r), r->type().count()));
@@ -1244,6 +1249,64 @@ bool CEmitter::check_matrix(const ir::Operation &op) {
   return true;
 }
 
+bool CEmitter::emit_ldmatrix(const ir::Operation &op, Type t, bool col_major,
+                             const std::string &lane) {
+  // ldmatrix (sm_75+) loads 8x8 blocks of 16-bit elements from shared memory straight into the
+  // mma.sync fragment layout: a 16x16 'a' is four blocks (.x4), a 16x16 'b' four and a 16x8 'b'
+  // two. Lane l gives the address of one 8-element row of block l / 8. For a row-major 'a' the
+  // rows are the matrix's (r = l % 16, c = 8 (l / 16)); a 'b' is stored k-major, so the blocks
+  // are transposed on the way in (.trans); a column-major operand swaps both. Every row must be
+  // 16-byte aligned: the shared array is (__align__(16)), and index and stride must be multiples
+  // of 8 elements, checked here at run time (uniform across the subgroup, like the operands), with
+  // the element-by-element load as the other branch.
+  const ir::Value *memory = op.operand(0);
+  ir::MatrixRole role = t.role();
+  bool fits = role == ir::MatrixRole::A ? t.rows() == 16 && t.cols() == 16
+                                        : t.rows() == 16 && (t.cols() == 16 || t.cols() == 8);
+  if (hip_ || memory->type().kind() != ir::TypeKind::Shared ||
+      role == ir::MatrixRole::Accumulator ||
+      (t.element() != Scalar::F16 && t.element() != Scalar::BF16) || !fits)
+    return false;
+  const int blocks = static_cast<int>(per_lane(t) / 2); // 32-bit registers: 2 or 4
+  bool trans = (role == ir::MatrixRole::B) != col_major;
+  // The row and column of the 8 elements lane l points at (the second half of the lanes only
+  // addresses blocks with .x4).
+  std::string wide = blocks == 4 ? fmt::format("({} / 16u) * 8u", lane) : "0u";
+  std::string r =
+      col_major ? fmt::format("(({} / 8u) & 1u) * 8u", lane) : fmt::format("{} % 16u", lane);
+  std::string c = col_major ? fmt::format("({} & 7u) + {}", lane, wide) : wide;
+  std::string index_type = reg(op.operand(1)->type().element());
+  const std::string &index = name_of(op.operand(1)), &stride = name_of(op.operand(2));
+  line(fmt::format("if (((({0}){1} | ({0}){2}) & 7u) == 0u) {{", index_type, index, stride));
+  ++indent_;
+  line(fmt::format("const u32 cubecc_lr = {}, cubecc_lc = {};", r, c));
+  std::string at = fmt::format("({0})({1} + ({0}){2} * {3} + ({0}){4})", index_type, index,
+                               col_major ? "cubecc_lc" : "cubecc_lr", stride,
+                               col_major ? "cubecc_lr" : "cubecc_lc");
+  // The shared window's address in 32 bits (base once, plus the byte offset), as nvcc's own
+  // code computes it: 64-bit generic address arithmetic costs registers.
+  line(fmt::format("const u32 cubecc_la = (u32)__cvta_generic_to_shared({}) + {} * 2u;",
+                   name_of(memory), at));
+  std::string frag = name_of(op.result());
+  std::string outs, regs, names;
+  for (int i = 0; i < blocks; ++i) {
+    outs += fmt::format("{}\"=r\"(cubecc_l{})", i ? ", " : "", i);
+    regs += fmt::format("{}%{}", i ? ", " : "", i);
+    names += fmt::format("{}cubecc_l{}", i ? ", " : "", i);
+  }
+  line(fmt::format("u32 {};", names));
+  line(fmt::format(
+      "asm volatile(\"ldmatrix.sync.aligned.m8n8.x{}{}.shared.b16 {{{}}}, [%{}];\" : {} "
+      ": \"r\"(cubecc_la));",
+      blocks, trans ? ".trans" : "", regs, blocks, outs));
+  // Register i holds elements 2i (low half) and 2i + 1 of the fragment's layout.
+  for (int i = 0; i < blocks; ++i)
+    line(fmt::format("{0}.x[{1}] = (u16)cubecc_l{2}; {0}.x[{3}] = (u16)(cubecc_l{2} >> 16);", frag,
+                     2 * i, i, 2 * i + 1));
+  --indent_;
+  return true;
+}
+
 void CEmitter::emit_matrix(const ir::Operation &op) {
   if (divergent_ > 0) {
     // The first such op is named; the others would repeat it (a C++ loop in the kernel source
@@ -1297,7 +1360,16 @@ void CEmitter::emit_matrix(const ir::Operation &op) {
                           : s == Scalar::BF16 ? "cubecc_bf16_bits(" + ref + ")"
                                               : ref;
       line(fmt::format("{} {};", type_of(t), frag));
+      bool ldmatrix = emit_ldmatrix(op, t, col_major, lane);
+      if (ldmatrix) {
+        line("} else {");
+        ++indent_;
+      }
       each(t, fmt::format("{}.x[cubecc_e] = {};", frag, value));
+      if (ldmatrix) {
+        --indent_;
+        line("}");
+      }
     } else {
       std::string value = s == Scalar::F16    ? "cubecc_f16_from_bits(" + frag + ".x[cubecc_e])"
                           : s == Scalar::BF16 ? "cubecc_bf16_from_bits(" + frag + ".x[cubecc_e])"

@@ -39,7 +39,7 @@ using GemmVariants =
     std::tuple<GemmConfig<128, 128, 32, 64, 64, 2, 8, 32>,
                GemmConfig<128, 64, 32, 64, 32, 2, 8, 32>, GemmConfig<64, 64, 32, 32, 32, 2, 8, 32>,
                GemmConfig<32, 128, 64, 32, 32, 2, 8, 32>, GemmConfig<16, 128, 64, 16, 32, 2, 8, 32>,
-               GemmConfig<32, 32, 16, 16, 16, 1, 1, 32>>;
+               GemmConfig<32, 32, 32, 16, 16, 1, 1, 32>>;
 /// Registered too, for 64-wide wavefronts (AMD CDNA); not among the tunables' variants, since a
 /// 32-wide variant is wrong on a 64-wide device.
 using GemmWave64Variants = std::tuple<GemmConfig<64, 64, 32, 32, 32, 2, 8, 64>>;

@@ -324,6 +324,12 @@ TEST(Gemm, every_variant_compiles_for_sm80_and_sm90_without_register_spills) {
       auto binary = codegen::compile_cuda(*kernel, {arch}, errors, codegen::CudaOutputs::Ptx);
       ASSERT_TRUE(binary) << what << ": " << ir::to_string(errors);
       EXPECT_NE(binary->ptx.find("mma.sync.aligned.m16n8k16"), std::string::npos) << what;
+      // Fragments come from the shared tiles through ldmatrix (A as is, B transposed).
+      EXPECT_NE(binary->ptx.find("ldmatrix.sync.aligned.m8n8.x4.shared.b16"), std::string::npos)
+          << what;
+      EXPECT_NE(binary->ptx.find("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"),
+                std::string::npos)
+          << what;
       std::string report = test::ptxas_verbose(binary->ptx, arch);
       EXPECT_THAT(report, ::testing::HasSubstr("0 bytes spill stores, 0 bytes spill loads"))
           << what << "\n"
