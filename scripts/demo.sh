@@ -10,6 +10,10 @@
 #      by the standalone spirv-val) and show one as GLSL through SPIRV-Cross;
 #   5. compile them for CUDA (PTX, CUBIN for sm_90 through NVRTC), HIP (gfx90a through hipRTC)
 #      and the CPU (native SIMD code through LLVM, one shared object per kernel and x86-64 level);
+#   5b. the tensor-core GEMM library (examples/tensor_cores, build/examples/libcubecc_gemm.so):
+#      a bundle for cuda:sm_80, cuda:sm_90, hip:gfx90a and interp (each target with the variants
+#      for its subgroup size, --skip-unsupported), verified, and its mma.sync and
+#      ldmatrix instructions counted in one variant's PTX;
 #   6. build an environment bundle of every example kernel for cuda:sm_80, cuda:sm_90, hip:gfx90a,
 #      vulkan, interp and cpu:x86-64-v2..v4 (no GPU needed), tune the matmul variants on the
 #      default device, merge the two, sign the bundle with a new Ed25519 key, inspect it and
@@ -26,8 +30,9 @@ cd "$(dirname "$0")/.."
 cubecc=build/tools/cubecc
 opt=build/tools/cubecc-opt
 library=build/examples/libcubecc_examples.so
+gemm_library=build/examples/libcubecc_gemm.so
 runner=build/examples/run_examples
-for f in "$cubecc" "$opt" "$library" "$runner"; do
+for f in "$cubecc" "$opt" "$library" "$gemm_library" "$runner"; do
   [ -e "$f" ] || { echo "demo: $f is missing: run 'bash scripts/setup.sh' first" >&2; exit 1; }
 done
 tmp=$(mktemp -d)
@@ -101,6 +106,23 @@ done
 echo "-- the inner loop of axpy for x86-64-v3 (8 f32 lanes per subgroup):"
 "$cubecc" compile "$library" --kernel axpy --target cpu:x86-64-v3 --emit asm |
   grep -m 6 -E 'vfmadd|vmovups|vmaskmov' || true
+
+echo
+echo "== tensor cores: the GEMM library (examples/tensor_cores) for sm_80, sm_90 and gfx90a =="
+echo "   (mma.sync and ldmatrix on NVIDIA, MFMA on AMD; Vulkan and the CPU have no matrix ops)"
+"$cubecc" kernels "$gemm_library" | head -3
+# The library's variants assume NVIDIA's 32-wide warps (subgroup_size = 32), except two made for
+# AMD's 64-wide wavefronts: with --skip-unsupported each target gets the variants it runs.
+"$cubecc" env build "$gemm_library" --target cuda:sm_80,cuda:sm_90,hip:gfx90a,interp \
+  --skip-unsupported -o "$tmp/gemm.cubeenv" 2> "$tmp/gemm-build.txt"
+tail -1 "$tmp/gemm-build.txt"
+echo "-- $(grep -c 'left out of' "$tmp/gemm-build.txt") (kernel, target) pairs left out: each" \
+  "vendor's variants are refused by the other's subgroup size"
+"$cubecc" env verify "$tmp/gemm.cubeenv"
+"$cubecc" compile "$gemm_library" --kernel gemm_bf16_128x128x32_w64x64_s2_v8 --target cuda:sm_90 \
+  --emit ptx -o "$tmp/gemm.ptx"
+echo "-- gemm_bf16_128x128x32_w64x64_s2_v8 for sm_90: $(grep -c 'mma.sync' "$tmp/gemm.ptx") mma.sync" \
+  "and $(grep -c 'ldmatrix' "$tmp/gemm.ptx") ldmatrix per K step of 32"
 
 echo
 echo "== an environment bundle: every example kernel for every target, tuning records, merged =="

@@ -179,9 +179,15 @@ int run(int argc, char **argv) {
   env_build->add_option("--shard", build_options.shard,
                         "I/N: build share I (1..N) of the (kernel, target) work, for a build "
                         "spread over N machines; `env merge` of the N bundles is the whole build");
+  env_build->add_flag("--skip-unsupported", build_options.skip_unsupported,
+                      "leave a kernel out of a target that cannot run it (matrix ops, or a "
+                      "required subgroup size the target lacks), saying which, instead of "
+                      "failing");
   add_provenance(env_build, build_options.provenance);
-  env_build->footer("Example:\n  cubecc env build build/examples/libcubecc_examples.so "
-                    "--target cuda:sm_80,cuda:sm_90,hip:gfx90a,vulkan -o app.cubeenv");
+  env_build->footer("Examples:\n  cubecc env build build/examples/libcubecc_examples.so "
+                    "--target cuda:sm_80,cuda:sm_90,hip:gfx90a,vulkan -o app.cubeenv\n"
+                    "  cubecc env build build/examples/libcubecc_gemm.so "
+                    "--target hip:gfx90a,interp --skip-unsupported -o gemm.cubeenv");
   CLI::App *env_inspect =
       env->add_subcommand("inspect", "list a bundle's kernels, targets, sizes and tuning records");
   std::string bundle_path;

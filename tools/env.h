@@ -34,7 +34,8 @@ struct EnvBuildOptions {
   std::string output;
   int opt_level = 2;
   unsigned jobs = 0;
-  std::string shard; ///< "I/N": build share I (1 .. N) of the work; empty: all of it
+  std::string shard;             ///< "I/N": build share I (1 .. N) of the work; empty: all of it
+  bool skip_unsupported = false; ///< leave a kernel out of a target that cannot run it
   ProvenanceOptions provenance;
 };
 

@@ -1524,7 +1524,7 @@ void CEmitter::emit_while(const ir::Operation &op) {
 }
 
 std::optional<CSource> CEmitter::run() {
-  bool ok = check_matrix_support(kernel_, features_, errors_);
+  bool ok = check_target_support(kernel_, features_, errors_);
   bool matrices = false;
   kernel_.walk([&](const ir::Operation *op) {
     ok &= check(*op);

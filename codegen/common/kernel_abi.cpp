@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <utility>
 
 namespace cubecc::codegen {
 
@@ -109,15 +110,30 @@ std::string TargetFeatures::fingerprint() const {
   return s;
 }
 
-bool check_matrix_support(const ir::Kernel &kernel, const TargetFeatures &features,
+bool check_target_support(const ir::Kernel &kernel, const TargetFeatures &features,
                           std::vector<ir::Diagnostic> &errors) {
   bool ok = true;
+  std::optional<int64_t> required = kernel.attributes().get_int(ir::kSubgroupSizeAttribute);
+  if (required && features.subgroup_size != 0 &&
+      static_cast<uint64_t>(*required) != features.subgroup_size) {
+    errors.push_back(ir::Diagnostic{
+        "",
+        0,
+        0,
+        fmt::format("kernel '{}' needs subgroups of {} invocations (its subgroup_size attribute), "
+                    "but target '{}' has subgroups of {}; use a variant of the kernel made for {}",
+                    kernel.name(), *required, features.target, features.subgroup_size,
+                    features.subgroup_size),
+        {}});
+    ok = false;
+  }
+  bool no_matrices_said = false;
   kernel.walk([&](const ir::Operation *op) {
     if (!ir::is_matrix_op(op->opcode()))
       return;
     std::string what;
     if (features.matrix_shapes == 0) {
-      if (!ok)
+      if (std::exchange(no_matrices_said, true))
         return; // one error says it for the kernel
       what = fmt::format("matrix ops, which target '{}' does not support: {}", features.target,
                          features.matrix_note);

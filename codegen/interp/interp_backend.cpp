@@ -34,7 +34,8 @@ public:
     f.float32_atomic_min_max = true;
     f.fused_fma = true;
     f.linear_subgroups = true;
-    f.subgroup_size = 0;
+    f.subgroup_size = 0; // any: each launch chooses (and the interpreter checks a required one)
+    f.matrix_shapes = ir::matrix_shape_mask([](const ir::MatrixShape &) { return true; });
     return f;
   }
 

@@ -166,8 +166,9 @@ std::optional<std::string> run_plugin(const ir::Kernel &kernel, const CpuCompile
     return fail(why);
   TargetFeatures features;
   features.target = "cpu:" + level;
+  features.subgroup_size = level == "x86-64-v4" ? 16 : level == "x86-64-v3" ? 8 : 4;
   features.matrix_note = "the CPU backend has no matrix lowering; use cuda, hip or interp";
-  if (!check_matrix_support(kernel, features, errors))
+  if (!check_target_support(kernel, features, errors))
     return std::nullopt;
   const Plugin &p = plugin();
   if (!p.compile)

@@ -1935,7 +1935,7 @@ std::optional<SpirvKernel> emit_spirv(const ir::Kernel &kernel, const TargetFeat
   without_matrices.matrix_shapes = 0;
   without_matrices.matrix_note = "the SPIR-V writer does not emit VK_KHR_cooperative_matrix yet "
                                  "(and lavapipe does not offer it); use cuda, hip or interp";
-  if (!check_matrix_support(kernel, without_matrices, errors))
+  if (!check_target_support(kernel, without_matrices, errors))
     return std::nullopt;
   std::unique_ptr<ir::Module> legal = ir::copy_kernel(kernel);
   passes::legalize(*legal, target);

@@ -613,6 +613,8 @@ void trace_kernel_into(ir::Module &module, const std::string &name, const Kernel
   const auto &wg = options.workgroup;
   try {
     begin_kernel(module, name, wg[0], wg[1], wg[2], Loc::current());
+    if (options.subgroup_size != 0)
+      current->kernel.attributes().set(ir::kSubgroupSizeAttribute, int64_t{options.subgroup_size});
     body();
     ir::Kernel &kernel = end_kernel();
     if (options.verify) {

@@ -46,7 +46,7 @@ std::vector<TargetGroup> group_targets(const std::vector<std::string> &targets) 
 /// The job: one kernel (already optimized) for one group of targets.
 struct Job {
   size_t kernel;
-  const TargetGroup *group;
+  TargetGroup group; ///< the shard's group, less the targets skipped for this kernel
 };
 
 /// Artifacts of `kernel` for `group`, or errors.
@@ -148,7 +148,20 @@ std::optional<BundleContents> build_entries(std::span<const KernelInput> kernels
   for (size_t k = 0; k < kernels.size(); ++k)
     for (const TargetGroup &g : groups)
       if (shard_of(hashes[k], g, options.shard_count) == options.shard_index) {
-        jobs.push_back({k, &g});
+        TargetGroup kept{g.backend, {}};
+        for (const std::string &t : g.targets) {
+          std::vector<ir::Diagnostic> why;
+          if (options.skip_unsupported &&
+              !codegen::check_target_support(*kernels[k].kernel, g.backend->features(t), why)) {
+            if (options.skipped)
+              options.skipped(kernels[k].kernel->name(), t, why.empty() ? "" : why[0].message);
+            continue;
+          }
+          kept.targets.push_back(t);
+        }
+        if (kept.targets.empty())
+          continue;
+        jobs.push_back({k, std::move(kept)});
         has_jobs[k] = true;
       }
 
@@ -183,17 +196,17 @@ std::optional<BundleContents> build_entries(std::span<const KernelInput> kernels
   parallel_for(jobs.size(), threads, [&](size_t j) {
     const Job &job = jobs[j];
     const ir::Kernel &kernel = *optimized[job.kernel]->kernels().front();
-    artifacts[j] = compile_group(kernel, *job.group, job_errors[j]);
+    artifacts[j] = compile_group(kernel, job.group, job_errors[j]);
     if (options.progress) {
       std::lock_guard lock(progress_mutex);
-      std::string what = fmt::format("{}", fmt::join(job.group->targets, ","));
+      std::string what = fmt::format("{}", fmt::join(job.group.targets, ","));
       options.progress(++done, jobs.size(), fmt::format("{} {}", kernel.name(), what));
     }
   });
   for (size_t j = 0; j < jobs.size(); ++j)
     for (ir::Diagnostic &d : job_errors[j]) {
       d.message = fmt::format("{} (target {}): {}", kernels[jobs[j].kernel].kernel->name(),
-                              jobs[j].group->backend->name(), d.message);
+                              jobs[j].group.backend->name(), d.message);
       errors.push_back(std::move(d));
     }
   if (!errors.empty())

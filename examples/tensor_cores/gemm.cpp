@@ -130,9 +130,9 @@ void gemm(dsl::Tensor<const T, 2> a, dsl::Tensor<const T, 2> b, dsl::Tensor<floa
   dsl::Val<uint32_t> n = b.shape(1);
   dsl::Dim3 group = dsl::workgroup_id();
   dsl::Val<uint32_t> tid = dsl::local_index();
-  // The warp tile: the subgroup's index counted in kSubgroup-wide subgroups. On a device with
-  // narrower subgroups (a 64-wide variant on NVIDIA), two subgroups compute the same warp tile.
-  dsl::Val<uint32_t> warp = dsl::subgroup_id() * dsl::subgroup_size() / kSubgroup;
+  // The warp tile of this subgroup: the kernel is registered with subgroup_size = kSubgroup, so
+  // a target with other subgroups refuses it rather than leaving tiles uncomputed.
+  dsl::Val<uint32_t> warp = dsl::subgroup_id();
   dsl::Val<uint32_t> row0 = group.y * kBM;
   dsl::Val<uint32_t> col0 = group.x * kBN;
   dsl::Val<uint32_t> warp_row = (warp / Config::warps_n) * kWM; // within the block tile
@@ -247,7 +247,9 @@ template <class T, class Config> bool register_gemm(const char *type_name) {
   return dsl::register_kernel<gemm<T, Config::bm, Config::bn, Config::bk, Config::wm, Config::wn,
                                    Config::stages, Config::vec, Config::subgroup>>(
       v.name(type_name), v.describe(),
-      {.workgroup = {Config::threads, 1, 1}, .parameter_names = {"a", "b", "c"}});
+      {.workgroup = {Config::threads, 1, 1},
+       .parameter_names = {"a", "b", "c"},
+       .subgroup_size = static_cast<uint32_t>(Config::subgroup)});
 }
 
 template <class T, class... Configs>

@@ -34,14 +34,15 @@ struct GemmConfig {
 
 /// The variants the tunables choose among, in order (their index is the variant number): large
 /// square tiles, a tall one, small-M tiles for the skinny products of LLM inference (M = 1 ...
-/// 64), and a single-buffered, scalar-load baseline. All assume 32-wide subgroups (NVIDIA).
+/// 64), and a single-buffered, scalar-load baseline. All assume 32-wide subgroups (NVIDIA): they
+/// are registered with subgroup_size = 32, which a 64-wide target (AMD CDNA) refuses.
 using GemmVariants =
     std::tuple<GemmConfig<128, 128, 32, 64, 64, 2, 8, 32>,
                GemmConfig<128, 64, 32, 64, 32, 2, 8, 32>, GemmConfig<64, 64, 32, 32, 32, 2, 8, 32>,
                GemmConfig<32, 128, 64, 32, 32, 2, 8, 32>, GemmConfig<16, 128, 64, 16, 32, 2, 8, 32>,
                GemmConfig<32, 32, 32, 16, 16, 1, 1, 32>>;
-/// Registered too, for 64-wide wavefronts (AMD CDNA); not among the tunables' variants, since a
-/// 32-wide variant is wrong on a 64-wide device.
+/// Registered too, for 64-wide wavefronts (AMD CDNA, subgroup_size = 64); not among the
+/// tunables' variants, which are NVIDIA's.
 using GemmWave64Variants = std::tuple<GemmConfig<64, 64, 32, 32, 32, 2, 8, 64>>;
 
 /// A configuration, at run time.

@@ -844,6 +844,15 @@ std::vector<Diagnostic> interpret(const Kernel &kernel, std::span<const Argument
         0,
         fmt::format("subgroup size {} is not a power of two from 1 to 128", config.subgroup_size),
         {}}};
+  if (std::optional<int64_t> required = kernel.attributes().get_int(kSubgroupSizeAttribute);
+      required && *required != config.subgroup_size)
+    return {Diagnostic{"",
+                       0,
+                       0,
+                       fmt::format("kernel {} needs subgroups of {} invocations (its "
+                                   "subgroup_size attribute); this launch has subgroups of {}",
+                                   format_symbol(kernel.name()), *required, config.subgroup_size),
+                       {}}};
   if (arguments.size() != kernel.num_parameters())
     return {Diagnostic{"",
                        0,

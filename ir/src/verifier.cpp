@@ -180,6 +180,15 @@ private:
       kernel_error(fmt::format("workgroup({}, {}, {}) has {} invocations; the portable limit is "
                                "1024",
                                wg[0], wg[1], wg[2], invocations));
+    if (k.attributes().find(kSubgroupSizeAttribute)) {
+      std::optional<int64_t> sg = k.attributes().get_int(kSubgroupSizeAttribute);
+      if (!sg || *sg < 1 || *sg > 128 || (*sg & (*sg - 1)) != 0)
+        kernel_error("the subgroup_size attribute must be a power of two from 1 to 128");
+      else if (invocations <= 1024 && invocations % static_cast<uint64_t>(*sg) != 0)
+        kernel_error(fmt::format("workgroup({}, {}, {}) is not whole subgroups of the {} "
+                                 "invocations its subgroup_size attribute requires",
+                                 wg[0], wg[1], wg[2], *sg));
+    }
     visible_.clear();
     for (unsigned i = 0; i < k.num_parameters(); ++i) {
       Type t = k.parameter(i)->type();

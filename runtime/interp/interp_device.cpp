@@ -111,6 +111,7 @@ public:
     f.signed_zero_inf_nan_preserve = true;
     f.subgroup_size = info_.subgroup_size;
     f.linear_subgroups = true;
+    f.matrix_shapes = ir::matrix_shape_mask([](const ir::MatrixShape &) { return true; });
     f.max_shared_bytes = shared_bytes_from_environment();
     f.max_param_block_bytes = 4096;
     f.max_workgroup_invocations = kMaxWorkgroupInvocations;

@@ -297,6 +297,24 @@ TEST(Gemm, every_variant_matches_a_host_gemm_in_the_interpreter) {
   EXPECT_EQ(checked, 2 * examples::gemm_variants().size());
 }
 
+TEST(Gemm, the_interpreter_refuses_a_launch_with_other_subgroups) {
+  auto module = gemm_kernels();
+  const ir::Kernel *kernel = find_kernel(*module, "gemm_f16_64x64x32_w32x32_s2_v8_sg64");
+  ASSERT_TRUE(kernel);
+  EXPECT_EQ(kernel->attributes().get_int(ir::kSubgroupSizeAttribute), 64);
+  ir::HostBuffer a = buffer16(ir::Scalar::F16, std::vector<uint16_t>(64 * 64)), b = a,
+                 c = buffer32(std::vector<float>(64 * 64));
+  std::vector<ir::Argument> args;
+  tensor2(args, a, 64, 64);
+  tensor2(args, b, 64, 64);
+  tensor2(args, c, 64, 64);
+  ir::LaunchConfig config; // subgroups of 32
+  auto errors = ir::interpret(*kernel, args, config);
+  EXPECT_THAT(ir::to_string(errors),
+              ::testing::HasSubstr("needs subgroups of 64 invocations (its subgroup_size "
+                                   "attribute); this launch has subgroups of 32"));
+}
+
 TEST(Gemm, launches_refuse_shapes_the_variant_cannot_load) {
   for (size_t v = 0; v < examples::gemm_variants().size(); ++v) {
     const examples::GemmVariantInfo &info = examples::gemm_variants()[v];
@@ -316,12 +334,21 @@ TEST(Gemm, every_variant_compiles_for_sm80_and_sm90_without_register_spills) {
   if (codegen::nvrtc_version(&why).empty())
     GTEST_SKIP() << why;
   auto module = gemm_kernels();
-  size_t compiled = 0;
+  size_t compiled = 0, refused = 0;
   for (const auto &kernel : module->kernels())
     for (const std::string arch : {"sm_80", "sm_90"}) {
       std::string what = kernel->name() + " on " + arch;
       std::vector<ir::Diagnostic> errors;
       auto binary = codegen::compile_cuda(*kernel, {arch}, errors, codegen::CudaOutputs::Ptx);
+      if (kernel->name().find("_sg64") != std::string::npos) { // AMD's: refused, not run wrong
+        EXPECT_FALSE(binary) << what;
+        EXPECT_THAT(ir::to_string(errors),
+                    ::testing::HasSubstr("needs subgroups of 64 invocations (its subgroup_size "
+                                         "attribute), but target 'cuda:" +
+                                         arch + "' has subgroups of 32"));
+        ++refused;
+        continue;
+      }
       ASSERT_TRUE(binary) << what << ": " << ir::to_string(errors);
       EXPECT_NE(binary->ptx.find("mma.sync.aligned.m16n8k16"), std::string::npos) << what;
       // Fragments come from the shared tiles through ldmatrix (A as is, B transposed).
@@ -341,7 +368,8 @@ TEST(Gemm, every_variant_compiles_for_sm80_and_sm90_without_register_spills) {
                 << "\n";
       ++compiled;
     }
-  EXPECT_EQ(compiled, 2 * module->kernels().size());
+  EXPECT_EQ(compiled + refused, 2 * module->kernels().size());
+  EXPECT_EQ(refused, 4u); // the two wave64 variants on both archs
 }
 
 TEST(Gemm, wave64_variants_compile_to_mfma_for_gfx90a) {
@@ -351,9 +379,14 @@ TEST(Gemm, wave64_variants_compile_to_mfma_for_gfx90a) {
   auto module = gemm_kernels();
   size_t compiled = 0;
   for (const auto &kernel : module->kernels()) {
-    if (kernel->name().find("_sg64") == std::string::npos)
-      continue;
     std::vector<ir::Diagnostic> errors;
+    if (kernel->name().find("_sg64") == std::string::npos) { // NVIDIA's: refused on wave64
+      EXPECT_FALSE(codegen::compile_hip(*kernel, {"gfx90a"}, errors)) << kernel->name();
+      EXPECT_THAT(ir::to_string(errors),
+                  ::testing::HasSubstr("needs subgroups of 32 invocations (its subgroup_size "
+                                       "attribute), but target 'hip:gfx90a' has subgroups of 64"));
+      continue;
+    }
     auto binary = codegen::compile_hip(*kernel, {"gfx90a"}, errors);
     ASSERT_TRUE(binary) << kernel->name() << ": " << ir::to_string(errors);
     ASSERT_EQ(binary->code_objects.size(), 1u);
@@ -385,7 +418,10 @@ TEST(Gemm, the_spirv_writer_refuses_it_naming_the_kernel) {
   EXPECT_THAT(text, ::testing::HasSubstr(kernel.name()));
   EXPECT_THAT(text,
               ::testing::HasSubstr("needs matrix ops, which target 'vulkan' does not support"));
-  EXPECT_EQ(errors.size(), 1u) << text; // one error for the kernel, not one per op
+  // One error for the matrix ops, not one per op; the other says lavapipe's subgroups are not
+  // the 32 the kernel requires.
+  EXPECT_EQ(errors.size(), 2u) << text;
+  EXPECT_THAT(text, ::testing::HasSubstr("needs subgroups of 32 invocations"));
 }
 
 } // namespace

@@ -77,10 +77,12 @@ struct TargetFeatures {
   std::string fingerprint() const;
 };
 
-/// Refuses the matrix ops a target does not run, with errors naming the kernel and the op's
-/// location: each matrix.mma of a shape outside `matrix_shapes`, or on a target with none, the
-/// kernel's first matrix op. Returns whether the kernel passed.
-bool check_matrix_support(const ir::Kernel &kernel, const TargetFeatures &features,
+/// Refuses what a kernel needs and the target lacks, with errors naming the kernel (and the op's
+/// location): the matrix ops it does not run (each matrix.mma of a shape outside
+/// `matrix_shapes`, or on a target with none, the kernel's first matrix op), and a required
+/// subgroup size (the kernel attribute `subgroup_size`, docs/ir.md §3.1) other than the target's
+/// when the target's is known. Returns whether the kernel passed.
+bool check_target_support(const ir::Kernel &kernel, const TargetFeatures &features,
                           std::vector<ir::Diagnostic> &errors);
 
 } // namespace cubecc::codegen

@@ -27,6 +27,10 @@ struct KernelOptions {
   std::array<uint32_t, 3> workgroup = {1, 1, 1};
   /// Names for the kernel's parameters in the IR (default p0, p1, ...).
   std::vector<std::string> parameter_names = {};
+  /// The subgroup size the kernel's work assumes (a warp tile per 32 invocations, say), or 0
+  /// for any. Recorded as the kernel's `subgroup_size` attribute: a target with other subgroups
+  /// refuses the kernel instead of running it wrong.
+  uint32_t subgroup_size = 0;
   /// Run the verifier on the traced kernel, so that its errors (a workgroup or shared array over
   /// the limits, a barrier under divergent control flow) come from the trace with the user's
   /// lines. The DSL builds well-formed IR by construction, so that is all verification can find

@@ -357,6 +357,11 @@ inline Operation *Region::terminator() const {
   return last_ && last_->is_terminator() ? last_ : nullptr;
 }
 
+/// The kernel attribute that requires subgroups of exactly that many invocations (a kernel
+/// whose layout of work assumes a warp of 32, say): targets with another subgroup size refuse
+/// it, and the interpreter refuses a launch with another (docs/ir.md §3.1).
+inline constexpr const char *kSubgroupSizeAttribute = "subgroup_size";
+
 /// A GPU kernel: parameters (the body's arguments), workgroup size, attributes and a body.
 class Kernel {
 public:
