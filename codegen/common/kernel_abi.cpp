@@ -121,7 +121,8 @@ bool check_target_support(const ir::Kernel &kernel, const TargetFeatures &featur
         0,
         0,
         fmt::format("kernel '{}' needs subgroups of {} invocations (its subgroup_size attribute), "
-                    "but target '{}' has subgroups of {}; use a variant of the kernel made for {}",
+                    "which target '{}' does not support (its subgroups have {}); use a variant "
+                    "of the kernel made for {}",
                     kernel.name(), *required, features.target, features.subgroup_size,
                     features.subgroup_size),
         {}});
