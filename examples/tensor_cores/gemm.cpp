@@ -10,8 +10,8 @@
 //      into shared memory, kVec elements per load (kVec = 8: 128-bit loads); chunks past the
 //      edges of A and B are zeros, so any M, N and K work as long as K and N are multiples of
 //      kVec (the vector loads must not straddle a row end);
-//   2. every subgroup loads its A and B fragments from shared memory and multiplies them
-//      (16x16x16, f32 accumulation: mma.sync on NVIDIA, MFMA on AMD).
+//   2. every subgroup loads its A and B fragments from shared memory (ldmatrix on NVIDIA) and
+//      multiplies them (16x16x16, f32 accumulation: mma.sync on NVIDIA, MFMA on AMD).
 // With kStages = 2 the tiles are double-buffered: the global loads of step t + 1 are issued
 // before the multiplications of step t and stored to the other buffer after them, so their
 // latency hides behind the tensor cores, with one barrier per step. Shared rows are padded by 8
@@ -21,7 +21,9 @@
 // the bottom or right edge goes through a per-subgroup scratch tile in shared memory and is
 // copied element by element, inside C only.
 //
-// Launch ceil(N / kBN) x ceil(M / kBM) workgroups of kThreads invocations. The tunable "gemm_f16"
+// Each variant is registered with subgroup_size = kSubgroup: a target whose subgroups differ
+// refuses it (docs/ir.md §6.1). Launch ceil(N / kBN) x ceil(M / kBM) workgroups of kThreads
+// invocations. The tunable "gemm_f16"
 // ("gemm_bf16") picks among the variants registered below per device and shape; `cubecc tune`
 // times them on the device (docs/autotune.md).
 //
