@@ -115,6 +115,9 @@ private:
   /// The ldmatrix branch of a matrix.load from shared memory (CUDA, 16-bit 'a' and 'b'), opened
   /// with `if (aligned) {` and left open; false when the load cannot take it.
   bool emit_ldmatrix(const ir::Operation &op, Type t, bool col_major, const std::string &lane);
+  /// The C expression of a matrix.load/store's element index for the element at (row, col).
+  std::string matrix_element_index(const ir::Operation &op, const std::string &row,
+                                   const std::string &col, bool col_major);
 
   bool varying(const ir::Value *v) const { return uniformity_->of(v) == ir::Uniformity::Varying; }
   /// The active set of a warp collective: every existing lane where control flow is uniform.
@@ -1249,6 +1252,15 @@ bool CEmitter::check_matrix(const ir::Operation &op) {
   return true;
 }
 
+std::string CEmitter::matrix_element_index(const ir::Operation &op, const std::string &row,
+                                           const std::string &col, bool col_major) {
+  // matrix.load/store: element (row, col) at index + row * stride + col, or index + col * stride
+  // + row when column-major (docs/ir.md §4.13), in the index's type.
+  return fmt::format("({0})({1} + ({0}){2} * {3} + ({0}){4})", reg(op.operand(1)->type().element()),
+                     name_of(op.operand(1)), col_major ? col : row, name_of(op.operand(2)),
+                     col_major ? row : col);
+}
+
 bool CEmitter::emit_ldmatrix(const ir::Operation &op, Type t, bool col_major,
                              const std::string &lane) {
   // ldmatrix (sm_75+) loads 8x8 blocks of 16-bit elements from shared memory straight into the
@@ -1280,9 +1292,7 @@ bool CEmitter::emit_ldmatrix(const ir::Operation &op, Type t, bool col_major,
   line(fmt::format("if (((({0}){1} | ({0}){2}) & 7u) == 0u) {{", index_type, index, stride));
   ++indent_;
   line(fmt::format("const u32 cubecc_lr = {}, cubecc_lc = {};", r, c));
-  std::string at = fmt::format("({0})({1} + ({0}){2} * {3} + ({0}){4})", index_type, index,
-                               col_major ? "cubecc_lc" : "cubecc_lr", stride,
-                               col_major ? "cubecc_lr" : "cubecc_lc");
+  std::string at = matrix_element_index(op, "cubecc_lr", "cubecc_lc", col_major);
   // The shared window's address in 32 bits (base once, plus the byte offset), as nvcc's own
   // code computes it: 64-bit generic address arithmetic costs registers.
   line(fmt::format("const u32 cubecc_la = (u32)__cvta_generic_to_shared({}) + {} * 2u;",
@@ -1349,10 +1359,7 @@ void CEmitter::emit_matrix(const ir::Operation &op) {
     Type t = load ? op.result()->type() : op.operand(3)->type();
     Scalar s = t.element();
     bool col_major = op.attributes().get_int("col_major").value_or(0) != 0;
-    std::string index_type = reg(op.operand(1)->type().element());
-    std::string index = fmt::format("({0})({1} + ({0}){2} * {3} + ({0}){4})", index_type,
-                                    name_of(op.operand(1)), col_major ? "cubecc_c" : "cubecc_r",
-                                    name_of(op.operand(2)), col_major ? "cubecc_r" : "cubecc_c");
+    std::string index = matrix_element_index(op, "cubecc_r", "cubecc_c", col_major);
     std::string ref = element_ref(op.operand(0), index);
     std::string frag = name_of(load ? op.result() : op.operand(3));
     if (load) {

@@ -108,11 +108,9 @@ bool describe_matmul(uint32_t variant, std::span<const uint64_t> shape,
   const uint64_t tile = kTiles[variant];
   launch.grid = {static_cast<uint32_t>((n + tile - 1) / tile),
                  static_cast<uint32_t>((m + tile - 1) / tile), 1};
-  launch.buffer_elements = {m * k, k * n, m * n};
-  auto u32 = [](uint64_t v) { return static_cast<uint32_t>(v); };
-  launch.values = {u32(m), u32(k), u32(k), 1u,  // a: shape, strides
-                   u32(k), u32(n), u32(n), 1u,  // b
-                   u32(m), u32(n), u32(n), 1u}; // c
+  launch.add_row_major_tensor(m, k); // a
+  launch.add_row_major_tensor(k, n); // b
+  launch.add_row_major_tensor(m, n); // c
   return true;
 }
 

@@ -269,11 +269,9 @@ bool describe_gemm(uint32_t variant, std::span<const uint64_t> shape, dsl::Tunab
     return false;
   launch.grid = l.grid;
   const uint64_t m = shape[0], n = shape[1], k = shape[2];
-  launch.buffer_elements = {m * k, k * n, m * n};
-  auto u32 = [](uint64_t v) { return static_cast<uint32_t>(v); };
-  launch.values = {u32(m), u32(k), u32(k), 1u,  // a: shape, strides
-                   u32(k), u32(n), u32(n), 1u,  // b
-                   u32(m), u32(n), u32(n), 1u}; // c
+  launch.add_row_major_tensor(m, k); // a
+  launch.add_row_major_tensor(k, n); // b
+  launch.add_row_major_tensor(m, n); // c
   return true;
 }
 
@@ -331,23 +329,18 @@ static const bool registered_gemm =
 
 // The variants sum each element's products in the hardware's own order, so two of them may
 // differ in the last bits of f32: the tuner's cross-check allows 1e-3 relative.
-static const bool registered_gemm_tunables = dsl::register_tunable({
-                                                 .name = "gemm_f16",
-                                                 .variants = variant_names("f16"),
-                                                 .dimensions = {"m", "n", "k"},
-                                                 .anchors = {{4096, 4096, 4096}, {16, 4096, 4096}},
-                                                 .element_types = "f16,f32",
-                                                 .relative_tolerance = 1e-3,
-                                                 .describe = describe_gemm,
-                                             }) &&
-                                             dsl::register_tunable({
-                                                 .name = "gemm_bf16",
-                                                 .variants = variant_names("bf16"),
-                                                 .dimensions = {"m", "n", "k"},
-                                                 .anchors = {{4096, 4096, 4096}, {16, 4096, 4096}},
-                                                 .element_types = "bf16,f32",
-                                                 .relative_tolerance = 1e-3,
-                                                 .describe = describe_gemm,
-                                             });
+static bool register_gemm_tunable(const std::string &type) {
+  return dsl::register_tunable({
+      .name = "gemm_" + type,
+      .variants = variant_names(type.c_str()),
+      .dimensions = {"m", "n", "k"},
+      .anchors = {{4096, 4096, 4096}, {16, 4096, 4096}},
+      .element_types = type + ",f32",
+      .relative_tolerance = 1e-3,
+      .describe = describe_gemm,
+  });
+}
+static const bool registered_gemm_tunables =
+    register_gemm_tunable("f16") && register_gemm_tunable("bf16");
 
 } // namespace cubecc::examples

@@ -24,10 +24,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <random>
-#include <unistd.h>
 
 using namespace cubecc;
 namespace dsl = cubecc::dsl;
@@ -393,18 +390,10 @@ TEST(Gemm, wave64_variants_compile_to_mfma_for_gfx90a) {
     ASSERT_TRUE(binary) << kernel->name() << ": " << ir::to_string(errors);
     ASSERT_EQ(binary->code_objects.size(), 1u);
     // The products are MFMA instructions in the code object (llvm-objdump disassembles it).
-    char path[] = "/tmp/cubecc-hsaco-XXXXXX";
-    int fd = mkstemp(path);
-    ASSERT_GE(fd, 0);
-    close(fd);
-    {
-      const auto &bytes = binary->code_objects[0].bytes;
-      std::ofstream(path, std::ios::binary).write(bytes.data(), bytes.size());
-    }
     std::string disassembly;
-    test::run_command(std::string("'") + CUBECC_LLVM_OBJDUMP + "' -d --mcpu=gfx90a " + path,
-                      disassembly);
-    std::filesystem::remove(path);
+    test::run_on_temporary_file(binary->code_objects[0].bytes,
+                                std::string("'") + CUBECC_LLVM_OBJDUMP + "' -d --mcpu=gfx90a ", "",
+                                disassembly);
     EXPECT_THAT(disassembly, ::testing::HasSubstr("v_mfma_f32_16x16x16")) << kernel->name();
     ++compiled;
   }

@@ -25,21 +25,29 @@ inline int run_command(const std::string &command, std::string &output) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-/// Runs the toolkit's ptxas (CUBECC_PTXAS) with `options` on `ptx` (written to a temporary file);
-/// returns its exit status (-1 when the file cannot be made) and fills `output`.
-inline int run_ptxas(const std::string &ptx, const std::string &options, std::string &output) {
-  char path[] = "/tmp/cubecc-ptx-XXXXXX";
+/// Writes `contents` to a temporary file (mkstemp's template below), runs `before` + its path +
+/// `after` through the shell and removes the file; returns the exit status (-1 when the file
+/// cannot be made) and fills `output`.
+inline int run_on_temporary_file(const std::string &contents, const std::string &before,
+                                 const std::string &after, std::string &output) {
+  char path[] = "/tmp/cubecc-test-XXXXXX";
   int fd = mkstemp(path);
   if (fd < 0) {
     output = "cannot create a temporary file";
     return -1;
   }
   close(fd);
-  { std::ofstream(path, std::ios::binary) << ptx; }
-  int rc = run_command(
-      std::string("'") + CUBECC_PTXAS + "' " + options + " " + path + " -o /dev/null", output);
+  { std::ofstream(path, std::ios::binary) << contents; }
+  int rc = run_command(before + path + after, output);
   std::filesystem::remove(path);
   return rc;
+}
+
+/// Runs the toolkit's ptxas (CUBECC_PTXAS) with `options` on `ptx`; returns its exit status and
+/// fills `output`.
+inline int run_ptxas(const std::string &ptx, const std::string &options, std::string &output) {
+  return run_on_temporary_file(ptx, std::string("'") + CUBECC_PTXAS + "' " + options + " ",
+                               " -o /dev/null", output);
 }
 
 /// Empty when ptxas accepts `ptx` for sm_90; otherwise `what` and ptxas's complaint.

@@ -57,6 +57,14 @@ struct TunableLaunch {
   std::array<uint32_t, 3> grid = {1, 1, 1}; ///< number of workgroups
   std::vector<uint64_t> buffer_elements;    ///< element count of each buffer parameter
   std::vector<LaunchValue> values;          ///< each scalar (non-vector) value parameter
+
+  /// Appends a contiguous row-major Tensor<T, 2> parameter of rows x cols: its element count,
+  /// then its shape and strides as values (the tensor's own parameters, in order).
+  void add_row_major_tensor(uint64_t rows, uint64_t cols) {
+    buffer_elements.push_back(rows * cols);
+    for (uint64_t v : {rows, cols, cols, uint64_t{1}})
+      values.emplace_back(static_cast<uint32_t>(v));
+  }
 };
 
 /// Describes the launch of variant `variant` (index into RegisteredTunable::variants) at `shape`
