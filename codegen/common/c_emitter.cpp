@@ -326,6 +326,8 @@ private:
   std::string compare(Opcode op, const std::string &a, const std::string &b);
   std::string cast(Scalar from, Scalar to, const std::string &x);
   std::string load_element(const ir::Value *memory, const std::string &index);
+  /// A register value from a memory element (`ref`, an lvalue of storage(s)).
+  std::string from_storage(Scalar s, const std::string &ref);
   std::string element_ref(const ir::Value *memory, const std::string &index) {
     return fmt::format("{}[{}]", name_of(memory), index);
   }
@@ -375,6 +377,8 @@ private:
   void emit_arith(const ir::Operation &op);
   void emit_conversion(const ir::Operation &op);
   void emit_memory(const ir::Operation &op);
+  void emit_load_store(const ir::Operation &op);
+  void emit_async(const ir::Operation &op);
   void emit_builtin(const ir::Operation &op);
   void emit_atomic(const ir::Operation &op);
   void emit_subgroup(const ir::Operation &op);
@@ -671,11 +675,13 @@ std::string CEmitter::cast(Scalar from, Scalar to, const std::string &x) {
 }
 
 std::string CEmitter::load_element(const ir::Value *memory, const std::string &index) {
-  Scalar e = memory->type().element();
-  std::string ref = element_ref(memory, index);
-  if (e == Scalar::F16)
+  return from_storage(memory->type().element(), element_ref(memory, index));
+}
+
+std::string CEmitter::from_storage(Scalar s, const std::string &ref) {
+  if (s == Scalar::F16)
     return "cubecc_f16_to_f32(" + ref + ")";
-  if (e == Scalar::BF16)
+  if (s == Scalar::BF16)
     return "cubecc_bf16_to_f32(" + ref + ")";
   return ref;
 }
@@ -767,6 +773,9 @@ void CEmitter::emit_op(const ir::Operation &op) {
   case ir::Signature::Builtin1:
   case ir::Signature::Sync:
     return emit_builtin(op);
+  case ir::Signature::AsyncCopy:
+  case ir::Signature::AsyncGroup:
+    return emit_async(op);
   case ir::Signature::AtomicRmw:
   case ir::Signature::AtomicCmpXchg:
   case ir::Signature::AtomicLoad:
@@ -907,22 +916,9 @@ void CEmitter::emit_memory(const ir::Operation &op) {
   const ir::Value *r = op.num_results() ? op.result() : nullptr;
   Scalar rs = r ? r->type().element() : Scalar::U32;
   switch (op.info().signature) {
-  case ir::Signature::Load: {
-    const ir::Value *memory = op.operand(0);
-    std::string index = name_of(op.operand(1));
-    return define(r, [&](unsigned k) {
-      return load_element(memory, k ? fmt::format("{} + {}", index, k) : index);
-    });
-  }
-  case ir::Signature::Store: {
-    const ir::Value *memory = op.operand(0), *value = op.operand(2);
-    std::string index = name_of(op.operand(1));
-    for (unsigned k = 0; k < value->type().lanes(); ++k)
-      line(fmt::format("{} = {};",
-                       element_ref(memory, k ? fmt::format("{} + {}", index, k) : index),
-                       store_value(memory->type().element(), lane(value, k))));
-    return;
-  }
+  case ir::Signature::Load:
+  case ir::Signature::Store:
+    return emit_load_store(op);
   case ir::Signature::BufferSize:
     line(fmt::format("const {} {} = ({}){}_count;", reg(rs), name_of(r), reg(rs),
                      name_of(op.operand(0))));
@@ -937,6 +933,114 @@ void CEmitter::emit_memory(const ir::Operation &op) {
     return;
   default:
     throw std::logic_error(fmt::format("emit_memory: op '{}' is not one", op.name()));
+  }
+}
+
+/// A load or a store. A vector access of a power-of-two size from 4 bytes on is one wide access
+/// (cubecc_block: ld/st.v2/v4, 16 bytes each) where its address is aligned to its size (up to
+/// 16): always in a shared array (declared 16-byte aligned; the IR requires the index of an
+/// N-lane access to be a multiple of N, docs/ir.md §4.8), and in a buffer whose base address is,
+/// checked at run time (adopted memory need only be element-aligned); element by element
+/// otherwise.
+void CEmitter::emit_load_store(const ir::Operation &op) {
+  const bool is_load = op.opcode() == Opcode::Load;
+  const ir::Value *memory = op.operand(0);
+  const ir::Value *value = is_load ? op.result() : op.operand(2);
+  const Scalar s = memory->type().element();
+  const std::string index = name_of(op.operand(1));
+  auto at = [&](unsigned k) { return k ? fmt::format("{} + {}", index, k) : index; };
+  auto by_element = [&] {
+    if (is_load) {
+      for (unsigned k = 0; k < value->type().lanes(); ++k)
+        line(fmt::format("{} = {};", lane(value, k), load_element(memory, at(k))));
+      return;
+    }
+    for (unsigned k = 0; k < value->type().lanes(); ++k)
+      line(fmt::format("{} = {};", element_ref(memory, at(k)), store_value(s, lane(value, k))));
+  };
+  const unsigned lanes = value->type().lanes();
+  const unsigned bytes = lanes * ir::scalar_bits(s) / 8;
+  const ir::TypeKind kind = memory->type().kind();
+  if (lanes == 1 || !std::has_single_bit(bytes) || bytes < 4 || kind == ir::TypeKind::Local) {
+    if (is_load)
+      return define(value, [&](unsigned k) { return load_element(memory, at(k)); });
+    return by_element();
+  }
+  const unsigned align = std::min(bytes, 16u);
+  const std::string block = fmt::format("cubecc_block<{}, {}, {}>", storage(s), lanes, align);
+  if (is_load)
+    line(fmt::format("{} {};", type_of(value->type()), name_of(value)));
+  const bool check = kind == ir::TypeKind::Buffer;
+  line(check ? fmt::format("if ((((u64){}) & {}u) == 0u) {{", name_of(memory), align - 1) : "{");
+  ++indent_;
+  const std::string address = fmt::format("&{}", element_ref(memory, index));
+  if (is_load) {
+    line(fmt::format("const {0} cubecc_b = *(const {0} *){1};", block, address));
+    for (unsigned k = 0; k < lanes; ++k)
+      line(fmt::format("{} = {};", lane(value, k),
+                       from_storage(s, fmt::format("cubecc_b.e[{}]", k))));
+  } else {
+    line(fmt::format("{} cubecc_b;", block));
+    for (unsigned k = 0; k < lanes; ++k)
+      line(fmt::format("cubecc_b.e[{}] = {};", k, store_value(s, lane(value, k))));
+    line(fmt::format("*({} *){} = cubecc_b;", block, address));
+  }
+  --indent_;
+  if (check) {
+    line("} else {");
+    ++indent_;
+    by_element();
+    --indent_;
+  }
+  line("}");
+}
+
+/// The asynchronous copies of docs/ir.md §4.14 on CUDA sm_80 and later (the legalize pass lowers
+/// them everywhere else): cp.async, 16-byte copies bypassing L1 (.cg), smaller ones through it
+/// (.ca). A copy not read from the source (operand 4 false) copies 0 bytes of it, so the
+/// instruction fills the destination with zeros. cp.async needs both addresses aligned to the
+/// copy's size: the shared array is (16-byte aligned, the index a multiple of the lanes); a
+/// buffer's base address is checked at run time and, when it is not, the copy is done at once.
+void CEmitter::emit_async(const ir::Operation &op) {
+  if (hip_)
+    throw std::logic_error(fmt::format("the HIP emitter met '{}', which the legalize pass lowers "
+                                       "on HIP: a bug in cubecc",
+                                       op.name()));
+  switch (op.opcode()) {
+  case Opcode::AsyncCopy: {
+    const ir::Value *dst = op.operand(0), *src = op.operand(2);
+    const std::string &dst_index = name_of(op.operand(1)), &src_index = name_of(op.operand(3));
+    const std::string &inside = name_of(op.operand(4));
+    const Scalar s = dst->type().element();
+    const auto lanes = static_cast<unsigned>(op.attributes().get_int("lanes").value_or(1));
+    const unsigned bytes = lanes * ir::scalar_bits(s) / 8;
+    line(fmt::format("if ((((u64){}) & {}u) == 0u) {{", name_of(src), bytes - 1));
+    ++indent_;
+    line(fmt::format("asm volatile(\"cp.async.{}.shared.global [%0], [%1], {}, %2;\" :: "
+                     "\"r\"((u32)__cvta_generic_to_shared(&{})), \"l\"({} ? &{} : {}), "
+                     "\"r\"({} ? {}u : 0u) : \"memory\");",
+                     bytes == 16 ? "cg" : "ca", bytes, element_ref(dst, dst_index), inside,
+                     element_ref(src, src_index), name_of(src), inside, bytes));
+    --indent_;
+    line("} else {");
+    ++indent_;
+    auto at = [](const std::string &index, unsigned k) {
+      return k ? fmt::format("{} + {}", index, k) : index;
+    };
+    for (unsigned k = 0; k < lanes; ++k)
+      line(fmt::format("{} = {} ? {} : {};", element_ref(dst, at(dst_index, k)), inside,
+                       element_ref(src, at(src_index, k)), storage(s) + "{}"));
+    --indent_;
+    line("}");
+    return;
+  }
+  case Opcode::AsyncCommit:
+    line("asm volatile(\"cp.async.commit_group;\" ::: \"memory\");");
+    return;
+  default:
+    line(fmt::format("asm volatile(\"cp.async.wait_group {};\" ::: \"memory\");",
+                     op.attributes().get_int("pending").value_or(0)));
+    return;
   }
 }
 
@@ -1619,6 +1723,7 @@ std::optional<CSource> emit_c_family(const ir::Kernel &kernel, const TargetFeatu
   target.c_pow = true;
   target.native_libm = true;
   target.native_bit_ops = true; // the __popc, __clz, __brev, __mulhi ... intrinsics (CUDA and HIP)
+  target.async_copy = dialect == CDialect::Cuda && features.async_copy; // cp.async
   std::unique_ptr<ir::Module> legal = ir::copy_kernel(kernel);
   passes::legalize(*legal, target);
   return CEmitter(*legal->kernels().front(), features, /*hip=*/dialect == CDialect::Hip, errors)

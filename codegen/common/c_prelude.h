@@ -25,6 +25,9 @@ typedef float f32;
 typedef double f64;
 
 template <class T, int N> struct cubecc_vec { T v[N]; };
+// N elements of memory read or written as one access (one ld/st.v2/v4 per 16 bytes): the type
+// of a vector load or store whose address is aligned to A bytes.
+template <class T, int N, int A> struct alignas(A) cubecc_block { T e[N]; };
 
 
 template <class A, class B> struct cubecc_same {

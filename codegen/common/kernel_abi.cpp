@@ -97,11 +97,26 @@ TargetFeatures TargetFeatures::metal_baseline() {
 std::string TargetFeatures::fingerprint() const {
   // Every field codegen reads, in declaration order; `target` (a name for errors) is left out.
   std::string s;
-  for (bool flag :
-       {int8, int16, int64, float16, bfloat16, float64, int64_atomics, float32_atomic_add,
-        float32_atomics, float64_atomic_add, narrow_atomics, float32_atomic_min_max, fused_fma,
-        signed_zero_inf_nan_preserve, subgroup_arithmetic, subgroup_extended_types,
-        subgroup_shuffle, subgroup_ballot, linear_subgroups})
+  for (bool flag : {int8,
+                    int16,
+                    int64,
+                    float16,
+                    bfloat16,
+                    float64,
+                    int64_atomics,
+                    float32_atomic_add,
+                    float32_atomics,
+                    float64_atomic_add,
+                    narrow_atomics,
+                    float32_atomic_min_max,
+                    fused_fma,
+                    signed_zero_inf_nan_preserve,
+                    subgroup_arithmetic,
+                    subgroup_extended_types,
+                    subgroup_shuffle,
+                    subgroup_ballot,
+                    linear_subgroups,
+                    async_copy})
     s += flag ? '1' : '0';
   for (uint32_t n : {subgroup_size, matrix_shapes, max_shared_bytes, max_param_block_bytes,
                      max_workgroup_invocations, max_workgroup_size[0], max_workgroup_size[1],

@@ -82,6 +82,7 @@ TargetFeatures cuda_features(const std::string &arch) {
   f.matrix_shapes = ir::matrix_shape_mask(
       [&](const ir::MatrixShape &s) { return sm >= (ir::is_storage_float(s.input) ? 89u : 80u); });
   f.matrix_note = "mma.sync needs sm_80 or newer (fp8 shapes sm_89)";
+  f.async_copy = sm >= 80;        // cp.async
   f.max_shared_bytes = 49152;     // static __shared__ limit; more needs dynamic shared memory
   f.max_param_block_bytes = 4096; // kernel parameters: 4 KiB (32 KiB needs a 12.1+ driver, sm_70+)
   f.max_workgroup_invocations = 1024;

@@ -36,6 +36,7 @@ public:
     f.linear_subgroups = true;
     f.subgroup_size = 0; // any: each launch chooses (and the interpreter checks a required one)
     f.matrix_shapes = ir::matrix_shape_mask([](const ir::MatrixShape &) { return true; });
+    f.async_copy = true;
     return f;
   }
 

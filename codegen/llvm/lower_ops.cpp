@@ -4,6 +4,8 @@
 
 #include "cubecc/ir/subgroup_combine.h"
 
+#include <stdexcept>
+
 namespace cubecc::llvm_backend {
 
 //===- Subgroup operations -----------------------------------------------------------------===//
@@ -441,6 +443,11 @@ void Lowering::emit_op(const ir::Operation *op) {
     if (o != Opcode::Barrier)
       B_.CreateFence(llvm::AtomicOrdering::AcquireRelease);
     return;
+  case ir::Signature::AsyncCopy: // done at once by the legalize pass
+  case ir::Signature::AsyncGroup:
+    throw std::logic_error(fmt::format("the LLVM lowering met '{}', which the legalize pass "
+                                       "lowers: a bug in cubecc",
+                                       op->name()));
   case ir::Signature::AtomicRmw:
   case ir::Signature::AtomicCmpXchg:
   case ir::Signature::AtomicLoad:

@@ -1500,6 +1500,9 @@ void Writer::emit_op(const ir::Operation &op) {
   case ir::Signature::Builtin1:
   case ir::Signature::Sync:
     return emit_builtin(op);
+  case ir::Signature::AsyncCopy: // done at once by the legalize pass (no async.copy in SPIR-V)
+  case ir::Signature::AsyncGroup:
+    passes::throw_not_legalized(op, "SPIR-V");
   case ir::Signature::AtomicRmw:
   case ir::Signature::AtomicCmpXchg:
   case ir::Signature::AtomicLoad:

@@ -253,6 +253,12 @@ void emit_void(ir::Opcode op, std::initializer_list<ir::Value *> operands, const
   builder_at(loc).create(op, std::span<ir::Value *const>(operands.begin(), operands.size()), {});
 }
 
+void emit_void(ir::Opcode op, std::initializer_list<ir::Value *> operands,
+               std::string_view attribute, int64_t value, const Loc &loc) {
+  builder_at(loc).create(op, std::span<ir::Value *const>(operands.begin(), operands.size()), {},
+                         {{std::string(attribute), value}});
+}
+
 /// The constant `make` builds, or the same one (type and key) made before where it dominates the
 /// builder's position: in the innermost open region or one enclosing it. Only each region's
 /// kMaxReusedConstants most recent constants are searched, so that a kernel with thousands of

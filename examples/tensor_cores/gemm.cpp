@@ -98,6 +98,32 @@ void put(const dsl::Shared<T, N> &tile, const dsl::Val<uint32_t> &base,
   }
 }
 
+/// Starts asynchronous copies of the rows x cols tile of `src` at (row0, col0) into `tile`
+/// (row-major, `ld` elements per row) from element `base`, kVec elements per copy, chunk e
+/// (e = tid, tid + threads, ...) as fetch() reads them; chunks outside `src` are zeros.
+template <class T, int rows, int cols, int threads, int kVec, int ld, int N>
+void copy_tile_async(const dsl::Shared<T, N> &tile, const dsl::Val<uint32_t> &base,
+                     const dsl::Tensor<const T, 2> &src, const dsl::Val<uint32_t> &row0,
+                     const dsl::Val<uint32_t> &col0, const dsl::Val<uint32_t> &tid) {
+  constexpr int kChunks = rows * cols / kVec;
+  constexpr int kPerRow = cols / kVec;
+  static_assert(cols % kVec == 0, "a tile row is whole chunks");
+  for (int first = 0; first < kChunks; first += threads) {
+    dsl::Val<uint32_t> e = tid + first;
+    auto copy = [&] {
+      dsl::Val<uint32_t> r = row0 + e / kPerRow;
+      dsl::Val<uint32_t> c = col0 + (e % kPerRow) * kVec;
+      dsl::Val<uint32_t> at = base + (e / kPerRow) * ld + (e % kPerRow) * kVec;
+      dsl::copy_async<kVec>(tile, at, src, r * src.stride(0) + c,
+                            r < src.shape(0) && c < src.shape(1));
+    };
+    if constexpr (kChunks % threads == 0)
+      copy();
+    else
+      dsl::if_(e < kChunks, copy);
+  }
+}
+
 /// An array of accumulators, each zero.
 template <class Accs> Accs zero_accumulators() {
   using Acc = typename Accs::value_type;
@@ -117,7 +143,7 @@ void gemm(dsl::Tensor<const T, 2> a, dsl::Tensor<const T, 2> b, dsl::Tensor<floa
   constexpr int kFM = kWM / 16, kFN = kWN / 16; // fragments per warp tile
   constexpr int kLdA = kBK + kPad, kLdB = kBN + kPad;
   constexpr int kATile = kBM * kLdA, kBTile = kBK * kLdB;
-  static_assert(kStages == 1 || kStages == 2, "one buffer, or two (double buffering)");
+  static_assert(kStages >= 1 && kStages <= 4, "one to four shared-memory stages");
   using FragA = dsl::MatrixA<T, 16, 16>;
   using FragB = dsl::MatrixB<T, 16, 16>;
   using Acc = dsl::Accumulator<float, 16, 16>;
@@ -145,6 +171,13 @@ void gemm(dsl::Tensor<const T, 2> a, dsl::Tensor<const T, 2> b, dsl::Tensor<floa
   };
   auto fetch_b = [&](const dsl::Val<uint32_t> &k0) {
     return fetch<T, kBK, kBN, kThreads, kVec>(b, k0, col0, tid);
+  };
+  auto copy_tiles_async = [&](const dsl::Val<uint32_t> &stage, const dsl::Val<uint32_t> &k0) {
+    if constexpr (kStages >= 3) { // (the copies need kVec elements of 4 to 16 bytes)
+      copy_tile_async<T, kBM, kBK, kThreads, kVec, kLdA>(a_tile, stage * kATile, a, row0, k0, tid);
+      copy_tile_async<T, kBK, kBN, kThreads, kVec, kLdB>(b_tile, stage * kBTile, b, k0, col0, tid);
+      dsl::commit_async();
+    }
   };
   auto put_tiles = [&](const dsl::Val<uint32_t> &stage, const auto &a_chunks,
                        const auto &b_chunks) {
@@ -185,6 +218,22 @@ void gemm(dsl::Tensor<const T, 2> a, dsl::Tensor<const T, 2> b, dsl::Tensor<floa
       dsl::barrier();
       return next;
     });
+  } else if constexpr (kStages >= 3) {
+    // Tiles 0 .. kStages - 2 in flight before the loop, one group each; step t waits for tile
+    // t, then (after the barrier: every subgroup is done with step t - 1's buffer) starts tile
+    // t + kStages - 1 into that buffer, and multiplies. Tiles past K are zeros, copied and never
+    // read, so that every step commits one group and the wait counts stay exact.
+    for (int s = 0; s < kStages - 1; ++s)
+      copy_tiles_async(dsl::Val<uint32_t>(static_cast<uint32_t>(s)),
+                       dsl::Val<uint32_t>(static_cast<uint32_t>(s * kBK)));
+    acc = dsl::for_carry(0u, k_tiles, zero, [&](dsl::Val<uint32_t> t, const Accs &sum) {
+      dsl::wait_async(kStages - 2);
+      dsl::barrier();
+      dsl::Val<uint32_t> ahead = t + static_cast<uint32_t>(kStages - 1);
+      copy_tiles_async(ahead % static_cast<uint32_t>(kStages), ahead * kBK);
+      return multiply(t % static_cast<uint32_t>(kStages), sum);
+    });
+    dsl::wait_async(0); // nothing in flight past the loop
   } else {
     dsl::Val<uint32_t> first = 0u;
     auto a_chunks = fetch_a(first);

@@ -18,8 +18,11 @@
 
 namespace cubecc::examples {
 
-/// One configuration of the GEMM: block tile kBM x kBN, kBK deep; warp tile kWM x kWN; one or
-/// two shared-memory stages; kVec elements per global load; the subgroup size it assumes.
+/// One configuration of the GEMM: block tile kBM x kBN, kBK deep; warp tile kWM x kWN; kStages
+/// shared-memory buffers (1: one; 2: two, the next tile's global loads held in registers while
+/// the current one is multiplied; 3 or 4: a pipeline of asynchronous copies, cp.async on sm_80
+/// and later, kStages - 1 tiles in flight); kVec elements per global load or copy; the subgroup
+/// size it assumes.
 template <int kBM, int kBN, int kBK, int kWM, int kWN, int kStages, int kVec, int kSubgroup>
 struct GemmConfig {
   static_assert(kBM % kWM == 0 && kBN % kWN == 0, "warp tiles divide the block tile");
@@ -34,13 +37,15 @@ struct GemmConfig {
 
 /// The variants the tunables choose among, in order (their index is the variant number): large
 /// square tiles, a tall one, small-M tiles for the skinny products of LLM inference (M = 1 ...
-/// 64), and a single-buffered, scalar-load baseline. All assume 32-wide subgroups (NVIDIA): they
+/// 64), the same kinds with asynchronous-copy pipelines, and a single-buffered, scalar-load
+/// baseline. All assume 32-wide subgroups (NVIDIA): they
 /// are registered with subgroup_size = 32, which a 64-wide target (AMD CDNA) refuses.
 using GemmVariants =
     std::tuple<GemmConfig<128, 128, 32, 64, 64, 2, 8, 32>,
                GemmConfig<128, 64, 32, 64, 32, 2, 8, 32>, GemmConfig<64, 64, 32, 32, 32, 2, 8, 32>,
                GemmConfig<32, 128, 64, 32, 32, 2, 8, 32>, GemmConfig<16, 128, 64, 16, 32, 2, 8, 32>,
-               GemmConfig<32, 32, 32, 16, 16, 1, 1, 32>>;
+               GemmConfig<128, 64, 32, 64, 32, 3, 8, 32>, GemmConfig<64, 64, 32, 32, 32, 4, 8, 32>,
+               GemmConfig<16, 128, 32, 16, 32, 3, 8, 32>, GemmConfig<32, 32, 32, 16, 16, 1, 1, 32>>;
 /// Registered too, for 64-wide wavefronts (AMD CDNA, subgroup_size = 64); not among the
 /// tunables' variants, which are NVIDIA's.
 using GemmWave64Variants = std::tuple<GemmConfig<64, 64, 32, 32, 32, 2, 8, 64>>;

@@ -10,9 +10,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <limits>
 #include <unordered_map>
 
@@ -58,6 +60,8 @@ public:
           workgroup_ = {x, y, z};
           shared_storage_.clear();
           local_storage_.clear();
+          async_.assign(size_, {}); // copies still in flight at the end are dropped
+          in_flight_.clear();
           Mask all(size_, 1);
           exec_region(kernel_.body(), all);
         }
@@ -134,9 +138,83 @@ private:
     if (lanes > 1 && index % lanes != 0)
       fail(op, fmt::format("vector access of {} lanes at index {}, which is not a multiple of {}",
                            lanes, index, lanes));
+    if (!in_flight_.empty())
+      check_not_in_flight(op, mem_value, static_cast<uint64_t>(index), lanes, inv);
     size_t bytes = scalar_bits(mem.element) / 8;
     size_t copy = mem.per_invocation ? static_cast<size_t>(inv) * mem.count : 0;
     return mem.data + (copy + static_cast<size_t>(index)) * bytes;
+  }
+
+  //===- Asynchronous copies (docs/ir.md §4.14) ----------------------------------------------===//
+  //
+  // async.copy reads its source when it is issued and writes the shared array only when an
+  // async.wait of its invocation lets its group complete: the latest moment the IR allows, so a
+  // kernel that reads the destination too early reads the old contents. Any access to a shared
+  // element with a copy still in flight (not yet landed by its invocation's wait) is refused: on
+  // a GPU it would race with the copy.
+
+  struct AsyncCopyRecord {
+    const Value *memory;
+    uint64_t index;
+    unsigned lanes;
+    std::array<uint64_t, 16> bits; ///< what the source held (zeros where not read)
+  };
+  struct AsyncState {
+    std::vector<AsyncCopyRecord> open;               ///< issued since the last commit
+    std::deque<std::vector<AsyncCopyRecord>> groups; ///< committed, oldest first
+  };
+
+  void check_not_in_flight(const Operation *op, const Value *memory, uint64_t index, unsigned lanes,
+                           unsigned inv) {
+    auto it = in_flight_.find(memory);
+    if (it == in_flight_.end())
+      return;
+    for (unsigned l = 0; l < lanes; ++l)
+      if (it->second[index + l] != 0)
+        fail(op, fmt::format("invocation {} touches element {} of {} while an async.copy into "
+                             "it is in flight; wait for its group (async.wait) and then a barrier "
+                             "before using the copied data or overwriting it",
+                             inv, index + l, memory_.at(memory).what));
+  }
+
+  void exec_async_copy(const Operation &op, unsigned inv) {
+    const unsigned lanes = static_cast<unsigned>(op.attributes().get_int("lanes").value_or(1));
+    const Scalar s = op.operand(0)->type().element();
+    const size_t bytes = scalar_bits(s) / 8;
+    AsyncCopyRecord copy{op.operand(0), 0, lanes, {}};
+    // The destination is checked (bounds, alignment, no copy in flight) when issued.
+    uint8_t *dst =
+        address(&op, op.operand(0), inv, get(op.operand(1), inv), op.operand(1)->type(), lanes);
+    copy.index = static_cast<uint64_t>(dst - memory_.at(op.operand(0)).data) / bytes;
+    if (get(op.operand(4), inv) != 0) {
+      const uint8_t *src =
+          address(&op, op.operand(2), inv, get(op.operand(3), inv), op.operand(3)->type(), lanes);
+      for (unsigned l = 0; l < lanes; ++l)
+        copy.bits[l] = read_element(src + l * bytes, s);
+    }
+    std::vector<uint32_t> &flight = in_flight_[op.operand(0)];
+    flight.resize(memory_.at(op.operand(0)).count);
+    for (unsigned l = 0; l < lanes; ++l)
+      ++flight[copy.index + l];
+    async_[inv].open.push_back(copy);
+  }
+
+  /// async.wait {pending = N}: the invocation's committed groups but the N newest land.
+  void exec_async_wait(const Operation &op, unsigned inv) {
+    const auto pending = static_cast<size_t>(op.attributes().get_int("pending").value_or(0));
+    auto &groups = async_[inv].groups;
+    while (groups.size() > pending) {
+      for (const AsyncCopyRecord &copy : groups.front()) {
+        Memory &mem = memory_.at(copy.memory);
+        std::vector<uint32_t> &flight = in_flight_.at(copy.memory);
+        const size_t bytes = scalar_bits(mem.element) / 8;
+        for (unsigned l = 0; l < copy.lanes; ++l) {
+          write_element(mem.data + (copy.index + l) * bytes, mem.element, copy.bits[l]);
+          --flight[copy.index + l];
+        }
+      }
+      groups.pop_front();
+    }
   }
 
   static uint64_t read_element(const uint8_t *p, Scalar s) {
@@ -729,6 +807,16 @@ private:
       set(op.result(), inv, lane, get(op.operand(1), inv));
       return;
     }
+    case Signature::AsyncCopy:
+      return exec_async_copy(op, inv);
+    case Signature::AsyncGroup:
+      if (op.opcode() == Opcode::AsyncCommit) {
+        AsyncState &state = async_[inv];
+        state.groups.push_back(std::move(state.open));
+        state.open.clear();
+        return;
+      }
+      return exec_async_wait(op, inv);
     case Signature::Load: {
       Type t = op.result()->type();
       uint8_t *p = address(&op, op.operand(0), inv, get(op.operand(1), inv), op.operand(1)->type(),
@@ -829,6 +917,9 @@ private:
   std::unordered_map<const Operation *, std::vector<uint8_t>> shared_storage_, local_storage_;
   std::vector<Mask *> masks_;
   std::vector<LoopFrame> frames_;
+  std::vector<AsyncState> async_; ///< per invocation
+  /// Per shared array with copies issued: per element, the copies into it not yet landed.
+  std::unordered_map<const Value *, std::vector<uint32_t>> in_flight_;
   uint64_t ops_executed_ = 0;
 };
 

@@ -27,6 +27,7 @@ int fixed_operand_count(Signature sig) {
   case Signature::Builtin3:
   case Signature::Builtin1:
   case Signature::Sync:
+  case Signature::AsyncGroup:
   case Signature::SubgroupElect:
   case Signature::Return:
     return 0;
@@ -62,6 +63,8 @@ int fixed_operand_count(Signature sig) {
   case Signature::AtomicCmpXchg:
   case Signature::MatrixStore:
     return 4;
+  case Signature::AsyncCopy:
+    return 5;
   case Signature::VecBuild:
   case Signature::For:
   case Signature::While:
@@ -80,6 +83,8 @@ int fixed_result_count(Signature sig) {
   case Signature::AtomicStore:
   case Signature::MatrixStore:
   case Signature::Sync:
+  case Signature::AsyncCopy:
+  case Signature::AsyncGroup:
   case Signature::Yield:
   case Signature::Condition:
   case Signature::Break:

@@ -312,6 +312,12 @@ private:
     case Opcode::MatrixStore:
       allowed = "col_major";
       break;
+    case Opcode::AsyncCopy:
+      allowed = "lanes";
+      break;
+    case Opcode::AsyncWait:
+      allowed = "pending";
+      break;
     default:
       break;
     }
@@ -394,6 +400,20 @@ private:
       return false;
     }
     return true;
+  }
+
+  /// "1, 2 or 4" for a 32-bit element: the lane counts an async.copy of it may have.
+  static std::string bytes_to_lanes_text(Scalar s) {
+    std::vector<std::string> counts;
+    for (unsigned bytes : {4u, 8u, 16u})
+      if (bytes * 8 >= scalar_bits(s))
+        counts.push_back(std::to_string(bytes * 8 / scalar_bits(s)));
+    if (counts.size() == 1)
+      return counts[0];
+    std::string text;
+    for (size_t i = 0; i < counts.size(); ++i)
+      text += (i == 0 ? "" : i + 1 == counts.size() ? " or " : ", ") + counts[i];
+    return text;
   }
 
   bool want_index(const Operation &op, unsigned i) {
@@ -590,6 +610,46 @@ private:
         return error(&op, fmt::format("result must be u32, not {}", result().str()));
       return;
     case Signature::Sync:
+      return;
+    case Signature::AsyncCopy: {
+      // async.copy dst, dst_index, src, src_index, inside {lanes = N}: N elements, 4, 8 or 16
+      // bytes, from a buffer into a shared array (docs/ir.md §4.14).
+      Type dst = operand(0), src = operand(2);
+      if (dst.kind() != TypeKind::Shared)
+        return error(&op, fmt::format("operand 0 (the destination) must be a shared array, not {}",
+                                      dst.str()));
+      if (src.kind() != TypeKind::Buffer)
+        return error(&op,
+                     fmt::format("operand 2 (the source) must be a buffer, not {}", src.str()));
+      if (!want_index(op, 1) || !want_index(op, 3))
+        return;
+      if (src.element() != dst.element())
+        return error(&op, fmt::format("copies {} into a shared array of {}; the element types "
+                                      "must be the same",
+                                      src.str(), dst.str()));
+      if (operand(4) != Type::scalar(Scalar::Bool))
+        return error(&op, fmt::format("operand 4 (whether to read the source; zeros where not) "
+                                      "must be bool, not {}",
+                                      operand(4).str()));
+      if (!check_access(op, src, true))
+        return;
+      if (dst.element() == Scalar::Bool)
+        return error(&op, "copies bool, whose size in memory is the target's; copy a u8 array");
+      auto lanes = op.attributes().get_int("lanes");
+      uint64_t bytes = lanes ? static_cast<uint64_t>(*lanes) * scalar_bits(dst.element()) / 8 : 0;
+      if (!lanes || *lanes < 1 || (bytes != 4 && bytes != 8 && bytes != 16))
+        return error(&op,
+                     fmt::format("needs an attribute 'lanes': the elements copied, 4, 8 or "
+                                 "16 bytes of {} ({} elements)",
+                                 scalar_name(dst.element()), bytes_to_lanes_text(dst.element())));
+      return;
+    }
+    case Signature::AsyncGroup:
+      if (auto pending = op.attributes().get_int("pending");
+          pending && (*pending < 0 || *pending > 8))
+        return error(&op, fmt::format("attribute 'pending' is the number of newest groups left "
+                                      "in flight, 0 to 8, not {}",
+                                      *pending));
       return;
     case Signature::AtomicLoad:
     case Signature::AtomicStore: {

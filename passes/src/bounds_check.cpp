@@ -71,16 +71,13 @@ void move_under_guard(ir::Operation *op, ir::Value *ok, ir::Builder &b,
   b.yield(std::span<ir::Value *const>(&otherwise, 1));
 }
 
-/// Guards `op`. Returns false when it cannot: an array with more elements than a 32-bit index
-/// type's positive range (the size has no constant of the index type).
-bool guard(ir::Module &m, ir::Operation *op, PassContext &ctx) {
-  ir::Value *memory = op->operand(0), *index = op->operand(1);
+/// Whether `lanes` elements of `memory` from `index` are inside it, built by `b`; null when it
+/// cannot be said: an array with more elements than a 32-bit index type's positive range (the
+/// size has no constant of the index type).
+ir::Value *in_bounds(ir::Builder &b, ir::Value *memory, ir::Value *index, unsigned lanes,
+                     PassContext &ctx) {
   ir::Type it = index->type();
   ir::Scalar is = it.element();
-  unsigned lanes = lanes_of(*op);
-  ir::Builder b(m);
-  b.set_insertion_point_before(op);
-  b.set_location(op->location());
   if (ir::scalar_bits(is) < 32) {
     // Compare the index widened to 32 bits (a cast keeps its value, sign-extended for signed
     // types): buffer.size has no narrower form, and an array may be larger than the index
@@ -97,7 +94,7 @@ bool guard(ir::Module &m, ir::Operation *op, PassContext &ctx) {
     if (count > ir::width_mask(ir::scalar_bits(is) - (ir::is_signed(is) ? 1 : 0))) {
       // (an array of 2^31 elements or more, only reachable with a 32-bit index)
       ctx.count("checks left out: index type narrower than the array");
-      return false;
+      return nullptr;
     }
     size = b.const_int(it, static_cast<int64_t>(count));
   }
@@ -108,8 +105,36 @@ bool guard(ir::Module &m, ir::Operation *op, PassContext &ctx) {
                         b.op(ir::Opcode::Le, {index, b.op(ir::Opcode::Sub, {size, lanes_v})})});
   if (ir::is_signed(is))
     ok = b.op(ir::Opcode::And, {ok, b.op(ir::Opcode::Ge, {index, b.const_int(it, 0)})});
+  return ok;
+}
+
+/// Guards `op`. Returns false when it cannot (in_bounds).
+bool guard(ir::Module &m, ir::Operation *op, PassContext &ctx) {
+  ir::Builder b(m);
+  b.set_insertion_point_before(op);
+  b.set_location(op->location());
+  ir::Value *ok = in_bounds(b, op->operand(0), op->operand(1), lanes_of(*op), ctx);
+  if (!ok)
+    return false;
   move_under_guard(op, ok, b,
                    [&](ir::Operation *branch) { return zero_of(m, branch, op->result()->type()); });
+  ctx.count("checks inserted");
+  return true;
+}
+
+/// Guards an async.copy: a source outside its buffer is not read (the copy writes zeros, as for
+/// a false operand 4), and a copy whose destination is outside the shared array is skipped.
+bool guard_async_copy(ir::Module &m, ir::Operation *op, PassContext &ctx) {
+  const auto lanes = static_cast<unsigned>(op->attributes().get_int("lanes").value_or(1));
+  ir::Builder b(m);
+  b.set_insertion_point_before(op);
+  b.set_location(op->location());
+  ir::Value *src_ok = in_bounds(b, op->operand(2), op->operand(3), lanes, ctx);
+  ir::Value *dst_ok = in_bounds(b, op->operand(0), op->operand(1), lanes, ctx);
+  if (!src_ok || !dst_ok)
+    return false;
+  op->set_operand(4, b.op(ir::Opcode::And, {op->operand(4), src_ok}));
+  move_under_guard(op, dst_ok, b, nullptr);
   ctx.count("checks inserted");
   return true;
 }
@@ -162,11 +187,13 @@ void bounds_check(ir::Module &module, PassContext &context) {
   for (const auto &k : module.kernels()) {
     // Decide every access before guarding any: guarding moves accesses into new ifs.
     IntegerRanges ranges(*k);
-    std::vector<ir::Operation *> unproven, matrices;
+    std::vector<ir::Operation *> unproven, matrices, copies;
     uint64_t by_range = 0, by_size = 0;
     k->walk([&](ir::Operation *op) {
       if (op->opcode() == ir::Opcode::MatrixLoad || op->opcode() == ir::Opcode::MatrixStore)
         matrices.push_back(op); // (ranges do not reason about the block an access spans)
+      if (op->opcode() == ir::Opcode::AsyncCopy)
+        copies.push_back(op); // two accesses, guarded together
       if (!is_access(*op))
         return;
       ir::Value *memory = op->operand(0), *index = op->operand(1);
@@ -189,6 +216,8 @@ void bounds_check(ir::Module &module, PassContext &context) {
     uint64_t guarded = 0, unchecked = 0;
     for (ir::Operation *op : unproven)
       (guard(module, op, context) ? guarded : unchecked) += 1;
+    for (ir::Operation *op : copies)
+      (guard_async_copy(module, op, context) ? guarded : unchecked) += 1;
     for (ir::Operation *op : matrices)
       guard_matrix(module, op, context);
     guarded += matrices.size();

@@ -19,6 +19,8 @@
 //           it overflowed
 //   cast to or from a storage float (e4m3, e5m2, e2m1, ue8m0; every target): the source decoded
 //           exactly to f32 bits (or f64), rounded once in integer ops into the destination
+//   async.copy (no asynchronous copies): if inside { load } else { zeros }, then a store;
+//           async.commit and async.wait are dropped
 //
 // The values chosen where the IR leaves them unspecified are the reference interpreter's
 // (ir/src/semantics.cpp), so legalized IR computes the same as the original on the interpreter.
@@ -83,6 +85,7 @@ public:
   Value *select(Value *c, Value *a, Value *b) { return op(Opcode::Select, {c, a, b}); }
   Value *cast(Value *v, Type to) { return b_.cast(v, to); }
   Value *bitcast(Value *v, Type to) { return b_.create(Opcode::Bitcast, {v}, {to})->result(); }
+  ir::Builder &builder() { return b_; }
 
 private:
   ir::Builder b_;
@@ -895,6 +898,29 @@ Value *rewrite_storage_cast(Rewriter &r, ir::Operation &op) {
   }
 }
 
+//===--- Asynchronous copies ---------------------------------------------------------------===//
+
+/// async.copy on a target without it: the copy done at once, a guarded load (zeros where the
+/// source is not read) and a store. The IR lets a copy land at any moment before its wait, so
+/// this computes what the kernel computes; async.commit and async.wait then order nothing.
+Value *rewrite_async_copy(Rewriter &r, ir::Operation &op) {
+  ir::Builder &b = r.builder();
+  const auto lanes = static_cast<uint32_t>(op.attributes().get_int("lanes").value_or(1));
+  const Scalar s = op.operand(0)->type().element();
+  const Type t = lanes == 1 ? Type::scalar(s) : Type::vector(s, lanes);
+  const Type types[] = {t};
+  ir::Operation *guard = b.create_if(op.operand(4), types);
+  b.set_insertion_point_to_end(guard->region(0));
+  Value *loaded = b.load(op.operand(2), op.operand(3), t);
+  b.yield({&loaded, 1});
+  b.set_insertion_point_to_end(guard->region(1));
+  Value *zero = r.bits(t, 0);
+  b.yield({&zero, 1});
+  b.set_insertion_point_before(&op);
+  b.store(op.operand(0), op.operand(1), guard->result());
+  return nullptr;
+}
+
 //===--- The table ------------------------------------------------------------------------===//
 
 struct Pattern {
@@ -960,6 +986,15 @@ const Pattern kPatterns[] = {
      rewrite_storage_cast},
     {Opcode::Hypot, "hypot expanded",
      [](const ir::Operation &, const LegalizeTarget &t) { return !t.native_libm; }, rewrite_hypot},
+    {Opcode::AsyncCopy, "asynchronous copies done at once",
+     [](const ir::Operation &, const LegalizeTarget &t) { return !t.async_copy; },
+     rewrite_async_copy},
+    {Opcode::AsyncCommit, "asynchronous copy groups dropped",
+     [](const ir::Operation &, const LegalizeTarget &t) { return !t.async_copy; },
+     [](Rewriter &, ir::Operation &) -> Value * { return nullptr; }},
+    {Opcode::AsyncWait, "asynchronous copy groups dropped",
+     [](const ir::Operation &, const LegalizeTarget &t) { return !t.async_copy; },
+     [](Rewriter &, ir::Operation &) -> Value * { return nullptr; }},
 };
 
 } // namespace
@@ -971,7 +1006,10 @@ void legalize(ir::Module &module, const LegalizeTarget &target, PassContext *con
         continue;
       Rewriter r(module, *op);
       Value *replacement = p.rewrite(r, *op);
-      detail::replace_op(op, {replacement});
+      if (op->num_results())
+        detail::replace_op(op, {replacement});
+      else
+        op->parent_region()->erase(op);
       if (context)
         context->count(p.name);
       break;

@@ -112,6 +112,7 @@ public:
     f.subgroup_size = info_.subgroup_size;
     f.linear_subgroups = true;
     f.matrix_shapes = ir::matrix_shape_mask([](const ir::MatrixShape &) { return true; });
+    f.async_copy = true; // copies land at their wait (docs/ir.md §4.14)
     f.max_shared_bytes = shared_bytes_from_environment();
     f.max_param_block_bytes = 4096;
     f.max_workgroup_invocations = kMaxWorkgroupInvocations;

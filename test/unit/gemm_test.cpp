@@ -354,6 +354,18 @@ TEST(Gemm, every_variant_compiles_for_sm80_and_sm90_without_register_spills) {
       EXPECT_NE(binary->ptx.find("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"),
                 std::string::npos)
           << what;
+      // Pipelines (3 or 4 stages) fill the tiles with cp.async; the others load through
+      // registers, 128 bits at a time where the variant loads 8 elements.
+      const bool pipelined = kernel->name().find("_s3_") != std::string::npos ||
+                             kernel->name().find("_s4_") != std::string::npos;
+      EXPECT_EQ(binary->ptx.find("cp.async.cg.shared.global") != std::string::npos, pipelined)
+          << what;
+      EXPECT_EQ(binary->ptx.find("cp.async.wait_group 1;") != std::string::npos ||
+                    binary->ptx.find("cp.async.wait_group 2;") != std::string::npos,
+                pipelined)
+          << what;
+      if (!pipelined && kernel->name().find("_v8") != std::string::npos)
+        EXPECT_NE(binary->ptx.find("ld.global.v4.u32"), std::string::npos) << what;
       std::string report = test::ptxas_verbose(binary->ptx, arch);
       EXPECT_THAT(report, ::testing::HasSubstr("0 bytes spill stores, 0 bytes spill loads"))
           << what << "\n"

@@ -2,12 +2,17 @@
 #include "cubecc/dsl/registry.h"
 #include "cubecc/ir/float16.h"
 #include "cubecc/ir/interpreter.h"
+#include "cubecc/ir/printer.h"
+#include "cubecc/ir/verifier.h"
+#include "cubecc/passes/legalize.h"
+#include "cubecc/passes/pass_manager.h"
 #include "test_support.h"
 
 #include <bit>
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <sstream>
 
 using namespace cubecc;
 using namespace cubecc::ir;
@@ -348,4 +353,115 @@ TEST(Interpreter, a_barrier_reached_by_part_of_the_workgroup_is_reported) {
   EXPECT_EQ(run(*parsed.module->kernels()[0], {buf(flags)}),
             "user.cpp:3:3: error: 'barrier' in kernel @k (workgroup (0, 0, 0)): reached by 7 of "
             "the workgroup's 8 invocations; every invocation must reach each barrier\n");
+}
+
+//===- Asynchronous copies (docs/ir.md §4.14) ------------------------------------------------===//
+
+namespace {
+
+/// Each of 8 invocations copies 4 f32 of `in` (zeros past `n`) into a shared tile with
+/// async.copy, in two groups (elements 0..15, then 16..31); `WAIT` is replaced by the waits
+/// under test. Then every invocation reads its 4 elements back and writes them to `out`.
+std::unique_ptr<Module> async_copy_kernel(std::string_view wait) {
+  std::string text = R"(module @m {
+  kernel @k(%in: buffer<f32, read>, %out: buffer<f32, write>, %n: u32) workgroup(8, 1, 1) {
+    %tile = shared.alloc : shared<f32, 32>
+    %li = local_index : u32
+    %four = const 4 : u32
+    %at = mul %li, %four : u32
+    %inside = lt %at, %n : bool
+    %half = const 4 : u32
+    %first = lt %li, %half : bool
+    if %first {
+      async.copy %tile, %at, %in, %at, %inside {lanes = 4}
+      yield
+    }
+    async.commit
+    %second = ge %li, %half : bool
+    if %second {
+      async.copy %tile, %at, %in, %at, %inside {lanes = 4} loc("user.cpp":9:5)
+      yield
+    }
+    async.commit
+WAIT
+    barrier
+    %v = load %tile, %at : f32x4 loc("user.cpp":12:5)
+    store %out, %at, %v
+    return
+  }
+})";
+  text.replace(text.find("WAIT"), 4, wait);
+  return test::parse_valid(text);
+}
+
+} // namespace
+
+TEST(Interpreter, async_copies_land_at_the_wait_with_zeros_where_the_source_is_not_read) {
+  auto m = async_copy_kernel("    async.wait {pending = 0}");
+  ASSERT_TRUE(m);
+  std::vector<float> in(32);
+  std::iota(in.begin(), in.end(), 1.0f);
+  HostBuffer in_buffer = buffer_of(Scalar::F32, in);
+  HostBuffer out = buffer_of(Scalar::F32, std::vector<float>(32, -1.0f));
+  EXPECT_EQ(run(*m->kernels()[0], {buf(in_buffer), buf(out), u32(20)}), "");
+  std::vector<float> want(32, 0.0f);
+  std::copy(in.begin(), in.begin() + 20, want.begin());
+  EXPECT_EQ(values_of<float>(out), want);
+}
+
+TEST(Interpreter, reading_shared_memory_before_its_copy_is_waited_for_is_refused) {
+  // pending = 1 lands the first group only: invocations 4..7 read elements still in flight.
+  auto m = async_copy_kernel("    async.wait {pending = 1}");
+  ASSERT_TRUE(m);
+  HostBuffer in = buffer_of(Scalar::F32, std::vector<float>(32, 1.0f));
+  HostBuffer out = buffer_of(Scalar::F32, std::vector<float>(32));
+  EXPECT_EQ(run(*m->kernels()[0], {buf(in), buf(out), u32(32)}),
+            "user.cpp:12:5: error: 'load' in kernel @k (workgroup (0, 0, 0)): invocation 4 "
+            "touches element 16 of shared array of 32 f32 while an async.copy into it is in "
+            "flight; wait for its group (async.wait) and then a barrier before using the copied "
+            "data or overwriting it\n");
+  // Without any wait nothing lands, and an uncommitted copy is not waited for either.
+  auto none = async_copy_kernel("");
+  ASSERT_TRUE(none);
+  EXPECT_NE(run(*none->kernels()[0], {buf(in), buf(out), u32(32)})
+                .find("invocation 0 touches element 0 of shared array"),
+            std::string::npos);
+}
+
+TEST(Interpreter, legalized_async_copies_compute_what_the_interpreter_does) {
+  // The legalize pass (targets without asynchronous copies) does each copy at once: the same
+  // results as the interpreter's latest-possible landing, for every n.
+  for (uint32_t n : {0u, 3u, 16u, 20u, 32u}) {
+    auto m = async_copy_kernel("    async.wait {pending = 0}");
+    auto lowered = async_copy_kernel("    async.wait {pending = 0}");
+    ASSERT_TRUE(m && lowered);
+    passes::legalize(*lowered, passes::LegalizeTarget::portable());
+    ASSERT_EQ(to_string(verify(*lowered)), "");
+    EXPECT_EQ(to_string(*lowered).find("async."), std::string::npos) << to_string(*lowered);
+    std::vector<float> in(32);
+    std::iota(in.begin(), in.end(), 0.5f);
+    HostBuffer in_buffer = buffer_of(Scalar::F32, in);
+    HostBuffer want = buffer_of(Scalar::F32, std::vector<float>(32, -1.0f)), got = want;
+    EXPECT_EQ(run(*m->kernels()[0], {buf(in_buffer), buf(want), u32(n)}), "");
+    EXPECT_EQ(run(*lowered->kernels()[0], {buf(in_buffer), buf(got), u32(n)}), "");
+    EXPECT_EQ(values_of<float>(got), values_of<float>(want)) << "n = " << n;
+  }
+}
+
+TEST(Interpreter, bounds_checked_async_copies_read_zeros_and_skip_what_falls_outside) {
+  // The source index runs past the 24-element buffer for invocations 6 and 7: in checked mode
+  // their copies read zeros instead of failing.
+  auto m = async_copy_kernel("    async.wait {pending = 0}");
+  ASSERT_TRUE(m);
+  passes::PassManager manager;
+  ASSERT_FALSE(manager.add_pipeline("bounds-check"));
+  std::ostringstream out_text, err_text;
+  ASSERT_TRUE(manager.run(*m, out_text, err_text).empty());
+  std::vector<float> in(24, 2.0f);
+  HostBuffer in_buffer = buffer_of(Scalar::F32, in);
+  HostBuffer out = buffer_of(Scalar::F32, std::vector<float>(32, -1.0f));
+  EXPECT_EQ(run(*m->kernels()[0], {buf(in_buffer), buf(out), u32(32)}), "");
+  std::vector<float> want(32, 0.0f);
+  std::fill(want.begin(), want.begin() + 24, 2.0f);
+  EXPECT_EQ(values_of<float>(out), want);
 }

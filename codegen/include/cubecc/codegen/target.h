@@ -61,6 +61,9 @@ struct TargetFeatures {
   uint32_t matrix_shapes = 0;
   /// Why a target without matrix support has none, for the error that refuses a matrix op.
   std::string matrix_note = "it has no matrix (tensor-core) instructions";
+  /// async.copy is asynchronous (CUDA sm_80 and later: cp.async). Without it the legalize pass
+  /// does each copy at once, a load and a store (docs/ir.md §4.14).
+  bool async_copy = false;
   uint32_t max_shared_bytes = 32768;
   uint32_t max_param_block_bytes = 128; ///< push constants
   uint32_t max_workgroup_invocations = 1024;

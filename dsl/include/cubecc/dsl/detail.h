@@ -51,6 +51,9 @@ ir::Value *emit_inferred(ir::Opcode op, std::initializer_list<ir::Value *> opera
                          const Loc &loc);
 /// Emits an op without results (store, barrier, ...).
 void emit_void(ir::Opcode op, std::initializer_list<ir::Value *> operands, const Loc &loc);
+/// As emit_void, with one integer attribute.
+void emit_void(ir::Opcode op, std::initializer_list<ir::Value *> operands,
+               std::string_view attribute, int64_t value, const Loc &loc);
 ir::Value *emit_int_constant(ir::Type type, int64_t value, const Loc &loc);
 ir::Value *emit_float_constant(ir::Type type, double value, const Loc &loc);
 ir::Value *emit_extract(ir::Value *vector, uint32_t lane, const Loc &loc);

@@ -536,4 +536,51 @@ auto load(const M &memory, const I &index, const C &mask, const O &other) {
   }
 }
 
+//===- Asynchronous copies into shared memory (docs/dsl.md, docs/ir.md §4.14) ----------------===//
+
+/// Starts copying the N elements `src[src_index .. src_index + N)` (4, 8 or 16 bytes) into
+/// `dst[dst_index ..]` without waiting for them: the copy lands at the latest when a
+/// wait_async() lets its group complete, so the invocation can go on (issue more copies, compute
+/// on other data) meanwhile. Where `inside` is false the source is not read and zeros are
+/// written. Both indices must be multiples of N. The copied elements may be touched only after
+/// the wait (and a barrier, for the other invocations): the interpreter refuses earlier
+/// accesses. On CUDA sm_80 and later this is cp.async; elsewhere the copy is done at once.
+///   dsl::copy_async<8>(tile, at, a, row * lda + k, row < m);
+///   dsl::commit_async();
+///   ...
+///   dsl::wait_async(0);
+///   dsl::barrier();
+template <int N, KernelType T, int Size, class S, int Rank, class DI, class SI, class C>
+void copy_async(const Shared<T, Size> &dst, const DI &dst_index, const Tensor<S, Rank> &src,
+                const SI &src_index, const C &inside, const Loc &loc = Loc::current()) {
+  static_assert(std::is_same_v<std::remove_const_t<S>, T>,
+                "cubecc: copy_async copies between memory of one element type");
+  static_assert(N * detail::bytes_of<T>() == 4 || N * detail::bytes_of<T>() == 8 ||
+                    N * detail::bytes_of<T>() == 16,
+                "cubecc: copy_async<N> copies 4, 8 or 16 bytes (N elements)");
+  static_assert(ExprLike<C> || std::is_same_v<C, bool>,
+                "cubecc: copy_async's `inside` is a kernel bool (a comparison, say)");
+  detail::emit_void(ir::Opcode::AsyncCopy,
+                    {dst.memory(), detail::node_as<uint32_t>(dst_index).emit(loc), src.memory(),
+                     detail::node_as<uint32_t>(src_index).emit(loc),
+                     detail::node_as<bool>(inside).emit(loc)},
+                    "lanes", N, loc);
+}
+/// As above, reading the source everywhere.
+template <int N, KernelType T, int Size, class S, int Rank, class DI, class SI>
+void copy_async(const Shared<T, Size> &dst, const DI &dst_index, const Tensor<S, Rank> &src,
+                const SI &src_index, const Loc &loc = Loc::current()) {
+  copy_async<N>(dst, dst_index, src, src_index, true, loc);
+}
+/// Closes the group of this invocation's copies issued since the last commit_async().
+inline void commit_async(const Loc &loc = Loc::current()) {
+  detail::emit_void(ir::Opcode::AsyncCommit, {}, loc);
+}
+/// Waits until at most `pending` (0 to 8) of this invocation's newest groups are still in
+/// flight: every older group has landed. The other invocations' copies are visible after a
+/// barrier() that follows their waits.
+inline void wait_async(int pending = 0, const Loc &loc = Loc::current()) {
+  detail::emit_void(ir::Opcode::AsyncWait, {}, "pending", pending, loc);
+}
+
 } // namespace cubecc::dsl

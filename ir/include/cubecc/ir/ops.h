@@ -32,6 +32,8 @@ enum class Signature : uint8_t {
   Builtin3,        ///< () -> u32x3
   Builtin1,        ///< () -> u32
   Sync,            ///< () -> ()
+  AsyncCopy,       ///< (shared of S, integer index, buffer of S, integer index, bool) -> ()
+  AsyncGroup,      ///< () -> (): async.commit, async.wait
   AtomicRmw,       ///< (buffer or shared of S, integer index, S) -> S
   AtomicCmpXchg,   ///< (buffer or shared of S, integer index, S expected, S desired) -> S
   AtomicLoad,      ///< (buffer or shared of S, integer index) -> S

@@ -40,6 +40,10 @@ struct LegalizeTarget {
   /// `add_sat` and `sub_sat` as the target's instructions (LLVM). Without them: the wrapping
   /// result, or the type's limit where it overflowed.
   bool native_saturating = false;
+  /// `async.copy` (global to shared memory, docs/ir.md §4.14) as the target's instruction (CUDA
+  /// sm_80 and later: cp.async). Without it: a guarded load and a store where the copy is issued
+  /// (it lands at once, which the IR allows), and async.commit and async.wait are dropped.
+  bool async_copy = false;
 
   /// Every expansion on: what `cubecc-opt --passes=legalize` and the tests use.
   static LegalizeTarget portable() { return {}; }
