@@ -4,7 +4,8 @@
 // On a CUDA device (default `cuda`, the first GPU), in one run:
 //   1. the device-to-device copy bandwidth (cuMemcpyDtoD, 2 x 512 MiB), the bandwidth ceiling;
 //   2. each bandwidth kernel's rate as a fraction of it: a 128-bit copy kernel, axpy_w4 (the
-//      examples' vectorized axpy), reduce_sum and softmax (examples library), on 2^27 floats;
+//      examples' vectorized axpy), reduce_sum and softmax and their 128-bit twins reduce_sum_w4
+//      and softmax_w4 (examples library), on 2^27 floats;
 //   3. each GEMM shape, square 256 ... 8192 and the skinny shapes of LLM inference (M = 1 ... 64,
 //      N, K = 4096 ... 16384), f16 and bf16 in, f32 out: every variant of the gemm tunable
 //      (examples/tensor_cores) timed, the fastest kept (what `cubecc tune` records), against
@@ -315,24 +316,29 @@ int main(int argc, char **argv) {
       return module;
     });
   };
-  // axpy_w4, reduce_sum and softmax come from the examples library (linked in).
+  // axpy_w4, reduce_sum(_w4) and softmax(_w4) come from the examples library (linked in); the
+  // scalar-load reduce and softmax beside their 128-bit twins show what the width buys.
   KernelHandle axpy = examples_kernel("axpy_w4");
   const uint32_t n32 = static_cast<uint32_t>(n);
   bandwidth("axpy_w4", 3.0 * n * 4, [&] {
     rt.launch(axpy, {groups4, 1, 1}, x, n32, 1u, y, n32, 1u, 0.5f);
   });
-  KernelHandle reduce = examples_kernel("reduce_sum");
   const uint32_t reduce_groups = o.smoke ? 4 : 1024;
   Buffer partials = rt.allocate<float>(reduce_groups);
-  bandwidth("reduce_sum", 1.0 * n * 4, [&] {
-    rt.launch(reduce, {reduce_groups, 1, 1}, x, n32, 1u, partials, reduce_groups, 1u);
-  });
-  KernelHandle softmax = examples_kernel("softmax");
+  for (const char *name : {"reduce_sum", "reduce_sum_w4"}) {
+    KernelHandle reduce = examples_kernel(name);
+    bandwidth(name, 1.0 * n * 4, [&] {
+      rt.launch(reduce, {reduce_groups, 1, 1}, x, n32, 1u, partials, reduce_groups, 1u);
+    });
+  }
   const uint32_t cols = 4096, softmax_rows = n32 / cols;
-  bandwidth("softmax", 2.0 * n * 4, [&] {
-    rt.launch(softmax, {softmax_rows, 1, 1}, x, softmax_rows, cols, cols, 1u, y, softmax_rows, cols,
-              cols, 1u);
-  });
+  for (const char *name : {"softmax", "softmax_w4"}) {
+    KernelHandle softmax = examples_kernel(name);
+    bandwidth(name, 2.0 * n * 4, [&] {
+      rt.launch(softmax, {softmax_rows, 1, 1}, x, softmax_rows, cols, cols, 1u, y, softmax_rows,
+                cols, cols, 1u);
+    });
+  }
   x = Buffer();
   y = Buffer();
 

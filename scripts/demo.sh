@@ -123,6 +123,11 @@ echo "-- $(grep -c 'left out of' "$tmp/gemm-build.txt") (kernel, target) pairs l
   --emit ptx -o "$tmp/gemm.ptx"
 echo "-- gemm_bf16_128x128x32_w64x64_s2_v8 for sm_90: $(grep -c 'mma.sync' "$tmp/gemm.ptx") mma.sync" \
   "and $(grep -c 'ldmatrix' "$tmp/gemm.ptx") ldmatrix per K step of 32"
+"$cubecc" compile "$gemm_library" --kernel gemm_bf16_64x64x32_w32x32_s4_v8 --target cuda:sm_90 \
+  --emit ptx -o "$tmp/gemm-pipelined.ptx"
+echo "-- gemm_bf16_64x64x32_w32x32_s4_v8 (a 4-stage pipeline): tiles filled by" \
+  "$(grep -c 'cp.async.cg' "$tmp/gemm-pipelined.ptx") cp.async of 16 bytes (3 tiles ahead, then" \
+  "one per K step), $(grep -c 'cp.async.wait_group' "$tmp/gemm-pipelined.ptx") cp.async.wait_group"
 
 echo
 echo "== an environment bundle: every example kernel for every target, tuning records, merged =="

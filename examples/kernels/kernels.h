@@ -46,14 +46,18 @@ extern template void prefix_sum<float, 256>(dsl::Tensor<const float>, dsl::Tenso
 
 /// One partial sum or maximum per workgroup (reduce.cpp).
 enum class ReduceOp { Sum, Max };
-template <ReduceOp Op, int kWorkgroup>
+template <ReduceOp Op, int kWorkgroup, int kWidth = 1>
 void reduce(dsl::Tensor<const float> in, dsl::Tensor<float> out);
 extern template void reduce<ReduceOp::Sum, 256>(dsl::Tensor<const float>, dsl::Tensor<float>);
 extern template void reduce<ReduceOp::Max, 256>(dsl::Tensor<const float>, dsl::Tensor<float>);
+extern template void reduce<ReduceOp::Sum, 256, 4>(dsl::Tensor<const float>, dsl::Tensor<float>);
 
-/// The softmax of each row, one workgroup per row (softmax.cpp).
-template <int kWorkgroup> void softmax(dsl::Tensor<const float, 2> in, dsl::Tensor<float, 2> out);
+/// The softmax of each row, one workgroup per row; `kWidth` elements per load where the rows
+/// allow it (softmax.cpp).
+template <int kWorkgroup, int kWidth = 1>
+void softmax(dsl::Tensor<const float, 2> in, dsl::Tensor<float, 2> out);
 extern template void softmax<256>(dsl::Tensor<const float, 2>, dsl::Tensor<float, 2>);
+extern template void softmax<256, 4>(dsl::Tensor<const float, 2>, dsl::Tensor<float, 2>);
 
 /// out = in^T through shared tiles of kTile x kTile (transpose.cpp).
 template <int kTile, int kRows>

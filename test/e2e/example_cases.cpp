@@ -299,68 +299,78 @@ void run_axpy(const Case &c, uint32_t width) {
 /// stride), checks the G partials, then reduces them with one more launch of one workgroup, as
 /// the kernel's comment says, and checks the total. Maxima are exact (no rounding); sums as
 /// expect_sum().
-void run_reduce(const Case &c, bool is_max) {
+/// `width` > 1: groups of `width` elements per load where the tensor is contiguous (element j in
+/// group j / width, the last n % width elements one per invocation of workgroup 0), one element
+/// at a time where it is not (stride 2: the elements between are NaN sentinels).
+void run_reduce(const Case &c, bool is_max, uint32_t width = 1) {
   const uint32_t wg = c.workgroup(0);
   const uint32_t n = 3001; // 11 workgroups' worth and a partial one
   std::vector<InputKind> kinds = {InputKind::Random};
   if (!is_max)
     kinds.push_back(InputKind::Dyadic);
-  for (InputKind kind : kinds) {
+  std::vector<uint32_t> strides = {1};
+  if (width > 1)
+    strides.push_back(2);
+  for (InputKind kind : kinds)
     // G = 5: every invocation folds 2 or 3 elements; G = 13: 3328 invocations, some get none.
-    for (uint32_t groups : {5u, 13u}) {
-      SCOPED_TRACE(std::string(name_of(kind)) + ", n = " + std::to_string(n) + ", " +
-                   std::to_string(groups) + " workgroups");
-      Inputs gen(n + groups);
-      std::vector<float> in(n);
-      for (float &v : in)
-        // All negative for the maximum, so an identity of 0 instead of -inf would show.
-        v = is_max                      ? gen.uniform(-100, -1)
-            : kind == InputKind::Dyadic ? gen.dyadic()
-                                        : gen.uniform(-10, 10);
-      Launch launch;
-      launch.tensor(in);
-      size_t out = launch.tensor(std::vector<float>(groups, output_sentinel<float>()));
-      if (!launch.run(c.kernel, {groups, 1, 1}, c.subgroup_size))
-        continue;
-      std::vector<float> partials = launch.buffer<float>(out);
+    for (uint32_t groups : {5u, 13u})
+      for (uint32_t stride : strides) {
+        SCOPED_TRACE(std::string(name_of(kind)) + ", n = " + std::to_string(n) + ", " +
+                     std::to_string(groups) + " workgroups, stride " + std::to_string(stride));
+        Inputs gen(n + groups);
+        std::vector<float> in(n);
+        for (float &v : in)
+          // All negative for the maximum, so an identity of 0 instead of -inf would show.
+          v = is_max                      ? gen.uniform(-100, -1)
+              : kind == InputKind::Dyadic ? gen.dyadic()
+                                          : gen.uniform(-10, 10);
+        std::vector<float> strided(size_t{n} * stride, input_padding());
+        for (uint32_t j = 0; j < n; ++j)
+          strided[size_t{j} * stride] = in[j];
+        Launch launch;
+        launch.tensor(strided, {n}, {stride});
+        size_t out = launch.tensor(std::vector<float>(groups, output_sentinel<float>()));
+        if (!launch.run(c.kernel, {groups, 1, 1}, c.subgroup_size))
+          continue;
+        std::vector<float> partials = launch.buffer<float>(out);
 
-      std::vector<double> sum(groups), abs_sum(groups);
-      std::vector<float> max(groups, -std::numeric_limits<float>::infinity());
-      std::vector<size_t> terms(groups);
-      for (uint32_t j = 0; j < n; ++j) {
-        uint32_t w = j % (groups * wg) / wg;
-        sum[w] += in[j];
-        abs_sum[w] += std::abs(in[j]);
-        max[w] = std::max(max[w], in[j]);
-        ++terms[w];
-      }
-      Mismatches m;
-      for (uint32_t w = 0; w < groups; ++w)
+        std::vector<double> sum(groups), abs_sum(groups);
+        std::vector<float> max(groups, -std::numeric_limits<float>::infinity());
+        std::vector<size_t> terms(groups);
+        const uint32_t per_load = stride == 1 ? width : 1, whole = n / per_load * per_load;
+        for (uint32_t j = 0; j < n; ++j) {
+          uint32_t w = j < whole ? j / per_load % (groups * wg) / wg : (j - whole) / wg;
+          sum[w] += in[j];
+          abs_sum[w] += std::abs(in[j]);
+          max[w] = std::max(max[w], in[j]);
+          ++terms[w];
+        }
+        Mismatches m;
+        for (uint32_t w = 0; w < groups; ++w)
+          if (is_max)
+            expect_bits(m, at("out", w), partials[w], max[w]);
+          else
+            expect_sum(m, at("out", w), partials[w], sum[w], terms[w], abs_sum[w], kind);
+        m.expect_none("the per-workgroup partials");
+
+        Launch second;
+        second.tensor(partials);
+        size_t total_out = second.tensor(std::vector<float>(1, output_sentinel<float>()));
+        if (!second.run(c.kernel, {1, 1, 1}, c.subgroup_size))
+          continue;
+        float total = second.buffer<float>(total_out)[0];
+        double exact = 0, abs_total = 0;
+        for (float v : in) {
+          exact += v;
+          abs_total += std::abs(v);
+        }
+        Mismatches t;
         if (is_max)
-          expect_bits(m, at("out", w), partials[w], max[w]);
-        else
-          expect_sum(m, at("out", w), partials[w], sum[w], terms[w], abs_sum[w], kind);
-      m.expect_none("the per-workgroup partials");
-
-      Launch second;
-      second.tensor(partials);
-      size_t total_out = second.tensor(std::vector<float>(1, output_sentinel<float>()));
-      if (!second.run(c.kernel, {1, 1, 1}, c.subgroup_size))
-        continue;
-      float total = second.buffer<float>(total_out)[0];
-      double exact = 0, abs_total = 0;
-      for (float v : in) {
-        exact += v;
-        abs_total += std::abs(v);
+          expect_bits(t, "total", total, *std::max_element(in.begin(), in.end()));
+        else // the partials' errors plus those of adding the G partials
+          expect_sum(t, "total", total, exact, n + groups, abs_total, kind);
+        t.expect_none("the total, from a second launch on the partials");
       }
-      Mismatches t;
-      if (is_max)
-        expect_bits(t, "total", total, *std::max_element(in.begin(), in.end()));
-      else // the partials' errors plus those of adding the G partials
-        expect_sum(t, "total", total, exact, n + groups, abs_total, kind);
-      t.expect_none("the total, from a second launch on the partials");
-    }
-  }
 }
 
 //===- softmax: one row per workgroup --------------------------------------------------------===//
@@ -370,44 +380,54 @@ void run_reduce(const Case &c, bool is_max) {
 /// Sterbenz), which exp turns into a relative error <= 20u; exp itself <= 1 ulp = 2u; the row's
 /// sum of `cols` positive terms in the kernel's order <= (cols - 1) u relative; the division u.
 /// So (cols + 32) u covers it.
-void run_softmax(const Case &c) {
+///
+/// `vector_rows`: also rows whose strides are multiples of 4 (softmax_w4's 128-bit sweeps; the
+/// paddings of 5 and 3 take its one-column sweeps).
+void run_softmax(const Case &c, bool vector_rows = false) {
   const uint32_t rows = 7;
+  std::vector<std::pair<uint32_t, uint32_t>> paddings = {{5, 3}};
+  if (vector_rows)
+    paddings.push_back({0, 0}), paddings.push_back({8, 4});
   // 300 columns: the first 44 invocations visit two; 37: most invocations visit none.
-  for (uint32_t cols : {300u, 37u}) {
-    Layout2 in_layout = Layout2::padded_rows(rows, cols, 5);
-    Layout2 out_layout = Layout2::padded_rows(rows, cols, 3);
-    SCOPED_TRACE("in " + in_layout.str() + ", out " + out_layout.str());
-    Inputs gen(cols);
-    std::vector<float> in(in_layout.buffer_size(), input_padding());
-    for (uint32_t r = 0; r < rows; ++r)
-      for (uint32_t col = 0; col < cols; ++col)
-        // Row 0 is large and row 1 very negative: exp without subtracting the maximum would give
-        // inf / inf and 0 / 0.
-        in[in_layout.offset(r, col)] =
-            gen.uniform(-10, 10) + (r == 0 ? 1000.0f : 0.0f) + (r == 1 ? -1000.0f : 0.0f);
-    Launch launch;
-    launch.tensor(in, in_layout);
-    size_t out = launch.tensor(
-        std::vector<float>(out_layout.buffer_size(), output_sentinel<float>()), out_layout);
-    if (!launch.run(c.kernel, {rows, 1, 1}, c.subgroup_size))
-      continue;
-    std::vector<float> got = launch.buffer<float>(out);
-    Mismatches m;
-    const double tolerance = (cols + 32) * kUnit;
-    for (uint32_t r = 0; r < rows; ++r) {
-      double max = -INFINITY, sum = 0;
-      for (uint32_t col = 0; col < cols; ++col)
-        max = std::max(max, static_cast<double>(in[in_layout.offset(r, col)]));
-      for (uint32_t col = 0; col < cols; ++col)
-        sum += std::exp(in[in_layout.offset(r, col)] - max);
-      for (uint32_t col = 0; col < cols; ++col) {
-        double want = std::exp(in[in_layout.offset(r, col)] - max) / sum;
-        expect_near(m, at("out", r, col), got[out_layout.offset(r, col)], want, tolerance * want);
+  for (uint32_t cols : {300u, 37u})
+    for (auto [in_pad, out_pad] : paddings) {
+      auto to_multiple_of_4 = [&](uint32_t pad) { return pad + (4 - (cols + pad) % 4) % 4; };
+      if (in_pad != 5) // the vector rows
+        in_pad = to_multiple_of_4(in_pad), out_pad = to_multiple_of_4(out_pad);
+      Layout2 in_layout = Layout2::padded_rows(rows, cols, in_pad);
+      Layout2 out_layout = Layout2::padded_rows(rows, cols, out_pad);
+      SCOPED_TRACE("in " + in_layout.str() + ", out " + out_layout.str());
+      Inputs gen(cols);
+      std::vector<float> in(in_layout.buffer_size(), input_padding());
+      for (uint32_t r = 0; r < rows; ++r)
+        for (uint32_t col = 0; col < cols; ++col)
+          // Row 0 is large and row 1 very negative: exp without subtracting the maximum would give
+          // inf / inf and 0 / 0.
+          in[in_layout.offset(r, col)] =
+              gen.uniform(-10, 10) + (r == 0 ? 1000.0f : 0.0f) + (r == 1 ? -1000.0f : 0.0f);
+      Launch launch;
+      launch.tensor(in, in_layout);
+      size_t out = launch.tensor(
+          std::vector<float>(out_layout.buffer_size(), output_sentinel<float>()), out_layout);
+      if (!launch.run(c.kernel, {rows, 1, 1}, c.subgroup_size))
+        continue;
+      std::vector<float> got = launch.buffer<float>(out);
+      Mismatches m;
+      const double tolerance = (cols + 32) * kUnit;
+      for (uint32_t r = 0; r < rows; ++r) {
+        double max = -INFINITY, sum = 0;
+        for (uint32_t col = 0; col < cols; ++col)
+          max = std::max(max, static_cast<double>(in[in_layout.offset(r, col)]));
+        for (uint32_t col = 0; col < cols; ++col)
+          sum += std::exp(in[in_layout.offset(r, col)] - max);
+        for (uint32_t col = 0; col < cols; ++col) {
+          double want = std::exp(in[in_layout.offset(r, col)] - max) / sum;
+          expect_near(m, at("out", r, col), got[out_layout.offset(r, col)], want, tolerance * want);
+        }
       }
+      expect_untouched_outside(m, "out", got, out_layout);
+      m.expect_none("softmax");
     }
-    expect_untouched_outside(m, "out", got, out_layout);
-    m.expect_none("softmax");
-  }
 }
 
 //===- transpose -----------------------------------------------------------------------------===//
@@ -619,7 +639,9 @@ const std::vector<std::pair<std::string_view, Runner>> &cases() {
       {"axpy_w4", [](const Case &c) { run_axpy(c, 4); }},
       {"reduce_sum", [](const Case &c) { run_reduce(c, false); }},
       {"reduce_max", [](const Case &c) { run_reduce(c, true); }},
-      {"softmax", run_softmax},
+      {"reduce_sum_w4", [](const Case &c) { run_reduce(c, false, 4); }},
+      {"softmax", [](const Case &c) { run_softmax(c); }},
+      {"softmax_w4", [](const Case &c) { run_softmax(c, true); }},
       {"transpose_32x8", run_transpose},
       {"histogram_256", [](const Case &c) { run_histogram(c, 256); }},
       {"histogram_1000", [](const Case &c) { run_histogram(c, 1000); }},

@@ -20,7 +20,7 @@ data = json.load(open(sys.argv[1]))
 rows = data["rows"]
 bandwidth = [r for r in rows if r["kind"] == "bandwidth"]
 gemm = [r for r in rows if r["kind"] == "gemm"]
-assert [r["kernel"] for r in bandwidth] == ["copy_v4", "axpy_w4", "reduce_sum", "softmax"], rows
+assert [r["kernel"] for r in bandwidth] == ["copy_v4", "axpy_w4", "reduce_sum", "reduce_sum_w4", "softmax", "softmax_w4"], rows
 assert len(gemm) == 4 and all(r["correct"] and r["variant"].startswith(r["kernel"]) for r in gemm), gemm
 svg = xml.dom.minidom.parse(sys.argv[2])
 assert len(svg.getElementsByTagName("rect")) == len(bandwidth)
