@@ -7,7 +7,8 @@
 //      examples' vectorized axpy), reduce_sum and softmax and their 128-bit twins reduce_sum_w4
 //      and softmax_w4 (examples library), on 2^27 floats;
 //   3. each GEMM shape, square 256 ... 8192 and the skinny shapes of LLM inference (M = 1 ... 64,
-//      N, K = 4096 ... 16384), f16 and bf16 in, f32 out: every variant of the gemm tunable
+//      N, K = 4096 ... 16384), f16, bf16 and e4m3 (fp8, sm_89+; cuBLAS's reference is its bf16
+//      GEMM on the same values) in, f32 out: every variant of the gemm tunable
 //      (examples/tensor_cores) timed, the fastest kept (what `cubecc tune` records), against
 //      cuBLAS's cublasGemmEx with f32 compute (dlopen'd from the CUDA toolkit), in TFLOP/s and
 //      as a ratio. Every GEMM result is compared with cuBLAS's: the inputs are multiples of 1/8
@@ -30,6 +31,7 @@
 //===-----------------------------------------------------------------------------------------===//
 #include "bench_support.h"
 #include "cubecc/dsl/registry.h"
+#include "cubecc/ir/float_formats.h"
 #include "cubecc/ir/ir.h"
 #include "cubecc/ir/parser.h"
 #include "cubecc/runtime/runtime.h"
@@ -360,21 +362,40 @@ int main(int argc, char **argv) {
       shapes.push_back({m, 4096, 16384});
     }
   }
-  const size_t tunable_variants = std::tuple_size_v<examples::GemmVariants>;
+  // e4m3 runs its own variants (the gemm_e4m3 tunable); cuBLAS's reference for it is its bf16
+  // GEMM on the same values (every e4m3 input below is exactly a bf16), so the results must
+  // still agree exactly and the ratio says what fp8 buys over cuBLAS in bf16.
   std::map<std::string, KernelHandle> gemm_handles;
-  for (ir::Scalar type : {ir::Scalar::BF16, ir::Scalar::F16}) {
+  for (ir::Scalar type : {ir::Scalar::BF16, ir::Scalar::F16, ir::Scalar::E4M3}) {
     const std::string tname(ir::scalar_name(type));
+    const bool fp8 = type == ir::Scalar::E4M3;
+    const std::vector<examples::GemmVariantInfo> &variants =
+        fp8 ? examples::gemm_fp8_variants() : examples::gemm_variants();
+    const size_t tunable_variants = fp8 ? std::tuple_size_v<examples::GemmFp8Variants>
+                                        : std::tuple_size_v<examples::GemmVariants>;
+    const ir::Scalar blas_type = fp8 ? ir::Scalar::BF16 : type;
     for (const auto &[m, nn, k] : shapes) {
       std::mt19937 rng(static_cast<uint32_t>(m * 31 + nn * 7 + k));
       std::uniform_int_distribution<int> eighths(-8, 8);
-      std::vector<uint16_t> a(m * k), b(k * nn);
+      std::vector<double> a(m * k), b(k * nn); // multiples of 1/8 in [-1, 1]
       for (auto &v : a)
-        v = f16_bits(type, eighths(rng) / 8.0f);
+        v = eighths(rng) / 8.0;
       for (auto &v : b)
-        v = f16_bits(type, eighths(rng) / 8.0f);
-      Buffer ba = rt.allocate(type, a.size()), bb = rt.allocate(type, b.size());
-      rt.write(ba, a.data(), a.size() * 2);
-      rt.write(bb, b.data(), b.size() * 2);
+        v = eighths(rng) / 8.0;
+      // The values in `t`'s bits (2 bytes, or 1 for fp8).
+      auto upload = [&](ir::Scalar t, const std::vector<double> &values) {
+        const size_t bytes = ir::scalar_bits(t) / 8;
+        std::vector<uint8_t> raw(values.size() * bytes);
+        for (size_t i = 0; i < values.size(); ++i) {
+          uint64_t bits = t == ir::Scalar::E4M3 ? ir::storage_float_from_double(t, values[i])
+                                                : f16_bits(t, static_cast<float>(values[i]));
+          std::memcpy(raw.data() + i * bytes, &bits, bytes);
+        }
+        Buffer buffer = rt.allocate(t, values.size());
+        rt.write(buffer, raw.data(), raw.size());
+        return buffer;
+      };
+      Buffer ba = upload(type, a), bb = upload(type, b);
       Buffer bc = rt.allocate<float>(m * nn);
       const uint32_t m32 = static_cast<uint32_t>(m), n32g = static_cast<uint32_t>(nn),
                      k32 = static_cast<uint32_t>(k);
@@ -383,15 +404,15 @@ int main(int argc, char **argv) {
       double best = INFINITY;
       size_t best_variant = 0;
       for (size_t v = 0; v < tunable_variants; ++v) {
-        examples::GemmLaunch launch = examples::gemm_launch(v, m, nn, k);
+        examples::GemmLaunch launch = examples::gemm_launch(variants[v], m, nn, k);
         if (!launch.valid)
           continue;
-        std::string name = examples::gemm_variants()[v].name(tname);
+        std::string name = variants[v].name(tname);
         auto it = gemm_handles.find(name);
         if (it == gemm_handles.end()) {
           try {
             it = gemm_handles.emplace(name, examples_kernel(name)).first;
-          } catch (const Error &e) { // e.g. more shared memory than the device has
+          } catch (const Error &e) { // e.g. more shared memory than the device has, or no fp8
             std::printf("  %s: not run: %s\n", name.c_str(), e.what());
             gemm_handles.emplace(name, KernelHandle());
             continue;
@@ -414,8 +435,8 @@ int main(int argc, char **argv) {
         continue;
       }
       // The chosen variant once more, its output kept for the check.
-      examples::GemmLaunch launch = examples::gemm_launch(best_variant, m, nn, k);
-      std::string best_name = examples::gemm_variants()[best_variant].name(tname);
+      examples::GemmLaunch launch = examples::gemm_launch(variants[best_variant], m, nn, k);
+      std::string best_name = variants[best_variant].name(tname);
       rt.launch(gemm_handles.at(best_name), launch.grid, ba, m32, k32, k32, 1u, bb, k32, n32g, n32g,
                 1u, bc, m32, n32g, n32g, 1u);
       rt.synchronize();
@@ -424,11 +445,14 @@ int main(int argc, char **argv) {
       row.ms = best;
       row.rate = row.flops / best / 1e9;
       if (cuda.blas_ready()) {
+        Buffer blas_a = fp8 ? upload(blas_type, a) : Buffer(),
+               blas_b = fp8 ? upload(blas_type, b) : Buffer();
         Buffer ref = rt.allocate<float>(m * nn);
         rt.synchronize();
         const float alpha = 1.0f, beta = 0.0f;
-        const int cuda_type = type == ir::Scalar::F16 ? 2 : 14; // CUDA_R_16F, CUDA_R_16BF
-        const uint64_t pa = rt.native_memory(ba).handle, pb = rt.native_memory(bb).handle,
+        const int cuda_type = blas_type == ir::Scalar::F16 ? 2 : 14; // CUDA_R_16F, CUDA_R_16BF
+        const uint64_t pa = rt.native_memory(fp8 ? blas_a : ba).handle,
+                       pb = rt.native_memory(fp8 ? blas_b : bb).handle,
                        pc = rt.native_memory(ref).handle;
         // Row-major C = A B is column-major C^T = B^T A^T: (n x k) (k x m).
         auto gemm = [&] {
@@ -447,6 +471,8 @@ int main(int argc, char **argv) {
         double blas_ms = bench::median(ms);
         row.reference = row.flops / blas_ms / 1e9;
         row.ratio = row.rate / row.reference;
+        if (fp8)
+          row.note = "reference: cuBLAS bf16";
         std::vector<float> expected = rt.download<float>(ref);
         double worst = 0;
         size_t worst_at = 0;
@@ -465,14 +491,8 @@ int main(int argc, char **argv) {
         for (int s = 0; s < 64; ++s) {
           uint64_t i = rng() % m, j = rng() % nn;
           double exact = 0;
-          for (uint64_t kk = 0; kk < k; ++kk) {
-            auto value = [&](uint16_t bits) {
-              return type == ir::Scalar::F16
-                         ? static_cast<double>(std::bit_cast<_Float16>(bits))
-                         : static_cast<double>(std::bit_cast<float>(uint32_t{bits} << 16));
-            };
-            exact += value(a[i * k + kk]) * value(b[kk * nn + j]);
-          }
+          for (uint64_t kk = 0; kk < k; ++kk)
+            exact += a[i * k + kk] * b[kk * nn + j];
           if (ours[i * nn + j] != static_cast<float>(exact)) {
             row.correct = false;
             row.note = fmt::format("C[{}][{}] = {} where the exact sum is {}", i, j,

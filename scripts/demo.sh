@@ -112,12 +112,13 @@ echo "== tensor cores: the GEMM library (examples/tensor_cores) for sm_80, sm_90
 echo "   (mma.sync and ldmatrix on NVIDIA, MFMA on AMD; Vulkan and the CPU have no matrix ops)"
 "$cubecc" kernels "$gemm_library" | head -3
 # The library's variants assume NVIDIA's 32-wide warps (subgroup_size = 32), except two made for
-# AMD's 64-wide wavefronts: with --skip-unsupported each target gets the variants it runs.
+# AMD's 64-wide wavefronts, and the fp8 ones need sm_89: with --skip-unsupported each target gets
+# the variants it runs.
 "$cubecc" env build "$gemm_library" --target cuda:sm_80,cuda:sm_90,hip:gfx90a,interp \
   --skip-unsupported -o "$tmp/gemm.cubeenv" 2> "$tmp/gemm-build.txt"
 tail -1 "$tmp/gemm-build.txt"
 echo "-- $(grep -c 'left out of' "$tmp/gemm-build.txt") (kernel, target) pairs left out: each" \
-  "vendor's variants are refused by the other's subgroup size"
+  "vendor's variants are refused by the other's subgroup size, the fp8 ones by sm_80"
 "$cubecc" env verify "$tmp/gemm.cubeenv"
 "$cubecc" compile "$gemm_library" --kernel gemm_bf16_128x128x32_w64x64_s2_v8 --target cuda:sm_90 \
   --emit ptx -o "$tmp/gemm.ptx"

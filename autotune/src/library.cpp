@@ -2,6 +2,7 @@
 #include "cubecc/autotune/library.h"
 
 #include "cubecc/ir/float16.h"
+#include "cubecc/ir/float_formats.h"
 #include "cubecc/ir/ir.h"
 
 #include <fmt/format.h>
@@ -48,6 +49,10 @@ std::vector<uint8_t> fill_bytes(ir::Scalar element, uint64_t count, uint64_t buf
       break;
     case ir::Scalar::Bool:
       bytes[i] = x & 1;
+      break;
+    case ir::Scalar::E4M3: // [-1, 1) rounded to fp8: never a NaN (integers would give some)
+    case ir::Scalar::E5M2:
+      bytes[i] = static_cast<uint8_t>(ir::storage_float_from_double(element, symmetric));
       break;
     default: {
       const int64_t value = ir::is_signed(element) ? static_cast<int64_t>(x % 129) - 64

@@ -144,6 +144,8 @@ bool check_target_support(const ir::Kernel &kernel, const TargetFeatures &featur
     ok = false;
   }
   bool no_matrices_said = false;
+  uint32_t shapes_said = 0; // one error per missing shape: its first op
+
   kernel.walk([&](const ir::Operation *op) {
     if (!ir::is_matrix_op(op->opcode()))
       return;
@@ -158,11 +160,12 @@ bool check_target_support(const ir::Kernel &kernel, const TargetFeatures &featur
       size_t index = ir::matrix_shape_index(op->operand(0)->type(), op->operand(1)->type(),
                                             op->operand(2)->type())
                          .value_or(0);
-      if (features.matrix_shapes >> index & 1)
+      if ((features.matrix_shapes | shapes_said) >> index & 1)
         return;
-      what = fmt::format("the matrix shape {}, which target '{}' does not support (it has {})",
+      shapes_said |= 1u << index;
+      what = fmt::format("the matrix shape {}, which target '{}' does not support (it has {}; {})",
                          ir::matrix_shapes()[index].str(), features.target,
-                         ir::matrix_shapes_text(features.matrix_shapes));
+                         ir::matrix_shapes_text(features.matrix_shapes), features.matrix_note);
     } else {
       return;
     }

@@ -78,7 +78,7 @@ TargetFeatures hip_features(const std::string &arch) {
     f.matrix_shapes = ir::matrix_shape_mask([](const ir::MatrixShape &s) {
       return s.m == 16 && s.n == 16 && s.k == 16 && s.accumulator == ir::Scalar::F32;
     });
-  f.matrix_note = "cubecc emits MFMA for gfx90a and gfx94x only";
+  f.matrix_note = "cubecc emits MFMA (16x16x16, f16 and bf16 -> f32) for gfx90a and gfx94x only";
   f.max_shared_bytes = 65536;     // LDS per workgroup
   f.max_param_block_bytes = 4096; // kernel arguments
   f.max_workgroup_invocations = 1024;

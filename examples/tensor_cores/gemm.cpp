@@ -1,7 +1,8 @@
 //===- gemm.cpp - C = A * B on tensor cores: f16/bf16 in, f32 out ----------------------------===//
 //
-// C(i, j) = sum_k A(i, k) * B(k, j) for A: M x K and B: K x N of f16 or bf16, C: M x N of f32,
-// each row-major with unit column stride (rows may be padded: the row strides are parameters).
+// C(i, j) = sum_k A(i, k) * B(k, j) for A: M x K and B: K x N of f16, bf16 or e4m3 (fp8), C:
+// M x N of f32, each row-major with unit column stride (rows may be padded: the row strides are
+// parameters). fp8 fragments are 16x16x32 (mma.sync m16n8k32, sm_89 and later).
 //
 // The workgroup computes one kBM x kBN tile of C; its subgroups (kSubgroup invocations each) one
 // kWM x kWN warp tile each, as (kWM / 16) x (kWN / 16) 16x16 accumulators carried through the K
@@ -33,6 +34,7 @@
 #include <fmt/format.h>
 
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace dsl = cubecc::dsl;
@@ -41,7 +43,10 @@ namespace cubecc::examples {
 
 namespace {
 
-constexpr int kPad = 8; ///< elements added to each shared row (bank spread)
+/// Elements added to each shared row: 16 bytes (bank spread; rows stay 16-byte aligned).
+template <class T> constexpr int kPad = 16 / static_cast<int>(dsl::detail::bytes_of<T>());
+/// The depth of a fragment: 16 for 16-bit inputs, 32 for fp8 (mma.sync m16n8k32).
+template <class T> constexpr int kFragK = dsl::detail::bytes_of<T>() == 1 ? 32 : 16;
 
 /// kVec consecutive elements: one load.
 template <class T, int kVec>
@@ -141,11 +146,15 @@ void gemm(dsl::Tensor<const T, 2> a, dsl::Tensor<const T, 2> b, dsl::Tensor<floa
   using Config = GemmConfig<kBM, kBN, kBK, kWM, kWN, kStages, kVec, kSubgroup>;
   constexpr int kThreads = Config::threads;
   constexpr int kFM = kWM / 16, kFN = kWN / 16; // fragments per warp tile
-  constexpr int kLdA = kBK + kPad, kLdB = kBN + kPad;
+  constexpr int kFK = kFragK<T>;
+  constexpr int kLdA = kBK + kPad<T>, kLdB = kBN + kPad<T>;
   constexpr int kATile = kBM * kLdA, kBTile = kBK * kLdB;
   static_assert(kStages >= 1 && kStages <= 4, "one to four shared-memory stages");
-  using FragA = dsl::MatrixA<T, 16, 16>;
-  using FragB = dsl::MatrixB<T, 16, 16>;
+  static_assert(kBK % kFK == 0, "the K tile is whole fragments");
+  static_assert(dsl::detail::bytes_of<T>() == 2 || kStages >= 3,
+                "fp8 tiles are copied asynchronously (kStages 3 or 4)");
+  using FragA = dsl::MatrixA<T, 16, kFK>;
+  using FragB = dsl::MatrixB<T, kFK, 16>;
   using Acc = dsl::Accumulator<float, 16, 16>;
   using Accs = std::array<Acc, kFM * kFN>;
 
@@ -166,10 +175,11 @@ void gemm(dsl::Tensor<const T, 2> a, dsl::Tensor<const T, 2> b, dsl::Tensor<floa
   dsl::Val<uint32_t> warp_row = (warp / Config::warps_n) * kWM; // within the block tile
   dsl::Val<uint32_t> warp_col = (warp % Config::warps_n) * kWN;
 
-  auto fetch_a = [&](const dsl::Val<uint32_t> &k0) {
+  // (Generic lambdas: instantiated only by the variants that load through registers.)
+  auto fetch_a = [&](const auto &k0) {
     return fetch<T, kBM, kBK, kThreads, kVec>(a, row0, k0, tid);
   };
-  auto fetch_b = [&](const dsl::Val<uint32_t> &k0) {
+  auto fetch_b = [&](const auto &k0) {
     return fetch<T, kBK, kBN, kThreads, kVec>(b, k0, col0, tid);
   };
   auto copy_tiles_async = [&](const dsl::Val<uint32_t> &stage, const dsl::Val<uint32_t> &k0) {
@@ -189,7 +199,7 @@ void gemm(dsl::Tensor<const T, 2> a, dsl::Tensor<const T, 2> b, dsl::Tensor<floa
     Accs next = acc;
     dsl::Val<uint32_t> a_base = stage * kATile + warp_row * kLdA;
     dsl::Val<uint32_t> b_base = stage * kBTile + warp_col;
-    for (int kk = 0; kk < kBK; kk += 16) {
+    for (int kk = 0; kk < kBK; kk += kFK) {
       std::vector<FragA> fa;
       std::vector<FragB> fb;
       for (int i = 0; i < kFM; ++i)
@@ -308,12 +318,15 @@ bool register_gemms(const char *type_name, std::tuple<Configs...> *) {
   return (register_gemm<T, Configs>(type_name) && ...);
 }
 
-/// How `cubecc tune` launches variant `variant` of a gemm tunable at {m, n, k}: row-major,
-/// contiguous A, B and C.
+/// How `cubecc tune` launches variant `variant` of a gemm tunable over `Variants` (the f16/bf16
+/// or the fp8 list) at {m, n, k}: row-major, contiguous A, B and C.
+template <class Variants>
 bool describe_gemm(uint32_t variant, std::span<const uint64_t> shape, dsl::TunableLaunch &launch) {
-  if (variant >= std::tuple_size_v<GemmVariants>)
+  const auto &list =
+      std::is_same_v<Variants, GemmFp8Variants> ? gemm_fp8_variants() : gemm_variants();
+  if (variant >= std::tuple_size_v<Variants>)
     return false;
-  GemmLaunch l = gemm_launch(variant, shape[0], shape[1], shape[2]);
+  GemmLaunch l = gemm_launch(list[variant], shape[0], shape[1], shape[2]);
   if (!l.valid)
     return false;
   launch.grid = l.grid;
@@ -324,11 +337,13 @@ bool describe_gemm(uint32_t variant, std::span<const uint64_t> shape, dsl::Tunab
   return true;
 }
 
-/// The tunable's variants: GemmVariants only (gemm_variants() lists the wave64 ones after).
-std::vector<std::string> variant_names(const char *type_name) {
+/// The tunable's variants: the first `count` of `list` (gemm_variants() lists the wave64 ones
+/// after GemmVariants).
+std::vector<std::string> variant_names(const std::vector<GemmVariantInfo> &list, size_t count,
+                                       const std::string &type_name) {
   std::vector<std::string> names;
-  for (size_t i = 0; i < std::tuple_size_v<GemmVariants>; ++i)
-    names.push_back(gemm_variants()[i].name(type_name));
+  for (size_t i = 0; i < count; ++i)
+    names.push_back(list[i].name(type_name));
   return names;
 }
 
@@ -354,11 +369,23 @@ const std::vector<GemmVariantInfo> &gemm_variants() {
   return variants;
 }
 
+const std::vector<GemmVariantInfo> &gemm_fp8_variants() {
+  static const std::vector<GemmVariantInfo> variants = [] {
+    std::vector<GemmVariantInfo> out;
+    add_infos(out, static_cast<GemmFp8Variants *>(nullptr));
+    return out;
+  }();
+  return variants;
+}
+
 GemmLaunch gemm_launch(size_t variant, uint64_t m, uint64_t n, uint64_t k) {
-  GemmLaunch launch;
   if (variant >= gemm_variants().size())
-    return launch;
-  const GemmVariantInfo &v = gemm_variants()[variant];
+    return {};
+  return gemm_launch(gemm_variants()[variant], m, n, k);
+}
+
+GemmLaunch gemm_launch(const GemmVariantInfo &v, uint64_t m, uint64_t n, uint64_t k) {
+  GemmLaunch launch;
   // Shapes and strides are u32 parameters, and element indices u32 too.
   constexpr uint64_t kMax = 0xffffffffu;
   if (m == 0 || n == 0 || k == 0 || m * k > kMax || k * n > kMax || m * n > kMax ||
@@ -374,22 +401,26 @@ static const bool registered_gemm =
     register_gemms<dsl::f16>("f16", static_cast<GemmVariants *>(nullptr)) &&
     register_gemms<dsl::bf16>("bf16", static_cast<GemmVariants *>(nullptr)) &&
     register_gemms<dsl::f16>("f16", static_cast<GemmWave64Variants *>(nullptr)) &&
-    register_gemms<dsl::bf16>("bf16", static_cast<GemmWave64Variants *>(nullptr));
+    register_gemms<dsl::bf16>("bf16", static_cast<GemmWave64Variants *>(nullptr)) &&
+    register_gemms<dsl::e4m3>("e4m3", static_cast<GemmFp8Variants *>(nullptr));
 
 // The variants sum each element's products in the hardware's own order, so two of them may
 // differ in the last bits of f32: the tuner's cross-check allows 1e-3 relative.
-static bool register_gemm_tunable(const std::string &type) {
+template <class Variants> static bool register_gemm_tunable(const std::string &type) {
+  const bool fp8 = std::is_same_v<Variants, GemmFp8Variants>;
   return dsl::register_tunable({
       .name = "gemm_" + type,
-      .variants = variant_names(type.c_str()),
+      .variants = variant_names(fp8 ? gemm_fp8_variants() : gemm_variants(),
+                                std::tuple_size_v<Variants>, type),
       .dimensions = {"m", "n", "k"},
       .anchors = {{4096, 4096, 4096}, {16, 4096, 4096}},
       .element_types = type + ",f32",
       .relative_tolerance = 1e-3,
-      .describe = describe_gemm,
+      .describe = describe_gemm<Variants>,
   });
 }
-static const bool registered_gemm_tunables =
-    register_gemm_tunable("f16") && register_gemm_tunable("bf16");
+static const bool registered_gemm_tunables = register_gemm_tunable<GemmVariants>("f16") &&
+                                             register_gemm_tunable<GemmVariants>("bf16") &&
+                                             register_gemm_tunable<GemmFp8Variants>("e4m3");
 
 } // namespace cubecc::examples

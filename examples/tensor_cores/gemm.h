@@ -1,9 +1,11 @@
 //===- gemm.h - The tensor-core GEMM's configurations, for launches and benchmarks ------------===//
 //
-// gemm.cpp registers gemm<T, config...> for T = f16 and bf16 and every configuration below as
-// kernels named by GemmVariantInfo::name ("gemm_f16_128x128x32_w64x64_s2_v8"), and the tunables
-// "gemm_f16" and "gemm_bf16" over GemmVariants. An application (or bench/gpu_roofline) launches
-// variant v at M x N x K with gemm_launch(v, m, n, k): its grid and workgroup.
+// gemm.cpp registers gemm<T, config...> for T = f16 and bf16 and every configuration of
+// GemmVariants and GemmWave64Variants, and for T = e4m3 every one of GemmFp8Variants, as kernels
+// named by GemmVariantInfo::name ("gemm_f16_128x128x32_w64x64_s2_v8"), and the tunables
+// "gemm_f16" and "gemm_bf16" over GemmVariants, "gemm_e4m3" over GemmFp8Variants. An application
+// (or bench/gpu_roofline) launches variant v at M x N x K with gemm_launch(v, m, n, k): its grid
+// and workgroup.
 //
 //===-----------------------------------------------------------------------------------------===//
 #pragma once
@@ -26,8 +28,9 @@ namespace cubecc::examples {
 template <int kBM, int kBN, int kBK, int kWM, int kWN, int kStages, int kVec, int kSubgroup>
 struct GemmConfig {
   static_assert(kBM % kWM == 0 && kBN % kWN == 0, "warp tiles divide the block tile");
-  static_assert(kWM % 16 == 0 && kWN % 16 == 0 && kBK % 16 == 0, "16x16x16 fragments");
-  static_assert(kVec == 1 || kVec == 2 || kVec == 4 || kVec == 8, "loads of 1 to 8 elements");
+  static_assert(kWM % 16 == 0 && kWN % 16 == 0 && kBK % 16 == 0, "16x16 fragments, 16 deep");
+  static_assert(kVec == 1 || kVec == 2 || kVec == 4 || kVec == 8 || kVec == 16,
+                "loads of 1 to 16 elements");
   static constexpr int bm = kBM, bn = kBN, bk = kBK, wm = kWM, wn = kWN, stages = kStages,
                        vec = kVec, subgroup = kSubgroup;
   static constexpr int warps_m = kBM / kWM, warps_n = kBN / kWN, warps = warps_m * warps_n;
@@ -50,6 +53,13 @@ using GemmVariants =
 /// tunables' variants, which are NVIDIA's.
 using GemmWave64Variants = std::tuple<GemmConfig<64, 64, 32, 32, 32, 2, 8, 64>>;
 
+/// The fp8 GEMM (e4m3 in, f32 out; mma.sync m16n8k32, sm_89 and later): 16x16x32 fragments,
+/// tiles copied asynchronously 16 elements (128 bits) at a time. Registered as
+/// "gemm_e4m3_<config>" and the tunable "gemm_e4m3".
+using GemmFp8Variants = std::tuple<GemmConfig<128, 128, 32, 64, 64, 3, 16, 32>,
+                                   GemmConfig<64, 64, 64, 32, 32, 4, 16, 32>,
+                                   GemmConfig<16, 128, 64, 16, 32, 3, 16, 32>>;
+
 /// A configuration, at run time.
 struct GemmVariantInfo {
   int bm, bn, bk, wm, wn, stages, vec, subgroup;
@@ -60,8 +70,10 @@ struct GemmVariantInfo {
   std::string describe() const;
 };
 
-/// GemmVariants, then GemmWave64Variants, at run time.
+/// GemmVariants, then GemmWave64Variants, at run time (f16 and bf16).
 const std::vector<GemmVariantInfo> &gemm_variants();
+/// GemmFp8Variants, at run time (e4m3).
+const std::vector<GemmVariantInfo> &gemm_fp8_variants();
 
 struct GemmLaunch {
   bool valid = false;                ///< false: the variant cannot run this shape
@@ -71,6 +83,8 @@ struct GemmLaunch {
 /// invalid when a size is 0 or does not fit the u32 parameters, or when k or n is not a
 /// multiple of the variant's load width.
 GemmLaunch gemm_launch(size_t variant, uint64_t m, uint64_t n, uint64_t k);
+/// The same for any variant, fp8 ones included.
+GemmLaunch gemm_launch(const GemmVariantInfo &variant, uint64_t m, uint64_t n, uint64_t k);
 
 /// The kernel (gemm.cpp), instantiated there for every configuration above.
 template <class T, int kBM, int kBN, int kBK, int kWM, int kWN, int kStages, int kVec,

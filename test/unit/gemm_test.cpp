@@ -12,6 +12,7 @@
 #include "cubecc/codegen/hip.h"
 #include "cubecc/codegen/spirv.h"
 #include "cubecc/dsl.h"
+#include "cubecc/ir/float_formats.h"
 #include "cubecc/ir/interpreter.h"
 #include "cubecc/ir/printer.h"
 #include "cubecc/passes/pass_manager.h"
@@ -294,6 +295,52 @@ TEST(Gemm, every_variant_matches_a_host_gemm_in_the_interpreter) {
   EXPECT_EQ(checked, 2 * examples::gemm_variants().size());
 }
 
+TEST(Gemm, every_fp8_variant_matches_a_host_gemm_in_the_interpreter) {
+  // K and N multiples of the 16-element loads, neither a multiple of every tile; the inputs are
+  // k/8 (|k| <= 16), exact in e4m3, so every partial sum is exact in f32.
+  const uint64_t m = 40, n = 80, k = 96;
+  auto module = gemm_kernels();
+  auto e4m3 = [](size_t count, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_int_distribution<int> small(-16, 16);
+    std::vector<uint8_t> out(count);
+    for (auto &v : out)
+      v = static_cast<uint8_t>(ir::storage_float_from_double(ir::Scalar::E4M3, small(rng) / 8.0));
+    return out;
+  };
+  std::vector<uint8_t> a = e4m3(m * k, 6), b = e4m3(k * n, 7);
+  auto value = [](uint8_t bits) { return ir::storage_float_to_double(ir::Scalar::E4M3, bits); };
+  for (const examples::GemmVariantInfo &info : examples::gemm_fp8_variants()) {
+    std::string name = info.name("e4m3");
+    SCOPED_TRACE(name);
+    const ir::Kernel *kernel = find_kernel(*module, name);
+    ASSERT_TRUE(kernel);
+    examples::GemmLaunch launch = examples::gemm_launch(info, m, n, k);
+    ASSERT_TRUE(launch.valid);
+    ir::HostBuffer ba{ir::Scalar::E4M3, a}, bb{ir::Scalar::E4M3, b},
+        bc = buffer32(std::vector<float>(m * n, -1.0f));
+    std::vector<ir::Argument> args;
+    tensor2(args, ba, m, k);
+    tensor2(args, bb, k, n);
+    tensor2(args, bc, m, n);
+    ir::LaunchConfig config;
+    config.num_workgroups = launch.grid;
+    config.subgroup_size = static_cast<uint32_t>(info.subgroup);
+    auto errors = ir::interpret(*kernel, args, config);
+    ASSERT_TRUE(errors.empty()) << ir::to_string(errors);
+    for (uint64_t i = 0; i < m; ++i)
+      for (uint64_t j = 0; j < n; ++j) {
+        double exact = 0;
+        for (uint64_t kk = 0; kk < k; ++kk)
+          exact += value(a[i * k + kk]) * value(b[kk * n + j]);
+        ASSERT_EQ(f32_at(bc, i * n + j), static_cast<float>(exact))
+            << "C[" << i << "][" << j << "]";
+      }
+  }
+  // 16 elements per load: K and N must be multiples of 16.
+  EXPECT_FALSE(examples::gemm_launch(examples::gemm_fp8_variants()[0], 64, 72, 64).valid);
+}
+
 TEST(Gemm, the_interpreter_refuses_a_launch_with_other_subgroups) {
   auto module = gemm_kernels();
   const ir::Kernel *kernel = find_kernel(*module, "gemm_f16_64x64x32_w32x32_s2_v8_sg64");
@@ -346,14 +393,31 @@ TEST(Gemm, every_variant_compiles_for_sm80_and_sm90_without_register_spills) {
         ++refused;
         continue;
       }
+      const bool fp8 = kernel->name().find("_e4m3_") != std::string::npos;
+      if (fp8 && arch == "sm_80") { // fp8 mma.sync needs sm_89
+        EXPECT_FALSE(binary) << what;
+        EXPECT_THAT(ir::to_string(errors),
+                    ::testing::HasSubstr("needs the matrix shape 16x16x32 e4m3->f32, which "
+                                         "target 'cuda:sm_80' does not support"));
+        EXPECT_THAT(ir::to_string(errors), ::testing::HasSubstr("fp8 shapes sm_89"));
+        EXPECT_EQ(errors.size(), 1u) << "one error per missing shape";
+        ++refused;
+        continue;
+      }
       ASSERT_TRUE(binary) << what << ": " << ir::to_string(errors);
-      EXPECT_NE(binary->ptx.find("mma.sync.aligned.m16n8k16"), std::string::npos) << what;
-      // Fragments come from the shared tiles through ldmatrix (A as is, B transposed).
-      EXPECT_NE(binary->ptx.find("ldmatrix.sync.aligned.m8n8.x4.shared.b16"), std::string::npos)
-          << what;
-      EXPECT_NE(binary->ptx.find("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"),
-                std::string::npos)
-          << what;
+      if (fp8) {
+        EXPECT_NE(binary->ptx.find("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32"),
+                  std::string::npos)
+            << what;
+      } else {
+        EXPECT_NE(binary->ptx.find("mma.sync.aligned.m16n8k16"), std::string::npos) << what;
+        // Fragments come from the shared tiles through ldmatrix (A as is, B transposed).
+        EXPECT_NE(binary->ptx.find("ldmatrix.sync.aligned.m8n8.x4.shared.b16"), std::string::npos)
+            << what;
+        EXPECT_NE(binary->ptx.find("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"),
+                  std::string::npos)
+            << what;
+      }
       // Pipelines (3 or 4 stages) fill the tiles with cp.async; the others load through
       // registers, 128 bits at a time where the variant loads 8 elements.
       const bool pipelined = kernel->name().find("_s3_") != std::string::npos ||
@@ -364,8 +428,9 @@ TEST(Gemm, every_variant_compiles_for_sm80_and_sm90_without_register_spills) {
                     binary->ptx.find("cp.async.wait_group 2;") != std::string::npos,
                 pipelined)
           << what;
-      if (!pipelined && kernel->name().find("_v8") != std::string::npos)
+      if (!pipelined && kernel->name().find("_v8") != std::string::npos) {
         EXPECT_NE(binary->ptx.find("ld.global.v4.u32"), std::string::npos) << what;
+      }
       std::string report = test::ptxas_verbose(binary->ptx, arch);
       EXPECT_THAT(report, ::testing::HasSubstr("0 bytes spill stores, 0 bytes spill loads"))
           << what << "\n"
@@ -378,7 +443,8 @@ TEST(Gemm, every_variant_compiles_for_sm80_and_sm90_without_register_spills) {
       ++compiled;
     }
   EXPECT_EQ(compiled + refused, 2 * module->kernels().size());
-  EXPECT_EQ(refused, 4u); // the two wave64 variants on both archs
+  // The two wave64 variants on both archs, and the fp8 ones on sm_80.
+  EXPECT_EQ(refused, 4u + examples::gemm_fp8_variants().size());
 }
 
 TEST(Gemm, wave64_variants_compile_to_mfma_for_gfx90a) {

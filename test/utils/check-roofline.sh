@@ -11,7 +11,14 @@ svg=$2
 work=$(mktemp -d "${TMPDIR:-/tmp}/cubecc-roofline.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-"$bench" --device interp --smoke --reps 2 --json "$work/smoke.json" > "$work/smoke.txt"
+# 48 KiB of shared memory, as a CUDA kernel's static limit, so that every variant runs (the
+# interpreter's default is 32 KiB).
+CUBECC_INTERP_SHARED_BYTES=49152 "$bench" --device interp --smoke --reps 2 \
+  --json "$work/smoke.json" > "$work/smoke.txt"
+if grep -q "not run" "$work/smoke.txt"; then
+  cat "$work/smoke.txt" >&2
+  exit 1
+fi
 grep -q "all results correct" "$work/smoke.txt"
 python3 "$svg" "$work/smoke.json" > "$work/smoke.svg"
 python3 - "$work/smoke.json" "$work/smoke.svg" <<'PY'
@@ -21,7 +28,8 @@ rows = data["rows"]
 bandwidth = [r for r in rows if r["kind"] == "bandwidth"]
 gemm = [r for r in rows if r["kind"] == "gemm"]
 assert [r["kernel"] for r in bandwidth] == ["copy_v4", "axpy_w4", "reduce_sum", "reduce_sum_w4", "softmax", "softmax_w4"], rows
-assert len(gemm) == 4 and all(r["correct"] and r["variant"].startswith(r["kernel"]) for r in gemm), gemm
+assert len(gemm) == 6 and all(r["correct"] and r["variant"].startswith(r["kernel"]) for r in gemm), gemm
+assert [r["kernel"] for r in gemm] == ["gemm_bf16"] * 2 + ["gemm_f16"] * 2 + ["gemm_e4m3"] * 2, gemm
 svg = xml.dom.minidom.parse(sys.argv[2])
 assert len(svg.getElementsByTagName("rect")) == len(bandwidth)
 labels = [t for t in svg.getElementsByTagName("text") if "x" in t.firstChild.data and "gemm" in t.firstChild.data]
