@@ -25,6 +25,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <random>
 
 using namespace cubecc;
@@ -252,91 +253,76 @@ const ir::Kernel *find_kernel(const ir::Module &module, const std::string &name)
   return nullptr;
 }
 
+/// Runs `variant` of the GEMM for `type` on the interpreter at m x n x k (A and B row-major in
+/// `a` and `b`, whose elements' values `value` decodes) and checks every element of C against the
+/// host's sum in double. The callers' inputs are multiples of 1/8 below 2, so every partial sum is
+/// exact in f32 and the results must be equal.
+void expect_exact_gemm(const ir::Module &module, const examples::GemmVariantInfo &variant,
+                       ir::Scalar type, ir::HostBuffer a, ir::HostBuffer b, uint64_t m, uint64_t n,
+                       uint64_t k,
+                       const std::function<double(const ir::HostBuffer &, size_t)> &value) {
+  std::string name = variant.name(std::string(ir::scalar_name(type)));
+  SCOPED_TRACE(name);
+  const ir::Kernel *kernel = find_kernel(module, name);
+  ASSERT_TRUE(kernel);
+  examples::GemmLaunch launch = examples::gemm_launch(variant, m, n, k);
+  ASSERT_TRUE(launch.valid);
+  ir::HostBuffer c = buffer32(std::vector<float>(m * n, -1.0f));
+  std::vector<ir::Argument> args;
+  tensor2(args, a, m, k);
+  tensor2(args, b, k, n);
+  tensor2(args, c, m, n);
+  ir::LaunchConfig config;
+  config.num_workgroups = launch.grid;
+  config.subgroup_size = static_cast<uint32_t>(variant.subgroup);
+  auto errors = ir::interpret(*kernel, args, config);
+  ASSERT_TRUE(errors.empty()) << ir::to_string(errors);
+  for (uint64_t i = 0; i < m; ++i)
+    for (uint64_t j = 0; j < n; ++j) {
+      double exact = 0;
+      for (uint64_t kk = 0; kk < k; ++kk)
+        exact += value(a, i * k + kk) * value(b, kk * n + j);
+      ASSERT_EQ(f32_at(c, i * n + j), static_cast<float>(exact)) << "C[" << i << "][" << j << "]";
+    }
+}
+
 TEST(Gemm, every_variant_matches_a_host_gemm_in_the_interpreter) {
   // Sizes with a partial block tile on every side (M and N not multiples of any tile, K not a
   // multiple of kBK), within the variants' rule that K and N are multiples of the load width.
   const uint64_t m = 40, n = 72, k = 80;
   auto module = gemm_kernels();
-  size_t checked = 0;
   for (ir::Scalar type : {ir::Scalar::F16, ir::Scalar::BF16}) {
-    std::vector<uint16_t> a = random_matrix(type, m * k, 4), b = random_matrix(type, k * n, 5);
-    for (size_t v = 0; v < examples::gemm_variants().size(); ++v) {
-      const examples::GemmVariantInfo &info = examples::gemm_variants()[v];
-      std::string name = info.name(std::string(ir::scalar_name(type)));
-      SCOPED_TRACE(name);
-      const ir::Kernel *kernel = find_kernel(*module, name);
-      ASSERT_TRUE(kernel);
-      examples::GemmLaunch launch = examples::gemm_launch(v, m, n, k);
-      ASSERT_TRUE(launch.valid);
-      ir::HostBuffer ba = buffer16(type, a), bb = buffer16(type, b),
-                     bc = buffer32(std::vector<float>(m * n, -1.0f));
-      std::vector<ir::Argument> args;
-      tensor2(args, ba, m, k);
-      tensor2(args, bb, k, n);
-      tensor2(args, bc, m, n);
-      ir::LaunchConfig config;
-      config.num_workgroups = launch.grid;
-      config.subgroup_size = static_cast<uint32_t>(info.subgroup);
-      auto errors = ir::interpret(*kernel, args, config);
-      ASSERT_TRUE(errors.empty()) << ir::to_string(errors);
-      for (uint64_t i = 0; i < m; ++i)
-        for (uint64_t j = 0; j < n; ++j) {
-          double exact = 0;
-          for (uint64_t kk = 0; kk < k; ++kk)
-            exact += static_cast<double>(from_bits(type, a[i * k + kk])) *
-                     from_bits(type, b[kk * n + j]);
-          // The inputs are multiples of 1/8 below 2: every partial sum is exact in f32.
-          ASSERT_EQ(f32_at(bc, i * n + j), static_cast<float>(exact))
-              << "C[" << i << "][" << j << "]";
-        }
-      ++checked;
-    }
+    ir::HostBuffer a = buffer16(type, random_matrix(type, m * k, 4)),
+                   b = buffer16(type, random_matrix(type, k * n, 5));
+    auto value = [type](const ir::HostBuffer &buffer, size_t i) {
+      uint16_t bits;
+      std::memcpy(&bits, buffer.bytes.data() + 2 * i, 2);
+      return static_cast<double>(from_bits(type, bits));
+    };
+    for (const examples::GemmVariantInfo &variant : examples::gemm_variants())
+      expect_exact_gemm(*module, variant, type, a, b, m, n, k, value);
   }
-  EXPECT_EQ(checked, 2 * examples::gemm_variants().size());
 }
 
 TEST(Gemm, every_fp8_variant_matches_a_host_gemm_in_the_interpreter) {
   // K and N multiples of the 16-element loads, neither a multiple of every tile; the inputs are
-  // k/8 (|k| <= 16), exact in e4m3, so every partial sum is exact in f32.
+  // k/8 (|k| <= 16), exact in e4m3.
   const uint64_t m = 40, n = 80, k = 96;
   auto module = gemm_kernels();
   auto e4m3 = [](size_t count, uint32_t seed) {
     std::mt19937 rng(seed);
     std::uniform_int_distribution<int> small(-16, 16);
-    std::vector<uint8_t> out(count);
-    for (auto &v : out)
+    ir::HostBuffer out{ir::Scalar::E4M3, std::vector<uint8_t>(count)};
+    for (auto &v : out.bytes)
       v = static_cast<uint8_t>(ir::storage_float_from_double(ir::Scalar::E4M3, small(rng) / 8.0));
     return out;
   };
-  std::vector<uint8_t> a = e4m3(m * k, 6), b = e4m3(k * n, 7);
-  auto value = [](uint8_t bits) { return ir::storage_float_to_double(ir::Scalar::E4M3, bits); };
-  for (const examples::GemmVariantInfo &info : examples::gemm_fp8_variants()) {
-    std::string name = info.name("e4m3");
-    SCOPED_TRACE(name);
-    const ir::Kernel *kernel = find_kernel(*module, name);
-    ASSERT_TRUE(kernel);
-    examples::GemmLaunch launch = examples::gemm_launch(info, m, n, k);
-    ASSERT_TRUE(launch.valid);
-    ir::HostBuffer ba{ir::Scalar::E4M3, a}, bb{ir::Scalar::E4M3, b},
-        bc = buffer32(std::vector<float>(m * n, -1.0f));
-    std::vector<ir::Argument> args;
-    tensor2(args, ba, m, k);
-    tensor2(args, bb, k, n);
-    tensor2(args, bc, m, n);
-    ir::LaunchConfig config;
-    config.num_workgroups = launch.grid;
-    config.subgroup_size = static_cast<uint32_t>(info.subgroup);
-    auto errors = ir::interpret(*kernel, args, config);
-    ASSERT_TRUE(errors.empty()) << ir::to_string(errors);
-    for (uint64_t i = 0; i < m; ++i)
-      for (uint64_t j = 0; j < n; ++j) {
-        double exact = 0;
-        for (uint64_t kk = 0; kk < k; ++kk)
-          exact += value(a[i * k + kk]) * value(b[kk * n + j]);
-        ASSERT_EQ(f32_at(bc, i * n + j), static_cast<float>(exact))
-            << "C[" << i << "][" << j << "]";
-      }
-  }
+  auto value = [](const ir::HostBuffer &buffer, size_t i) {
+    return ir::storage_float_to_double(ir::Scalar::E4M3, buffer.bytes[i]);
+  };
+  for (const examples::GemmVariantInfo &variant : examples::gemm_fp8_variants())
+    expect_exact_gemm(*module, variant, ir::Scalar::E4M3, e4m3(m * k, 6), e4m3(k * n, 7), m, n, k,
+                      value);
   // 16 elements per load: K and N must be multiples of 16.
   EXPECT_FALSE(examples::gemm_launch(examples::gemm_fp8_variants()[0], 64, 72, 64).valid);
 }
