@@ -350,7 +350,7 @@ int main(int argc, char **argv) {
     if (!o.smoke && (!o.quick || s <= 2048))
       shapes.push_back({s, s, s});
   if (o.smoke)
-    shapes = {{64, 64, 64}, {1, 256, 128}};
+    shapes = {{64, 64, 64}, {1, 128, 64}}; // every variant runs: keep them small (ASan in CI)
   for (uint64_t m : {1, 16, 32, 64}) {
     if (o.smoke)
       break;

@@ -13,7 +13,7 @@ trap 'rm -rf "$work"' EXIT
 
 # 48 KiB of shared memory, as a CUDA kernel's static limit, so that every variant runs (the
 # interpreter's default is 32 KiB).
-CUBECC_INTERP_SHARED_BYTES=49152 "$bench" --device interp --smoke --reps 2 \
+CUBECC_INTERP_SHARED_BYTES=49152 "$bench" --device interp --smoke --reps 1 \
   --json "$work/smoke.json" > "$work/smoke.txt"
 if grep -q "not run" "$work/smoke.txt"; then
   cat "$work/smoke.txt" >&2
