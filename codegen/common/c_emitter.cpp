@@ -328,6 +328,10 @@ private:
   std::string load_element(const ir::Value *memory, const std::string &index);
   /// A register value from a memory element (`ref`, an lvalue of storage(s)).
   std::string from_storage(Scalar s, const std::string &ref);
+  /// The index of lane k of a vector access at `index`.
+  static std::string plus_lane(const std::string &index, unsigned k) {
+    return k ? fmt::format("{} + {}", index, k) : index;
+  }
   std::string element_ref(const ir::Value *memory, const std::string &index) {
     return fmt::format("{}[{}]", name_of(memory), index);
   }
@@ -948,7 +952,7 @@ void CEmitter::emit_load_store(const ir::Operation &op) {
   const ir::Value *value = is_load ? op.result() : op.operand(2);
   const Scalar s = memory->type().element();
   const std::string index = name_of(op.operand(1));
-  auto at = [&](unsigned k) { return k ? fmt::format("{} + {}", index, k) : index; };
+  auto at = [&](unsigned k) { return plus_lane(index, k); };
   auto by_element = [&] {
     if (is_load) {
       for (unsigned k = 0; k < value->type().lanes(); ++k)
@@ -1024,12 +1028,9 @@ void CEmitter::emit_async(const ir::Operation &op) {
     --indent_;
     line("} else {");
     ++indent_;
-    auto at = [](const std::string &index, unsigned k) {
-      return k ? fmt::format("{} + {}", index, k) : index;
-    };
     for (unsigned k = 0; k < lanes; ++k)
-      line(fmt::format("{} = {} ? {} : {};", element_ref(dst, at(dst_index, k)), inside,
-                       element_ref(src, at(src_index, k)), storage(s) + "{}"));
+      line(fmt::format("{} = {} ? {} : {};", element_ref(dst, plus_lane(dst_index, k)), inside,
+                       element_ref(src, plus_lane(src_index, k)), storage(s) + "{}"));
     --indent_;
     line("}");
     return;

@@ -921,6 +921,14 @@ Value *rewrite_async_copy(Rewriter &r, ir::Operation &op) {
   return nullptr;
 }
 
+bool lacks_async_copy(const ir::Operation &, const LegalizeTarget &t) {
+  return !t.async_copy;
+}
+/// async.commit and async.wait with every copy already done: nothing to order.
+Value *drop(Rewriter &, ir::Operation &) {
+  return nullptr;
+}
+
 //===--- The table ------------------------------------------------------------------------===//
 
 struct Pattern {
@@ -986,15 +994,9 @@ const Pattern kPatterns[] = {
      rewrite_storage_cast},
     {Opcode::Hypot, "hypot expanded",
      [](const ir::Operation &, const LegalizeTarget &t) { return !t.native_libm; }, rewrite_hypot},
-    {Opcode::AsyncCopy, "asynchronous copies done at once",
-     [](const ir::Operation &, const LegalizeTarget &t) { return !t.async_copy; },
-     rewrite_async_copy},
-    {Opcode::AsyncCommit, "asynchronous copy groups dropped",
-     [](const ir::Operation &, const LegalizeTarget &t) { return !t.async_copy; },
-     [](Rewriter &, ir::Operation &) -> Value * { return nullptr; }},
-    {Opcode::AsyncWait, "asynchronous copy groups dropped",
-     [](const ir::Operation &, const LegalizeTarget &t) { return !t.async_copy; },
-     [](Rewriter &, ir::Operation &) -> Value * { return nullptr; }},
+    {Opcode::AsyncCopy, "asynchronous copies done at once", lacks_async_copy, rewrite_async_copy},
+    {Opcode::AsyncCommit, "asynchronous copy groups dropped", lacks_async_copy, drop},
+    {Opcode::AsyncWait, "asynchronous copy groups dropped", lacks_async_copy, drop},
 };
 
 } // namespace
