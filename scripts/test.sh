@@ -41,7 +41,7 @@ if bash scripts/python-env.sh build-test/python-venv --test &&
   # The package ships build-test's instrumented libcubecc.so: its ASan runtime must come first,
   # and libstdc++ must be loaded before ASan looks for __cxa_throw (Python does not link it).
   LD_PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libstdc++.so.6)" \
-    ASAN_OPTIONS=detect_leaks=0:alloc_dealloc_mismatch=0 CUBECC_BUILD_DIR="$PWD/build-test" \
+    ASAN_OPTIONS=detect_leaks=0:alloc_dealloc_mismatch=0:use_sigaltstack=0 CUBECC_BUILD_DIR="$PWD/build-test" \
     build-test/python-venv/bin/pytest -q -p no:cacheprovider python/tests || status=1
 else
   status=1
