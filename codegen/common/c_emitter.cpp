@@ -1368,40 +1368,53 @@ std::string CEmitter::matrix_element_index(const ir::Operation &op, const std::s
 
 bool CEmitter::emit_ldmatrix(const ir::Operation &op, Type t, bool col_major,
                              const std::string &lane) {
-  // ldmatrix (sm_75+) loads 8x8 blocks of 16-bit elements from shared memory straight into the
-  // mma.sync fragment layout: a 16x16 'a' is four blocks (.x4), a 16x16 'b' four and a 16x8 'b'
-  // two. Lane l gives the address of one 8-element row of block l / 8. For a row-major 'a' the
+  // ldmatrix (sm_75+) loads 8x8 blocks of 16-bit elements (8 rows of 16 bytes) from shared memory
+  // straight into the mma.sync fragment layout; lane l gives the address of one row of block
+  // l / 8, and register i of each lane holds 4 bytes of block i's row l / 4. 16-bit operands: a
+  // 16x16 'a' is four blocks (.x4), a 16x16 'b' four and a 16x8 'b' two. For a row-major 'a' the
   // rows are the matrix's (r = l % 16, c = 8 (l / 16)); a 'b' is stored k-major, so the blocks
-  // are transposed on the way in (.trans); a column-major operand swaps both. Every row must be
-  // 16-byte aligned: the shared array is (__align__(16)), and index and stride must be multiples
-  // of 8 elements, checked here at run time (uniform across the subgroup, like the operands), with
-  // the element-by-element load as the other branch.
+  // are transposed on the way in (.trans); a column-major operand swaps both. fp8 operands (PTX's
+  // m16n8k32 layouts hold 4 consecutive k of one row or column per register): a 16-byte row is
+  // 16 elements along k, so a row-major 16x32 'a' and a column-major 32x8 or 32x16 'b' load
+  // without transposing (.x4, .x2, .x4); ldmatrix cannot transpose 8-bit elements, so the other
+  // layouts take the element-by-element load. Every row must be 16-byte aligned: the shared array
+  // is (__align__(16)), and index and stride must be multiples of 16 bytes' elements, checked
+  // here at run time (uniform across the subgroup, like the operands), with the
+  // element-by-element load as the other branch.
   const ir::Value *memory = op.operand(0);
   ir::MatrixRole role = t.role();
-  bool fits = role == ir::MatrixRole::A ? t.rows() == 16 && t.cols() == 16
-                                        : t.rows() == 16 && (t.cols() == 16 || t.cols() == 8);
-  if (hip_ || memory->type().kind() != ir::TypeKind::Shared ||
-      role == ir::MatrixRole::Accumulator ||
-      (t.element() != Scalar::F16 && t.element() != Scalar::BF16) || !fits)
-    return false;
-  const int blocks = static_cast<int>(per_lane(t) / 2); // 32-bit registers: 2 or 4
+  const bool fp8 = t.element() == Scalar::E4M3 || t.element() == Scalar::E5M2;
+  const bool b16 = t.element() == Scalar::F16 || t.element() == Scalar::BF16;
+  const uint32_t k = fp8 ? 32 : 16; // the k extent of the mma shapes
+  bool fits = role == ir::MatrixRole::A ? t.rows() == 16 && t.cols() == k
+                                        : t.rows() == k && (t.cols() == 16 || t.cols() == 8);
   bool trans = (role == ir::MatrixRole::B) != col_major;
-  // The row and column of the 8 elements lane l points at (the second half of the lanes only
-  // addresses blocks with .x4).
-  std::string wide = blocks == 4 ? fmt::format("({} / 16u) * 8u", lane) : "0u";
+  if (hip_ || memory->type().kind() != ir::TypeKind::Shared ||
+      role == ir::MatrixRole::Accumulator || !(b16 || (fp8 && !trans)) || !fits)
+    return false;
+  const uint32_t bytes = fp8 ? 1 : 2, unit = 16 / bytes;        // elements in a 16-byte row
+  const int blocks = static_cast<int>(per_lane(t) * bytes / 4); // 32-bit registers: 2 or 4
+  // The row and column of the 16 bytes lane l points at (the second half of the lanes only
+  // addresses blocks with .x4): along the contiguous direction the blocks are `unit` apart,
+  // across it 8.
   std::string r =
-      col_major ? fmt::format("(({} / 8u) & 1u) * 8u", lane) : fmt::format("{} % 16u", lane);
-  std::string c = col_major ? fmt::format("({} & 7u) + {}", lane, wide) : wide;
+      col_major ? fmt::format("(({} / 8u) & 1u) * {}u", lane, unit) : fmt::format("{} % 16u", lane);
+  std::string c = col_major
+                      ? fmt::format("({} & 7u){}", lane,
+                                    blocks == 4 ? fmt::format(" + ({} / 16u) * 8u", lane) : "")
+                  : blocks == 4 ? fmt::format("({} / 16u) * {}u", lane, unit)
+                                : "0u";
   std::string index_type = reg(op.operand(1)->type().element());
   const std::string &index = name_of(op.operand(1)), &stride = name_of(op.operand(2));
-  line(fmt::format("if (((({0}){1} | ({0}){2}) & 7u) == 0u) {{", index_type, index, stride));
+  line(fmt::format("if (((({0}){1} | ({0}){2}) & {3}u) == 0u) {{", index_type, index, stride,
+                   unit - 1));
   ++indent_;
   line(fmt::format("const u32 cubecc_lr = {}, cubecc_lc = {};", r, c));
   std::string at = matrix_element_index(op, "cubecc_lr", "cubecc_lc", col_major);
   // The shared window's address in 32 bits (base once, plus the byte offset), as nvcc's own
   // code computes it: 64-bit generic address arithmetic costs registers.
-  line(fmt::format("const u32 cubecc_la = (u32)__cvta_generic_to_shared({}) + {} * 2u;",
-                   name_of(memory), at));
+  line(fmt::format("const u32 cubecc_la = (u32)__cvta_generic_to_shared({}) + {}{};",
+                   name_of(memory), at, bytes == 2 ? " * 2u" : ""));
   std::string frag = name_of(op.result());
   std::string outs, regs, names;
   for (int i = 0; i < blocks; ++i) {
@@ -1414,10 +1427,20 @@ bool CEmitter::emit_ldmatrix(const ir::Operation &op, Type t, bool col_major,
       "asm volatile(\"ldmatrix.sync.aligned.m8n8.x{}{}.shared.b16 {{{}}}, [%{}];\" : {} "
       ": \"r\"(cubecc_la));",
       blocks, trans ? ".trans" : "", regs, blocks, outs));
-  // Register i holds elements 2i (low half) and 2i + 1 of the fragment's layout.
-  for (int i = 0; i < blocks; ++i)
-    line(fmt::format("{0}.x[{1}] = (u16)cubecc_l{2}; {0}.x[{3}] = (u16)(cubecc_l{2} >> 16);", frag,
-                     2 * i, i, 2 * i + 1));
+  // Register i holds elements 2i (low half) and 2i + 1 of the fragment's layout, or for fp8
+  // elements 4i .. 4i + 3 from the low byte up.
+  for (int i = 0; i < blocks; ++i) {
+    if (bytes == 2) {
+      line(fmt::format("{0}.x[{1}] = (u16)cubecc_l{2}; {0}.x[{3}] = (u16)(cubecc_l{2} >> 16);",
+                       frag, 2 * i, i, 2 * i + 1));
+      continue;
+    }
+    std::string parts;
+    for (int j = 0; j < 4; ++j)
+      parts += fmt::format("{}{}.x[{}] = (u8)(cubecc_l{} >> {}u);", j ? " " : "", frag, 4 * i + j,
+                           i, 8 * j);
+    line(parts);
+  }
   --indent_;
   return true;
 }

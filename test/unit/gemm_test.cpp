@@ -395,6 +395,11 @@ TEST(Gemm, every_variant_compiles_for_sm80_and_sm90_without_register_spills) {
         EXPECT_NE(binary->ptx.find("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32"),
                   std::string::npos)
             << what;
+        // 'a' from the shared tile through ldmatrix (no transpose); 'b' is row-major there, which
+        // ldmatrix cannot transpose for 8-bit elements.
+        EXPECT_NE(binary->ptx.find("ldmatrix.sync.aligned.m8n8.x4.shared.b16"), std::string::npos)
+            << what;
+        EXPECT_EQ(binary->ptx.find(".trans"), std::string::npos) << what;
       } else {
         EXPECT_NE(binary->ptx.find("mma.sync.aligned.m16n8k16"), std::string::npos) << what;
         // Fragments come from the shared tiles through ldmatrix (A as is, B transposed).
