@@ -79,6 +79,23 @@ TargetFeatures TargetFeatures::vulkan_baseline() {
   f.float32_atomic_add = true;
   f.float32_atomics = true;
   f.float32_atomic_min_max = true;
+  f.matrix_note = "lavapipe offers no cooperative matrices; cubecc writes them with "
+                  "VK_NV_cooperative_matrix for a device that lists the shape (offline: target "
+                  "vulkan:nvidia)";
+  return f;
+}
+
+TargetFeatures TargetFeatures::vulkan_nvidia() {
+  TargetFeatures f = vulkan_baseline();
+  f.target = "vulkan:nvidia";
+  f.fused_fma = true; // GLSL.std.450 Fma is one fused operation on NVIDIA GPUs
+  f.subgroup_size = 32;
+  f.linear_subgroups = true;
+  f.max_shared_bytes = 49152;
+  f.matrix_shapes =
+      ir::matrix_shape_mask([](const ir::MatrixShape &s) { return s.input == ir::Scalar::F16; });
+  f.matrix_note = "VK_NV_cooperative_matrix has f16 operands here (SPIR-V 1.5 has no bf16 or "
+                  "fp8 type)";
   return f;
 }
 

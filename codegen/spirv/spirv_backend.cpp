@@ -18,20 +18,22 @@ std::string_view bytes_of(const std::vector<uint32_t> &words) {
 class SpirvBackend final : public Backend {
 public:
   std::string_view name() const override { return "vulkan"; }
-  std::string_view grammar() const override { return "vulkan"; }
+  std::string_view grammar() const override { return "vulkan[:nvidia]"; }
   std::vector<std::string> example_targets() const override { return {"vulkan"}; }
 
   std::optional<std::string> parse_target(std::string_view target,
                                           std::string &error) const override {
-    if (target != "vulkan") {
+    if (target != "vulkan" && target != "vulkan:nvidia") {
       error = unknown_target_message(target);
       return std::nullopt;
     }
     return std::string(target);
   }
 
-  TargetFeatures features(std::string_view) const override {
-    return TargetFeatures::vulkan_baseline();
+  /// `vulkan`: the baseline (lavapipe); `vulkan:nvidia`: an NVIDIA GPU with cooperative matrices.
+  TargetFeatures features(std::string_view target) const override {
+    return target == "vulkan:nvidia" ? TargetFeatures::vulkan_nvidia()
+                                     : TargetFeatures::vulkan_baseline();
   }
 
   const std::vector<EmitKind> &emit_kinds() const override {
@@ -42,20 +44,25 @@ public:
     return kinds;
   }
 
-  std::vector<Artifact> compile(const ir::Kernel &kernel, std::span<const std::string>,
+  std::vector<Artifact> compile(const ir::Kernel &kernel, std::span<const std::string> targets,
                                 std::vector<ir::Diagnostic> &errors) const override {
-    TargetFeatures features = TargetFeatures::vulkan_baseline();
-    std::optional<SpirvKernel> spirv = checked_spirv(kernel, features, errors);
-    if (!spirv)
-      return {};
-    return {{"vulkan", "spirv", features.fingerprint(), "", "", spirv->abi,
-             std::string(bytes_of(spirv->words))}};
+    std::vector<Artifact> out;
+    for (const std::string &target : targets) {
+      TargetFeatures f = features(target);
+      std::optional<SpirvKernel> spirv = checked_spirv(kernel, f, errors);
+      if (!spirv)
+        return {};
+      out.push_back({target, "spirv", f.fingerprint(), "", "", spirv->abi,
+                     std::string(bytes_of(spirv->words))});
+    }
+    return out;
   }
 
-  std::optional<Emitted> emit(const ir::Kernel &kernel, std::string_view, std::string_view kind,
+  std::optional<Emitted> emit(const ir::Kernel &kernel, std::string_view target,
+                              std::string_view kind,
                               std::vector<ir::Diagnostic> &errors) const override {
     TargetFeatures features =
-        kind == "msl" ? TargetFeatures::metal_baseline() : TargetFeatures::vulkan_baseline();
+        kind == "msl" ? TargetFeatures::metal_baseline() : this->features(target);
     std::optional<SpirvKernel> spirv = checked_spirv(kernel, features, errors);
     if (!spirv)
       return std::nullopt;

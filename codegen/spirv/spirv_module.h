@@ -79,6 +79,11 @@ public:
   Id type_array(Id element, uint32_t count, uint32_t stride /* 0: undecorated */);
   Id type_runtime_array(Id element, uint32_t stride);
   Id type_function_void();
+  /// SPV_NV_cooperative_matrix's OpTypeCooperativeMatrixNV; scope, rows and columns are ids of
+  /// 32-bit constants, defined before it.
+  Id type_cooperative_matrix_nv(Id component, Id scope, Id rows, Id cols) {
+    return type_lookup(spv::Op::OpTypeCooperativeMatrixNV, {component, scope, rows, cols});
+  }
   /// A new (nominal) struct type; decorations are the caller's.
   Id type_struct(const Words &members);
 

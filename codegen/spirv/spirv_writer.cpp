@@ -174,6 +174,16 @@ private:
   Id u32_type() { return scalar_type(Scalar::U32); }
   /// The type of an element in memory: bf16 is stored as its 16 bits.
   Id storage_type(Scalar s) { return s == Scalar::BF16 ? uint_type(16) : scalar_type(s); }
+  /// A matrix fragment: SPV_NV_cooperative_matrix's type of the subgroup (the IR's role has no
+  /// SPIR-V counterpart: an `a` and an `acc` of the same element and size are one type).
+  Id matrix_type(Type t) {
+    m_.capability(spv::Capability::CooperativeMatrixNV);
+    m_.extension("SPV_NV_cooperative_matrix");
+    return m_.type_cooperative_matrix_nv(scalar_type(t.element()), u32(kScopeSubgroup),
+                                         u32(t.rows()), u32(t.cols()));
+  }
+  /// The type of one SPIR-V id of a value of type `t`: a lane, or a whole matrix.
+  Id value_type(Type t) { return t.is_matrix() ? matrix_type(t) : scalar_type(t.element()); }
 
   //===--- bf16 emulation: f32 registers holding bf16 values exactly ----------------------===//
 
@@ -309,6 +319,7 @@ private:
   void emit_builtin(const ir::Operation &op);
   void emit_atomic(const ir::Operation &op);
   void emit_subgroup(const ir::Operation &op);
+  void emit_matrix(const ir::Operation &op);
   void emit_if(const ir::Operation &op);
   void emit_for(const ir::Operation &op);
   void emit_while(const ir::Operation &op);
@@ -435,7 +446,17 @@ bool Writer::check_features() {
         unsupported(*op, "64-bit atomics (shaderBufferInt64Atomics)");
       }
     }
-    if (info.flags & ir::Subgroup) {
+    if (ir::is_matrix_op(op->opcode())) {
+      // The target's shapes are checked by check_target_support; what SPIR-V 1.5 cannot declare
+      // is checked here: cooperative matrices of bf16 and fp8 (no such SPIR-V types).
+      for (unsigned i = 0; i < op->num_operands() + op->num_results(); ++i) {
+        Type t = i < op->num_operands() ? op->operand(i)->type()
+                                        : op->result(i - op->num_operands())->type();
+        if (t.is_matrix() && t.element() != Scalar::F16 && t.element() != Scalar::F32)
+          unsupported(*op, fmt::format("a cooperative matrix of {} (SPIR-V 1.5 has no {} type)",
+                                       ir::scalar_name(t.element()), ir::scalar_name(t.element())));
+      }
+    } else if (info.flags & ir::Subgroup) {
       Scalar operand = op->num_operands() ? op->operand(0)->type().element() : Scalar::Bool;
       unsigned bits = ir::scalar_bits(operand);
       if (operand != Scalar::Bool && operand != Scalar::BF16 && bits != 32 &&
@@ -1180,7 +1201,7 @@ std::vector<Lanes> Writer::phis(std::span<const Type> types, const std::vector<E
   for (Type t : types)
     for (unsigned k = 0; k < t.lanes(); ++k, ++pos) {
       Id r = m_.id();
-      Words ops = {scalar_type(t.element()), r};
+      Words ops = {value_type(t), r};
       for (const Edge &e : edges) {
         ops.push_back(e.values[pos]);
         ops.push_back(e.from);
@@ -1342,7 +1363,7 @@ void Writer::emit_for(const ir::Operation &op) {
   if (ctx.continues.empty()) { // every iteration leaves the loop: no back edge is ever taken
     for (Type t : types)
       for (unsigned k = 0; k < t.lanes(); ++k)
-        next_carried.push_back(m_.undef(scalar_type(t.element())));
+        next_carried.push_back(m_.undef(value_type(t)));
     next_iv = m_.undef(iv_type);
   } else {
     for (Lanes &l : phis(types, ctx.continues))
@@ -1360,9 +1381,8 @@ void Writer::emit_for(const ir::Operation &op) {
   size_t pos = 0;
   for (Type t : types)
     for (unsigned k = 0; k < t.lanes(); ++k, ++pos)
-      append(
-          header_phis, spv::Op::OpPhi,
-          {scalar_type(t.element()), carried[pos], inits[pos], preheader, next_carried[pos], cont});
+      append(header_phis, spv::Op::OpPhi,
+             {value_type(t), carried[pos], inits[pos], preheader, next_carried[pos], cont});
 
   new_block(merge);
   live_ = true;
@@ -1414,7 +1434,7 @@ void Writer::emit_while(const ir::Operation &op) {
   if (ctx.continues.empty()) {
     for (Type t : carried_types)
       for (unsigned k = 0; k < t.lanes(); ++k)
-        next.push_back(m_.undef(scalar_type(t.element())));
+        next.push_back(m_.undef(value_type(t)));
   } else {
     for (Lanes &l : phis(carried_types, ctx.continues))
       next.insert(next.end(), l.begin(), l.end());
@@ -1424,7 +1444,7 @@ void Writer::emit_while(const ir::Operation &op) {
   for (Type t : carried_types)
     for (unsigned k = 0; k < t.lanes(); ++k, ++pos)
       append(blocks_[header_block].phis, spv::Op::OpPhi,
-             {scalar_type(t.element()), carried[pos], inits[pos], preheader, next[pos], cont});
+             {value_type(t), carried[pos], inits[pos], preheader, next[pos], cont});
 
   new_block(merge);
   live_ = true;
@@ -1514,6 +1534,12 @@ void Writer::emit_op(const ir::Operation &op) {
   case ir::Signature::SubgroupVote:
   case ir::Signature::SubgroupElect:
     return emit_subgroup(op);
+  case ir::Signature::MatrixFill:
+  case ir::Signature::MatrixLoad:
+  case ir::Signature::MatrixStore:
+  case ir::Signature::MatrixMma:
+  case ir::Signature::MatrixConvert:
+    return emit_matrix(op);
   case ir::Signature::If:
     return emit_if(op);
   case ir::Signature::For:
@@ -1884,6 +1910,44 @@ void Writer::emit_subgroup(const ir::Operation &op) {
   }
 }
 
+/// Matrix fragments as SPV_NV_cooperative_matrix values: one id per matrix, whose layout across
+/// the subgroup is the driver's. Loads and stores take a pointer to the first element and the
+/// stride in elements, as the IR does.
+void Writer::emit_matrix(const ir::Operation &op) {
+  auto col_major = [&] {
+    return m_.constant_bool(op.attributes().get_int("col_major").value_or(0) != 0);
+  };
+  auto first_element = [&] {
+    return element_pointer(op.operand(0), index_operand(op.operand(1), 0));
+  };
+  switch (op.info().signature) {
+  case ir::Signature::MatrixFill:
+    return bind(op.result(), {emit(spv::Op::OpCompositeConstruct, matrix_type(op.result()->type()),
+                                   {lane(op.operand(0), 0)})});
+  case ir::Signature::MatrixLoad:
+    return bind(op.result(),
+                {emit(spv::Op::OpCooperativeMatrixLoadNV, matrix_type(op.result()->type()),
+                      {first_element(), index_operand(op.operand(2), 0), col_major()})});
+  case ir::Signature::MatrixStore:
+    return emit_void(
+        spv::Op::OpCooperativeMatrixStoreNV,
+        {first_element(), lane(op.operand(3), 0), index_operand(op.operand(2), 0), col_major()});
+  case ir::Signature::MatrixMma:
+    return bind(op.result(),
+                {emit(spv::Op::OpCooperativeMatrixMulAddNV, matrix_type(op.result()->type()),
+                      {lane(op.operand(0), 0), lane(op.operand(1), 0), lane(op.operand(2), 0)})});
+  case ir::Signature::MatrixConvert: {
+    Type from = op.operand(0)->type(), to = op.result()->type();
+    if (from.element() == to.element()) // only the role changes: the same SPIR-V type
+      return bind(op.result(), {lane(op.operand(0), 0)});
+    return bind(op.result(),
+                {emit(spv::Op::OpFConvert, matrix_type(to), {lane(op.operand(0), 0)})});
+  }
+  default:
+    throw std::logic_error(fmt::format("emit_matrix: op '{}' is not one", op.name()));
+  }
+}
+
 std::optional<SpirvKernel> Writer::run() {
   abi_ = KernelAbi::of(kernel_);
   if (!check_features())
@@ -1933,12 +1997,7 @@ std::optional<SpirvKernel> emit_spirv(const ir::Kernel &kernel, const TargetFeat
   target.native_erf = false;
   target.native_libm = false; // GLSL.std.450 lacks expm1, log1p, hypot; its asin... are coarse
   target.c_pow = false;
-  // Cooperative matrices (VK_KHR_cooperative_matrix) are not written yet, whatever the device.
-  TargetFeatures without_matrices = features;
-  without_matrices.matrix_shapes = 0;
-  without_matrices.matrix_note = "the SPIR-V writer does not emit VK_KHR_cooperative_matrix yet "
-                                 "(and lavapipe does not offer it); use cuda, hip or interp";
-  if (!check_target_support(kernel, without_matrices, errors))
+  if (!check_target_support(kernel, features, errors))
     return std::nullopt;
   std::unique_ptr<ir::Module> legal = ir::copy_kernel(kernel);
   passes::legalize(*legal, target);

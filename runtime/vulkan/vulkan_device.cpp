@@ -70,6 +70,34 @@ std::string vendor_name(uint32_t id) {
   }
 }
 
+/// The ir::matrix_shapes() bits of the VK_NV_cooperative_matrix shapes the device lists in
+/// subgroup scope: f16 operands, f16 or f32 accumulators (D of C's type).
+uint32_t cooperative_matrix_shapes(VkPhysicalDevice physical) {
+  uint32_t count = 0;
+  if (vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(physical, &count, nullptr) != VK_SUCCESS)
+    return 0;
+  std::vector<VkCooperativeMatrixPropertiesNV> listed(
+      count, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
+  if (vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(physical, &count, listed.data()) !=
+      VK_SUCCESS)
+    return 0;
+  auto scalar = [](VkComponentTypeNV t) -> std::optional<ir::Scalar> {
+    if (t == VK_COMPONENT_TYPE_FLOAT16_NV)
+      return ir::Scalar::F16;
+    if (t == VK_COMPONENT_TYPE_FLOAT32_NV)
+      return ir::Scalar::F32;
+    return std::nullopt;
+  };
+  return ir::matrix_shape_mask([&](const ir::MatrixShape &shape) {
+    return shape.input == ir::Scalar::F16 &&
+           std::any_of(listed.begin(), listed.begin() + count, [&](const auto &p) {
+             return p.scope == VK_SCOPE_SUBGROUP_NV && p.MSize == shape.m && p.NSize == shape.n &&
+                    p.KSize == shape.k && p.AType == p.BType && scalar(p.AType) == shape.input &&
+                    p.CType == p.DType && scalar(p.CType) == shape.accumulator;
+           });
+  });
+}
+
 const char *result_name(VkResult r) {
   switch (r) {
 #define CASE(x)                                                                                    \
@@ -260,6 +288,8 @@ struct VulkanDevice::Impl {
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT};
   VkPhysicalDeviceShaderAtomicFloat2FeaturesEXT atomic_float2{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_2_FEATURES_EXT};
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV cooperative_matrix_features{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
 
   VkPipelineCache pipeline_cache = VK_NULL_HANDLE; ///< internally synchronized
 
@@ -444,6 +474,11 @@ void VulkanDevice::Impl::create_device() {
         return std::string_view(e.extensionName) == VK_EXT_SHADER_ATOMIC_FLOAT_2_EXTENSION_NAME;
       });
 
+  bool has_cooperative_matrix =
+      std::any_of(extensions.begin(), extensions.end(), [](const VkExtensionProperties &e) {
+        return std::string_view(e.extensionName) == VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
+      });
+
   VkPhysicalDeviceShaderAtomicFloatFeaturesEXT has_af{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT};
   VkPhysicalDeviceShaderAtomicFloat2FeaturesEXT has_af2{
@@ -460,6 +495,12 @@ void VulkanDevice::Impl::create_device() {
     has_af2.pNext = has13.pNext;
     has13.pNext = &has_af2;
   }
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV has_cm{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  if (has_cooperative_matrix) {
+    has_cm.pNext = has13.pNext;
+    has13.pNext = &has_cm;
+  }
   vkGetPhysicalDeviceFeatures2(physical, &has);
 
   VkPhysicalDeviceVulkan13Properties props13{
@@ -468,10 +509,14 @@ void VulkanDevice::Impl::create_device() {
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_PROPERTIES};
   VkPhysicalDeviceVulkan11Properties props11{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_PROPERTIES};
+  VkPhysicalDeviceCooperativeMatrixPropertiesNV props_cm{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_NV};
   VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
   props.pNext = &props11;
   props11.pNext = &props12;
   props12.pNext = &props13;
+  if (has_cooperative_matrix)
+    props13.pNext = &props_cm;
   vkGetPhysicalDeviceProperties2(physical, &props);
   properties = props.properties;
   vkGetPhysicalDeviceMemoryProperties(physical, &memory_properties);
@@ -519,6 +564,15 @@ void VulkanDevice::Impl::create_device() {
     atomic_float2.pNext = features13.pNext;
     features13.pNext = &atomic_float2;
   }
+  // Cooperative matrices in compute shaders: the matrix.mma shapes the device lists.
+  bool cooperative_matrix =
+      has_cooperative_matrix && has_cm.cooperativeMatrix &&
+      (props_cm.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT);
+  cooperative_matrix_features.cooperativeMatrix = cooperative_matrix;
+  if (cooperative_matrix) {
+    cooperative_matrix_features.pNext = features13.pNext;
+    features13.pNext = &cooperative_matrix_features;
+  }
 
   float priority = 1.0f;
   VkDeviceQueueCreateInfo queue_info{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
@@ -530,6 +584,8 @@ void VulkanDevice::Impl::create_device() {
     enabled_extensions.push_back(VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME);
   if (has_atomic_float2)
     enabled_extensions.push_back(VK_EXT_SHADER_ATOMIC_FLOAT_2_EXTENSION_NAME);
+  if (cooperative_matrix)
+    enabled_extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
   VkDeviceCreateInfo create{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   create.pNext = &features;
   create.queueCreateInfoCount = 1;
@@ -603,6 +659,16 @@ void VulkanDevice::Impl::create_device() {
   f.subgroup_ballot = (ops & VK_SUBGROUP_FEATURE_BASIC_BIT) &&
                       (ops & VK_SUBGROUP_FEATURE_BALLOT_BIT) &&
                       (ops & VK_SUBGROUP_FEATURE_VOTE_BIT);
+  if (cooperative_matrix) {
+    f.matrix_shapes = cooperative_matrix_shapes(physical);
+    f.matrix_note = fmt::format("{} lists these VK_NV_cooperative_matrix shapes with f16 operands "
+                                "in subgroup scope (SPIR-V 1.5 has no bf16 or fp8 type)",
+                                properties.deviceName);
+  } else {
+    f.matrix_note = fmt::format("{} does not offer VK_NV_cooperative_matrix, which cubecc's "
+                                "SPIR-V needs for matrix ops",
+                                properties.deviceName);
+  }
   f.max_shared_bytes = limits.maxComputeSharedMemorySize;
   f.max_param_block_bytes = limits.maxPushConstantsSize;
   f.max_workgroup_invocations = limits.maxComputeWorkGroupInvocations;

@@ -482,6 +482,42 @@ TEST(Gemm, the_spirv_writer_refuses_it_naming_the_kernel) {
   // the 32 the kernel requires.
   EXPECT_EQ(errors.size(), 2u) << text;
   EXPECT_THAT(text, ::testing::HasSubstr("needs subgroups of 32 invocations"));
+  EXPECT_THAT(text, ::testing::HasSubstr("lavapipe offers no cooperative matrices"));
+}
+
+// For an NVIDIA GPU under Vulkan (VK_NV_cooperative_matrix, f16 operands), every f16 variant of
+// warp size is written as cooperative matrices and passes spirv-val; bf16 and fp8 (no SPIR-V type
+// in 1.5) and the wave64 variants are refused by name. Running them needs such a GPU.
+TEST(Gemm, f16_variants_write_cooperative_matrix_spirv_for_vulkan_nvidia) {
+  auto module = gemm_kernels();
+  const codegen::TargetFeatures nvidia = codegen::TargetFeatures::vulkan_nvidia();
+  size_t written = 0, refused = 0;
+  for (const auto &kernel : module->kernels()) {
+    std::vector<ir::Diagnostic> errors;
+    auto spirv = codegen::emit_spirv(*kernel, nvidia, errors);
+    const bool f16 = kernel->name().starts_with("gemm_f16_");
+    const bool wave64 = kernel->name().find("_sg64") != std::string::npos;
+    if (!f16 || wave64) {
+      EXPECT_FALSE(spirv) << kernel->name();
+      std::string text = ir::to_string(errors);
+      EXPECT_THAT(text, ::testing::HasSubstr(kernel->name()));
+      EXPECT_THAT(text, ::testing::HasSubstr("which target 'vulkan:nvidia' does not support"));
+      if (!wave64) {
+        EXPECT_THAT(text, ::testing::HasSubstr("VK_NV_cooperative_matrix has f16 operands"));
+      }
+      ++refused;
+      continue;
+    }
+    ASSERT_TRUE(spirv) << kernel->name() << ": " << ir::to_string(errors);
+    EXPECT_EQ(codegen::validate_spirv(spirv->words), "") << kernel->name();
+    std::string assembly = codegen::disassemble_spirv(spirv->words);
+    EXPECT_THAT(assembly, ::testing::HasSubstr("OpCooperativeMatrixMulAddNV")) << kernel->name();
+    EXPECT_THAT(assembly, ::testing::HasSubstr("OpCooperativeMatrixLoadNV")) << kernel->name();
+    EXPECT_THAT(assembly, ::testing::HasSubstr("OpCooperativeMatrixStoreNV")) << kernel->name();
+    ++written;
+  }
+  EXPECT_EQ(written + refused, module->kernels().size());
+  EXPECT_GE(written, examples::gemm_variants().size() - 2); // every f16 variant but wave64
 }
 
 } // namespace

@@ -97,6 +97,30 @@ TEST(SpirvWriter, every_valid_cir_file_of_the_repository_writes_valid_spirv) {
         << r;
 }
 
+// The .cir files with matrix ops, for an NVIDIA GPU (VK_NV_cooperative_matrix's f16 shapes):
+// what SPIR-V can hold is written and validates; the rest (bf16 and fp8 fragments, shapes the
+// target lacks, wave64 subgroups) is refused with the target's name.
+TEST(SpirvWriter, matrix_kernels_write_valid_cooperative_matrix_spirv_for_vulkan_nvidia) {
+  size_t written = 0, files = 0;
+  std::vector<std::string> refusals;
+  for (const char *dir : {"test/lit", "examples/ir"})
+    for (const auto &entry : fs::recursive_directory_iterator(fs::path(CUBECC_SOURCE_DIR) / dir)) {
+      if (entry.path().extension() != ".cir")
+        continue;
+      auto module = parse_file(entry.path());
+      if (!module || ir::to_string(*module).find("matrix.") == std::string::npos)
+        continue;
+      ++files;
+      optimize(*module, 2);
+      written += write_all(*module, entry.path().string(), codegen::TargetFeatures::vulkan_nvidia(),
+                           refusals);
+    }
+  EXPECT_GE(files, 3u);
+  EXPECT_GE(written, 5u);
+  for (const std::string &r : refusals)
+    EXPECT_NE(r.find("which target 'vulkan:nvidia' does not support"), std::string::npos) << r;
+}
+
 TEST(SpirvWriter, every_example_kernel_writes_valid_spirv_at_O0_and_O3) {
   ASSERT_FALSE(dsl::registered_kernels().empty());
   for (int level : {0, 3}) {

@@ -58,6 +58,7 @@ struct TargetFeatures {
   /// use subgroups (docs/ir.md §4.9).
   bool linear_subgroups = false;
   /// The matrix.mma shapes the target runs: bit i for ir::matrix_shapes()[i] (docs/ir.md §2.2).
+  /// Vulkan: the shapes the device lists for VK_NV_cooperative_matrix.
   uint32_t matrix_shapes = 0;
   /// Why a target without matrix support has none, for the error that refuses a matrix op.
   std::string matrix_note = "it has no matrix (tensor-core) instructions";
@@ -71,6 +72,11 @@ struct TargetFeatures {
 
   /// The baseline of a Vulkan 1.3 device that cubecc targets offline: what lavapipe offers.
   static TargetFeatures vulkan_baseline();
+  /// The offline target `vulkan:nvidia`: an NVIDIA GPU under Vulkan 1.3 (32-wide subgroups of
+  /// consecutive invocations, fused fma, 48 KiB of shared memory) with VK_NV_cooperative_matrix's
+  /// f16 shapes (16x16x16 and 16x8x16 into f32 or f16). A runtime fills the shapes its device
+  /// lists instead.
+  static TargetFeatures vulkan_nvidia();
   /// What `--emit msl` assumes of a Metal device behind SPIRV-Cross: no f64, no 64-bit or float
   /// atomics, 32 KiB threadgroup memory, fma fused in hardware.
   static TargetFeatures metal_baseline();
