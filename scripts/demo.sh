@@ -11,9 +11,9 @@
 #   5. compile them for CUDA (PTX, CUBIN for sm_90 through NVRTC), HIP (gfx90a through hipRTC)
 #      and the CPU (native SIMD code through LLVM, one shared object per kernel and x86-64 level);
 #   5b. the tensor-core GEMM library (examples/tensor_cores, build/examples/libcubecc_gemm.so):
-#      a bundle for cuda:sm_80, cuda:sm_90, hip:gfx90a and interp (each target with the variants
-#      for its subgroup size, --skip-unsupported), verified, and its mma.sync and
-#      ldmatrix instructions counted in one variant's PTX;
+#      a bundle for cuda:sm_80, cuda:sm_90, hip:gfx90a, vulkan:nvidia and interp (each target with
+#      the variants it runs, --skip-unsupported), verified, its mma.sync and ldmatrix instructions
+#      counted in one variant's PTX and its cooperative-matrix products in one variant's SPIR-V;
 #   6. build an environment bundle of every example kernel for cuda:sm_80, cuda:sm_90, hip:gfx90a,
 #      vulkan, interp and cpu:x86-64-v2..v4 (no GPU needed), tune the matmul variants on the
 #      default device, merge the two, sign the bundle with a new Ed25519 key, inspect it and
@@ -108,17 +108,19 @@ echo "-- the inner loop of axpy for x86-64-v3 (8 f32 lanes per subgroup):"
   grep -m 6 -E 'vfmadd|vmovups|vmaskmov' || true
 
 echo
-echo "== tensor cores: the GEMM library (examples/tensor_cores) for sm_80, sm_90 and gfx90a =="
-echo "   (mma.sync and ldmatrix on NVIDIA, MFMA on AMD; Vulkan and the CPU have no matrix ops)"
+echo "== tensor cores: the GEMM library (examples/tensor_cores) for sm_80, sm_90, gfx90a and Vulkan =="
+echo "   (mma.sync and ldmatrix on NVIDIA, MFMA on AMD, VK_NV_cooperative_matrix for NVIDIA GPUs"
+echo "   under Vulkan; lavapipe and the CPU have no matrix ops)"
 "$cubecc" kernels "$gemm_library" | head -3
 # The library's variants assume NVIDIA's 32-wide warps (subgroup_size = 32), except two made for
-# AMD's 64-wide wavefronts, and the fp8 ones need sm_89: with --skip-unsupported each target gets
-# the variants it runs.
-"$cubecc" env build "$gemm_library" --target cuda:sm_80,cuda:sm_90,hip:gfx90a,interp \
+# AMD's 64-wide wavefronts, the fp8 ones need sm_89, and SPIR-V has f16 cooperative matrices only:
+# with --skip-unsupported each target gets the variants it runs.
+"$cubecc" env build "$gemm_library" --target cuda:sm_80,cuda:sm_90,hip:gfx90a,vulkan:nvidia,interp \
   --skip-unsupported -o "$tmp/gemm.cubeenv" 2> "$tmp/gemm-build.txt"
 tail -1 "$tmp/gemm-build.txt"
 echo "-- $(grep -c 'left out of' "$tmp/gemm-build.txt") (kernel, target) pairs left out: each" \
-  "vendor's variants are refused by the other's subgroup size, the fp8 ones by sm_80"
+  "vendor's variants are refused by the other's subgroup size, the fp8 ones by sm_80, the bf16" \
+  "and fp8 ones by vulkan:nvidia"
 "$cubecc" env verify "$tmp/gemm.cubeenv"
 "$cubecc" compile "$gemm_library" --kernel gemm_bf16_128x128x32_w64x64_s2_v8 --target cuda:sm_90 \
   --emit ptx -o "$tmp/gemm.ptx"
@@ -129,6 +131,11 @@ echo "-- gemm_bf16_128x128x32_w64x64_s2_v8 for sm_90: $(grep -c 'mma.sync' "$tmp
 echo "-- gemm_bf16_64x64x32_w32x32_s4_v8 (a 4-stage pipeline): tiles filled by" \
   "$(grep -c 'cp.async.cg' "$tmp/gemm-pipelined.ptx") cp.async of 16 bytes (3 tiles ahead, then" \
   "one per K step), $(grep -c 'cp.async.wait_group' "$tmp/gemm-pipelined.ptx") cp.async.wait_group"
+"$cubecc" compile "$gemm_library" --kernel gemm_f16_64x64x32_w32x32_s4_v8 --target vulkan:nvidia \
+  --emit spirv-asm -o "$tmp/gemm.spvasm"
+echo "-- gemm_f16_64x64x32_w32x32_s4_v8 for vulkan:nvidia (validated by spirv-val):" \
+  "$(grep -c 'OpCooperativeMatrixMulAddNV' "$tmp/gemm.spvasm") OpCooperativeMatrixMulAddNV," \
+  "$(grep -c 'OpCooperativeMatrixLoadNV' "$tmp/gemm.spvasm") OpCooperativeMatrixLoadNV per K step"
 
 echo
 echo "== an environment bundle: every example kernel for every target, tuning records, merged =="
