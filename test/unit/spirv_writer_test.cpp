@@ -65,28 +65,33 @@ std::unique_ptr<ir::Module> parse_file(const fs::path &path) {
   return std::move(r.module);
 }
 
+/// Calls `f` with the path of every .cir file under test/lit and examples/ir.
+template <class F> void for_each_cir_file(F &&f) {
+  for (const char *dir : {"test/lit", "examples/ir"})
+    for (const auto &entry : fs::recursive_directory_iterator(fs::path(CUBECC_SOURCE_DIR) / dir))
+      if (entry.path().extension() == ".cir")
+        f(entry.path());
+}
+
 TEST(SpirvWriter, every_valid_cir_file_of_the_repository_writes_valid_spirv) {
   size_t written = 0, files = 0;
   std::vector<std::string> refusals;
-  for (const char *dir : {"test/lit", "examples/ir"})
-    for (const auto &entry : fs::recursive_directory_iterator(fs::path(CUBECC_SOURCE_DIR) / dir)) {
-      if (entry.path().extension() != ".cir")
+  for_each_cir_file([&](const fs::path &path) {
+    for (int level : {0, 2}) {
+      auto module = parse_file(path);
+      if (!module)
         continue;
-      for (int level : {0, 2}) {
-        auto module = parse_file(entry.path());
-        if (!module)
-          continue;
-        files += level == 0;
-        optimize(*module, level);
-        written += write_all(*module, entry.path().string() + " -O" + std::to_string(level),
-                             codegen::TargetFeatures::vulkan_baseline(), refusals);
-      }
+      files += level == 0;
+      optimize(*module, level);
+      written += write_all(*module, path.string() + " -O" + std::to_string(level),
+                           codegen::TargetFeatures::vulkan_baseline(), refusals);
     }
+  });
   EXPECT_GE(files, 20u);
   EXPECT_GE(written, 100u) << "too few kernels were written: the inputs are not found?";
   // f64 transcendentals (GLSL.std.450 has none), 8/16-bit and bf16 atomics, f64 atomics,
-  // shared memory over 32 KiB, matrix ops (no cooperative matrices yet) and a required subgroup
-  // size other than lavapipe's are the only refusals on lavapipe's feature set.
+  // shared memory over 32 KiB, matrix ops (lavapipe has no cooperative matrices) and a required
+  // subgroup size other than lavapipe's are the only refusals on lavapipe's feature set.
   for (const std::string &r : refusals)
     EXPECT_TRUE(
         r.find("on f64") != std::string::npos || r.find("atomics on") != std::string::npos ||
@@ -103,18 +108,15 @@ TEST(SpirvWriter, every_valid_cir_file_of_the_repository_writes_valid_spirv) {
 TEST(SpirvWriter, matrix_kernels_write_valid_cooperative_matrix_spirv_for_vulkan_nvidia) {
   size_t written = 0, files = 0;
   std::vector<std::string> refusals;
-  for (const char *dir : {"test/lit", "examples/ir"})
-    for (const auto &entry : fs::recursive_directory_iterator(fs::path(CUBECC_SOURCE_DIR) / dir)) {
-      if (entry.path().extension() != ".cir")
-        continue;
-      auto module = parse_file(entry.path());
-      if (!module || ir::to_string(*module).find("matrix.") == std::string::npos)
-        continue;
-      ++files;
-      optimize(*module, 2);
-      written += write_all(*module, entry.path().string(), codegen::TargetFeatures::vulkan_nvidia(),
-                           refusals);
-    }
+  for_each_cir_file([&](const fs::path &path) {
+    auto module = parse_file(path);
+    if (!module || ir::to_string(*module).find("matrix.") == std::string::npos)
+      return;
+    ++files;
+    optimize(*module, 2);
+    written +=
+        write_all(*module, path.string(), codegen::TargetFeatures::vulkan_nvidia(), refusals);
+  });
   EXPECT_GE(files, 3u);
   EXPECT_GE(written, 5u);
   for (const std::string &r : refusals)
