@@ -464,20 +464,13 @@ void VulkanDevice::Impl::create_device() {
   vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, nullptr);
   std::vector<VkExtensionProperties> extensions(count);
   vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, extensions.data());
-  bool has_atomic_float =
-      std::any_of(extensions.begin(), extensions.end(), [](const VkExtensionProperties &e) {
-        return std::string_view(e.extensionName) == VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME;
-      });
-
-  bool has_atomic_float2 =
-      std::any_of(extensions.begin(), extensions.end(), [](const VkExtensionProperties &e) {
-        return std::string_view(e.extensionName) == VK_EXT_SHADER_ATOMIC_FLOAT_2_EXTENSION_NAME;
-      });
-
-  bool has_cooperative_matrix =
-      std::any_of(extensions.begin(), extensions.end(), [](const VkExtensionProperties &e) {
-        return std::string_view(e.extensionName) == VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
-      });
+  auto has_extension = [&](std::string_view name) {
+    return std::any_of(extensions.begin(), extensions.end(),
+                       [&](const VkExtensionProperties &e) { return e.extensionName == name; });
+  };
+  bool has_atomic_float = has_extension(VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME);
+  bool has_atomic_float2 = has_extension(VK_EXT_SHADER_ATOMIC_FLOAT_2_EXTENSION_NAME);
+  bool has_cooperative_matrix = has_extension(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
 
   VkPhysicalDeviceShaderAtomicFloatFeaturesEXT has_af{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT};
