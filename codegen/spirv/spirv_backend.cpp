@@ -52,7 +52,7 @@ public:
       std::optional<SpirvKernel> spirv = checked_spirv(kernel, f, errors);
       if (!spirv)
         return {};
-      out.push_back({target, "spirv", f.fingerprint(), "", "", spirv->abi,
+      out.push_back({target, "spirv", spirv->relies_on.fingerprint(), "", "", spirv->abi,
                      std::string(bytes_of(spirv->words))});
     }
     return out;

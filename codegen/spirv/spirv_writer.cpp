@@ -87,6 +87,7 @@ private:
   std::vector<ir::Diagnostic> &errors_;
   ModuleBuilder m_;
   KernelAbi abi_;
+  TargetFeatures relies_on_; ///< what the module relies on (SpirvKernel::relies_on)
   std::set<std::string> reported_;
   std::set<Id> named_;
   bool buffers_communicate_ = false; ///< some buffer is both written and read (see run())
@@ -499,6 +500,12 @@ bool Writer::check_features() {
              "subgroup layout");
       ok &= !rows || features_.linear_subgroups ||
             (features_.subgroup_size != 0 && wg[0] % features_.subgroup_size == 0);
+      // Several rows are one subgroup's consecutive invocations only where subgroups are linear,
+      // or x rows of a multiple of this subgroup size.
+      if (rows && features_.linear_subgroups)
+        relies_on_.linear_subgroups = true;
+      else if (rows)
+        relies_on_.subgroup_size = features_.subgroup_size;
     }
     // GLSL.std.450 has its transcendental functions for 16- and 32-bit floats only (rsqrt is
     // InverseSqrt, defined for f64; hypot is legalized into sqrt and division).
@@ -1053,6 +1060,7 @@ Id Writer::math(const ir::Operation &op, Scalar s, Id a, Id b, Id c) {
   // legalized (LegalizeTarget::native_libm): GLSL's asin, acos and atan are coarse, its sinh
   // cancels near 0, and it has no expm1, log1p or hypot.
   case Opcode::Fma:
+    relies_on_.fused_fma |= features_.fused_fma;
     if (features_.fused_fma || s == Scalar::F64 || !features_.float64)
       return ext(GLSLstd450Fma, t, {a, b, c});
     return fma_through_f64(s, a, b, c);
@@ -1933,6 +1941,10 @@ void Writer::emit_matrix(const ir::Operation &op) {
         spv::Op::OpCooperativeMatrixStoreNV,
         {first_element(), lane(op.operand(3), 0), index_operand(op.operand(2), 0), col_major()});
   case ir::Signature::MatrixMma:
+    // the verifier has checked that the shape is one of ir::matrix_shapes()
+    relies_on_.matrix_shapes |=
+        1u << *ir::matrix_shape_index(op.operand(0)->type(), op.operand(1)->type(),
+                                      op.operand(2)->type());
     return bind(op.result(),
                 {emit(spv::Op::OpCooperativeMatrixMulAddNV, matrix_type(op.result()->type()),
                       {lane(op.operand(0), 0), lane(op.operand(1), 0), lane(op.operand(2), 0)})});
@@ -1950,6 +1962,16 @@ void Writer::emit_matrix(const ir::Operation &op) {
 
 std::optional<SpirvKernel> Writer::run() {
   abi_ = KernelAbi::of(kernel_);
+  // The flags are the target's (the module may use any); the features below are set where the
+  // code comes to depend on them.
+  relies_on_ = features_;
+  relies_on_.fused_fma = false;
+  relies_on_.signed_zero_inf_nan_preserve = false;
+  relies_on_.subgroup_size = 0;
+  relies_on_.linear_subgroups = false;
+  relies_on_.matrix_shapes = 0;
+  if (std::optional<int64_t> size = kernel_.attributes().get_int(ir::kSubgroupSizeAttribute))
+    relies_on_.subgroup_size = static_cast<uint32_t>(*size);
   if (!check_features())
     return std::nullopt;
   // Invocations can exchange data through a buffer only if some buffer is both written and read
@@ -1976,6 +1998,7 @@ std::optional<SpirvKernel> Writer::run() {
   if (features_.signed_zero_inf_nan_preserve && !float_widths_.empty()) {
     // Keep -0.0, infinities and NaN through every float op (docs/ir.md §4.2).
     m_.capability(spv::Capability::SignedZeroInfNanPreserve);
+    relies_on_.signed_zero_inf_nan_preserve = true;
     for (unsigned width : float_widths_)
       m_.execution_mode(spv::ExecutionMode::SignedZeroInfNanPreserve, {width});
   }
@@ -1984,6 +2007,7 @@ std::optional<SpirvKernel> Writer::run() {
   SpirvKernel out;
   out.words = m_.finish(function, interface_, local_size, blocks_, function_type);
   out.abi = std::move(abi_);
+  out.relies_on = std::move(relies_on_);
   return out;
 }
 

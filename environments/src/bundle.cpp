@@ -1,6 +1,8 @@
 //===- bundle.cpp - Writing, mapping, verifying and looking up environment bundles ------------===//
 #include "cubecc/environments/bundle.h"
 
+#include "cubecc/codegen/target.h"
+
 #include "cubecc/ir/version.h"
 #include "cubecc/runtime/files.h"
 
@@ -17,6 +19,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
@@ -907,6 +910,42 @@ Bundle::find_named_kernel(std::string_view library, std::string_view kernel,
   return result;
 }
 
+namespace {
+
+/// Whether a device that loads `wanted` binaries takes one made for `target`: the same target, or
+/// a variant of a family it names ("vulkan" takes "vulkan:nvidia": what the binary relies on is
+/// then compared by features_rank).
+bool target_accepts(std::string_view wanted, std::string_view target) {
+  return target == wanted ||
+         (wanted.find(':') == std::string_view::npos && target.size() > wanted.size() &&
+          target.starts_with(wanted) && target[wanted.size()] == ':');
+}
+
+/// How much of the device's features an artifact relies on (the identical fingerprint ranks
+/// above any other), or, in `unmet`, what it relies on that the device lacks. Both are
+/// TargetFeatures::fingerprint() strings, "" for targets whose arch decides.
+size_t features_rank(std::string_view artifact, std::string_view device, std::string &unmet) {
+  if (artifact == device)
+    return SIZE_MAX;
+  std::optional<codegen::TargetFeatures> relies =
+      codegen::TargetFeatures::from_fingerprint(artifact);
+  std::optional<codegen::TargetFeatures> has = codegen::TargetFeatures::from_fingerprint(device);
+  if (!relies || !has) {
+    unmet = artifact.empty() || device.empty()
+                ? "it was made for other device features"
+                : fmt::format("its features record '{}' is not one cubecc writes",
+                              artifact.substr(0, 64));
+    return 0;
+  }
+  unmet = relies->unmet_on(*has);
+  // what the artifact relies on: the set flags (the fingerprint's leading 0s and 1s) and shapes
+  std::string_view flags = artifact.substr(0, artifact.find('.'));
+  return static_cast<size_t>(std::count(flags.begin(), flags.end(), '1')) +
+         static_cast<size_t>(std::popcount(relies->matrix_shapes));
+}
+
+} // namespace
+
 runtime::EnvironmentLookup
 Bundle::find_kernel(const ir::Hash128 &hash, std::string_view options,
                     std::span<const runtime::BinaryTarget> targets) const {
@@ -944,34 +983,49 @@ Bundle::find_kernel(const ir::Hash128 &hash, std::string_view options,
   }
   std::string rejected, held;
   for (const runtime::BinaryTarget &want : targets) {
+    // An artifact made for exactly the device's features, else the one that relies on the most
+    // of them among those whose needs the device meets (vulkan:nvidia's before vulkan's on an
+    // NVIDIA GPU); the first in the entry on a tie.
+    const fb::Artifact *best = nullptr;
+    size_t best_rank = 0;
     for (const fb::Artifact *a : *entry->artifacts()) {
-      if (view(a->target()) != want.target || view(a->format()) != want.format)
+      if (!target_accepts(want.target, view(a->target())) || view(a->format()) != want.format)
         continue;
-      if (view(a->features()) != want.features) {
-        rejected =
-            fmt::format("its {} binary was generated for other device features", want.target);
+      std::string unmet;
+      size_t rank = features_rank(view(a->features()), want.features, unmet);
+      if (!unmet.empty()) {
+        rejected = fmt::format("its {} binary relies on what this device lacks: {}",
+                               view(a->target()), unmet);
         continue;
       }
       if (!want.toolkit.empty() && view(a->toolkit()) != want.toolkit) {
         rejected = fmt::format("its {} {} was built by {}, this runtime compiles with {}",
-                               want.target, want.format, view(a->toolkit()), want.toolkit);
+                               view(a->target()), want.format, view(a->toolkit()), want.toolkit);
         continue;
       }
-      std::string why;
-      std::optional<codegen::KernelAbi> abi = read_abi(a->abi(), view(entry->name()), why);
-      if (!abi) { // cannot happen after verify_entry, which decoded it
-        rejected = why;
-        continue;
+      if (!best || rank > best_rank) {
+        best = a;
+        best_rank = rank;
       }
-      result.outcome = runtime::EnvironmentLookup::Hit;
-      result.binary.target = want;
-      result.binary.target.toolkit = std::string(view(a->toolkit()));
-      result.binary.bytes =
-          std::string_view(reinterpret_cast<const char *>(a->data()->data()), a->data()->size());
-      result.binary.entry = std::string(view(a->entry()));
-      result.binary.abi = std::move(*abi);
-      return result;
     }
+    if (!best)
+      continue;
+    std::string why;
+    std::optional<codegen::KernelAbi> abi = read_abi(best->abi(), view(entry->name()), why);
+    if (!abi) { // cannot happen after verify_entry, which decoded it
+      rejected = why;
+      continue;
+    }
+    result.outcome = runtime::EnvironmentLookup::Hit;
+    result.binary.target = want;
+    result.binary.target.target = std::string(view(best->target()));
+    result.binary.target.features = std::string(view(best->features()));
+    result.binary.target.toolkit = std::string(view(best->toolkit()));
+    result.binary.bytes = std::string_view(reinterpret_cast<const char *>(best->data()->data()),
+                                           best->data()->size());
+    result.binary.entry = std::string(view(best->entry()));
+    result.binary.abi = std::move(*abi);
+    return result;
   }
   for (const fb::Artifact *a : *entry->artifacts())
     held += fmt::format("{}{} {}", held.empty() ? "" : ", ", view(a->target()), view(a->format()));

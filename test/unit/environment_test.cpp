@@ -14,6 +14,7 @@
 #include "cubecc/codegen/backend.h"
 #include "cubecc/codegen/cpu.h"
 #include "cubecc/codegen/cuda.h"
+#include "cubecc/codegen/target.h"
 #include "cubecc/ir/structural_hash.h"
 #include "cubecc/passes/pass_manager.h"
 #include "environment_test_support.h"
@@ -264,9 +265,79 @@ TEST(Bundle, a_binary_from_another_toolkit_is_rejected_naming_both) {
   runtime::BinaryTarget any{"cuda:sm_90", "cubin", "", ""};
   EXPECT_EQ(bundle->find_kernel({1, 2}, "-O2", std::span(&any, 1)).outcome,
             runtime::EnvironmentLookup::Hit);
-  // SPIR-V generated for other device features is never used.
+  // A binary for another arch is not one for this device.
   runtime::BinaryTarget sm80{"cuda:sm_80", "cubin", "", ""};
   EXPECT_EQ(bundle->find_kernel({1, 2}, "-O2", std::span(&sm80, 1)).outcome,
+            runtime::EnvironmentLookup::Miss);
+}
+
+// SPIR-V is taken where the device has what it relies on (SpirvKernel::relies_on, recorded as a
+// fingerprint): from any Vulkan target, the closest to the device first; never when it relies
+// on something the device lacks, and never from a record cubecc cannot have written.
+TEST(Bundle, spirv_is_taken_where_the_device_has_what_it_relies_on) {
+  // What the writer records for a kernel without subgroups written for lavapipe, and for one with
+  // an fma, subgroups in several rows and matrix ops written for an NVIDIA GPU.
+  codegen::TargetFeatures portable = codegen::TargetFeatures::vulkan_baseline();
+  portable.subgroup_size = 0;
+  codegen::TargetFeatures fused = codegen::TargetFeatures::vulkan_nvidia();
+  auto bundle_of = [](std::vector<std::pair<std::string, std::string>> artifacts) {
+    environments::BundleContents contents;
+    contents.metadata = environments::current_metadata("");
+    environments::Entry entry;
+    entry.hash = {1, 2};
+    entry.options = "-O2";
+    entry.name = "k";
+    for (auto &[target, features] : artifacts) {
+      environments::Artifact a;
+      a.target = {target, "spirv", features, ""};
+      a.abi.name = "k";
+      a.data = target == "vulkan" ? "base" : "gpu!"; // one SPIR-V word, to tell them apart
+      entry.artifacts.push_back(a);
+    }
+    contents.entries.push_back(entry);
+    return environments::Bundle::from_bytes(environments::serialize_bundle(contents), "b");
+  };
+  codegen::TargetFeatures lavapipe_device = codegen::TargetFeatures::vulkan_baseline();
+  lavapipe_device.max_shared_bytes = 65536; // limits are the loader's business, not the lookup's
+  codegen::TargetFeatures gpu_device = codegen::TargetFeatures::vulkan_nvidia();
+  gpu_device.max_shared_bytes = 101376;
+  gpu_device.max_param_block_bytes = 256;
+  runtime::BinaryTarget lavapipe{"vulkan", "spirv", lavapipe_device.fingerprint(), ""};
+  runtime::BinaryTarget gpu{"vulkan", "spirv", gpu_device.fingerprint(), ""};
+
+  auto both =
+      bundle_of({{"vulkan", portable.fingerprint()}, {"vulkan:nvidia", fused.fingerprint()}});
+  auto on_lavapipe = both->find_kernel({1, 2}, "-O2", std::span(&lavapipe, 1));
+  ASSERT_EQ(on_lavapipe.outcome, runtime::EnvironmentLookup::Hit) << on_lavapipe.why;
+  EXPECT_EQ(on_lavapipe.binary.target.target, "vulkan");
+  EXPECT_EQ(on_lavapipe.binary.bytes, "base");
+  auto on_gpu = both->find_kernel({1, 2}, "-O2", std::span(&gpu, 1));
+  ASSERT_EQ(on_gpu.outcome, runtime::EnvironmentLookup::Hit) << on_gpu.why;
+  EXPECT_EQ(on_gpu.binary.target.target, "vulkan:nvidia");
+  EXPECT_EQ(on_gpu.binary.target.features, fused.fingerprint());
+  EXPECT_EQ(on_gpu.binary.bytes, "gpu!");
+  // The baseline's SPIR-V alone runs on the GPU too.
+  auto portable_only = bundle_of({{"vulkan", portable.fingerprint()}});
+  EXPECT_EQ(portable_only->find_kernel({1, 2}, "-O2", std::span(&gpu, 1)).outcome,
+            runtime::EnvironmentLookup::Hit);
+
+  auto fused_only = bundle_of({{"vulkan:nvidia", fused.fingerprint()}});
+  auto refused = fused_only->find_kernel({1, 2}, "-O2", std::span(&lavapipe, 1));
+  EXPECT_EQ(refused.outcome, runtime::EnvironmentLookup::Rejected);
+  EXPECT_NE(refused.why.find("its vulkan:nvidia binary relies on what this device lacks: a fused "
+                             "fma; subgroups of consecutive invocations; subgroups of 32 "
+                             "invocations (the device's have 8)"),
+            std::string::npos)
+      << refused.why;
+
+  for (std::string record : {std::string("0101"), std::string(), std::string(300, '1')}) {
+    auto odd = bundle_of({{"vulkan", record}});
+    auto found = odd->find_kernel({1, 2}, "-O2", std::span(&lavapipe, 1));
+    EXPECT_EQ(found.outcome, runtime::EnvironmentLookup::Rejected) << record;
+  }
+  // "vulkan" takes its variants, not targets that merely start alike.
+  auto other = bundle_of({{"vulkanx", portable.fingerprint()}});
+  EXPECT_EQ(other->find_kernel({1, 2}, "-O2", std::span(&lavapipe, 1)).outcome,
             runtime::EnvironmentLookup::Miss);
 }
 

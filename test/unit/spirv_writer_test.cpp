@@ -229,6 +229,102 @@ TEST(SpirvWriter, refuses_what_the_target_lacks_naming_kernel_op_and_feature) {
             "error: kernel 'k' uses 36000 bytes of shared memory; target 'vulkan' has 32768");
 }
 
+/// What the only kernel of `text`, written for `features`, relies on.
+codegen::TargetFeatures relied_on(std::string_view text, const codegen::TargetFeatures &features) {
+  auto module = test::parse_valid(text);
+  EXPECT_TRUE(module);
+  if (!module)
+    return features;
+  std::vector<ir::Diagnostic> errors;
+  auto spirv = codegen::emit_spirv(*module->kernels()[0], features, errors);
+  EXPECT_TRUE(spirv) << ir::to_string(errors);
+  return spirv ? spirv->relies_on : features;
+}
+
+std::string kernel_text(std::string_view attributes, std::string_view body) {
+  return fmt::format(R"(module @m {{
+  kernel @k(%x: buffer<f32, readwrite>) {} {{
+    %i = local_index : u32
+    %v = load %x, %i : f32
+{}    store %x, %i, %r
+    return
+  }}
+}})",
+                     attributes, body);
+}
+
+// A bundle records what a module relies on (docs/environments.md): the target's flags, and a
+// fused fma, a subgroup size or layout and matrix shapes only where the code depends on them, so
+// SPIR-V written for one Vulkan target runs on every device that has what it uses.
+TEST(SpirvWriter, a_module_relies_only_on_the_features_its_code_depends_on) {
+  const codegen::TargetFeatures lavapipe = codegen::TargetFeatures::vulkan_baseline();
+  const codegen::TargetFeatures nvidia = codegen::TargetFeatures::vulkan_nvidia();
+  codegen::TargetFeatures plain =
+      relied_on(kernel_text("workgroup(64, 1, 1)", "    %r = add %v, %v : f32\n"), nvidia);
+  EXPECT_FALSE(plain.fused_fma);
+  EXPECT_EQ(plain.subgroup_size, 0u);
+  EXPECT_FALSE(plain.linear_subgroups);
+  EXPECT_EQ(plain.matrix_shapes, 0u);
+  EXPECT_TRUE(plain.float64); // a flag of the target: the module may use it
+  EXPECT_EQ(plain.unmet_on(lavapipe), "");
+  EXPECT_EQ(plain.unmet_on(nvidia), "");
+
+  const std::string fma = kernel_text("workgroup(64, 1, 1)", "    %r = fma %v, %v, %v : f32\n");
+  EXPECT_EQ(relied_on(fma, nvidia).unmet_on(lavapipe), "a fused fma");
+  EXPECT_EQ(relied_on(fma, lavapipe).unmet_on(nvidia), ""); // computed exactly through f64
+
+  // One row of invocations: subgroups are consecutive on every device.
+  const std::string row = kernel_text("workgroup(64, 1, 1)", "    %r = subgroup.sum %v : f32\n");
+  EXPECT_EQ(relied_on(row, nvidia).unmet_on(lavapipe), "");
+  EXPECT_EQ(relied_on(row, lavapipe).unmet_on(nvidia), "");
+  // Two rows: NVIDIA's subgroups are linear; lavapipe's are x rows of 8.
+  const std::string rows = kernel_text("workgroup(32, 2, 1)", "    %r = subgroup.sum %v : f32\n");
+  EXPECT_EQ(relied_on(rows, nvidia).unmet_on(lavapipe), "subgroups of consecutive invocations");
+  EXPECT_EQ(relied_on(rows, lavapipe).unmet_on(nvidia),
+            "subgroups of 8 invocations (the device's have 32)");
+  // A required subgroup size is relied on wherever the kernel runs.
+  const std::string sized = kernel_text("workgroup(64, 1, 1) attributes {subgroup_size = 32}",
+                                        "    %r = subgroup.sum %v : f32\n");
+  EXPECT_EQ(relied_on(sized, nvidia).subgroup_size, 32u);
+
+  // Matrix ops: only the shape the kernel multiplies in.
+  auto gemm = parse_file(fs::path(CUBECC_SOURCE_DIR) / "test/lit/codegen/matrix-spirv.cir");
+  ASSERT_TRUE(gemm);
+  std::vector<ir::Diagnostic> errors;
+  auto spirv = codegen::emit_spirv(*gemm->kernels()[0], nvidia, errors);
+  ASSERT_TRUE(spirv) << ir::to_string(errors);
+  EXPECT_EQ(ir::matrix_shapes_text(spirv->relies_on.matrix_shapes), "16x16x16 f16->f32");
+  EXPECT_EQ(spirv->relies_on.unmet_on(lavapipe), "the matrix shapes 16x16x16 f16->f32");
+}
+
+// The fingerprint a bundle stores reads back to the same features; anything else is refused.
+TEST(TargetFeatures, fingerprints_read_back_and_nothing_else_does) {
+  for (const codegen::TargetFeatures &f :
+       {codegen::TargetFeatures::vulkan_baseline(), codegen::TargetFeatures::vulkan_nvidia(),
+        codegen::TargetFeatures::metal_baseline()}) {
+    std::optional<codegen::TargetFeatures> back =
+        codegen::TargetFeatures::from_fingerprint(f.fingerprint());
+    ASSERT_TRUE(back) << f.fingerprint();
+    EXPECT_EQ(back->fingerprint(), f.fingerprint());
+    EXPECT_EQ(back->unmet_on(f), "");
+    EXPECT_EQ(f.unmet_on(*back), "");
+  }
+  const std::string good = codegen::TargetFeatures::vulkan_nvidia().fingerprint();
+  for (std::string bad :
+       {std::string(), good + ".", good + "x", "2" + good.substr(1), good.substr(0, 19),
+        good.substr(0, good.rfind('.')), good.substr(0, good.rfind('.') + 1) + "01024",
+        good.substr(0, good.rfind('.') + 1) + "-1", good.substr(0, good.rfind('.') + 1) + "+64",
+        good.substr(0, good.rfind('.') + 1) + "4294967296", good.substr(0, 20) + ".8.x"})
+    EXPECT_FALSE(codegen::TargetFeatures::from_fingerprint(bad)) << bad;
+  // What is missing is named, all of it.
+  codegen::TargetFeatures device = codegen::TargetFeatures::vulkan_baseline();
+  device.float64 = false;
+  EXPECT_EQ(codegen::TargetFeatures::vulkan_nvidia().unmet_on(device),
+            "f64; a fused fma; subgroups of consecutive invocations; subgroups of 32 invocations "
+            "(the device's have 8); the matrix shapes " +
+                ir::matrix_shapes_text(codegen::TargetFeatures::vulkan_nvidia().matrix_shapes));
+}
+
 TEST(SpirvWriter, a_parameter_block_over_the_push_constant_limit_moves_to_a_buffer) {
   // 40 u32 scalars: 160 bytes, over lavapipe's 128.
   std::string params, sum = "    %acc0 = const 0 : u32\n";

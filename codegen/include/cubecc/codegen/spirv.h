@@ -28,6 +28,13 @@ namespace cubecc::codegen {
 struct SpirvKernel {
   std::vector<uint32_t> words; ///< the module; the entry point is `main`
   KernelAbi abi;
+  /// The features the module relies on, a subset of those it was emitted for: their flags (a
+  /// module may use any), but a fused fma, kept signed zeros, a subgroup size or layout and
+  /// matrix shapes only where its code depends on them. A device runs the module when
+  /// `relies_on.unmet_on(its features)` is empty (and the module passes its load checks); an
+  /// environment bundle records `relies_on.fingerprint()`, so that SPIR-V made offline for the
+  /// baseline runs on any Vulkan device that has what it uses (docs/environments.md).
+  TargetFeatures relies_on = {};
 };
 
 /// Emits `kernel` (which must verify) for `features`. On failure returns nothing and appends to

@@ -12,7 +12,9 @@
 #include "cubecc/ir/diagnostic.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace cubecc::ir {
@@ -84,6 +86,17 @@ struct TargetFeatures {
   /// Every field that changes what codegen emits, as a short canonical string: two feature sets
   /// with the same fingerprint get the same code. Compiled kernels are keyed by it.
   std::string fingerprint() const;
+  /// The features a fingerprint() string records (`target` left at its default), or nothing for
+  /// a string fingerprint() cannot have written: bundles are untrusted input.
+  static std::optional<TargetFeatures> from_fingerprint(std::string_view text);
+
+  /// For the features a compiled kernel relies on (SpirvKernel::relies_on): what `device` lacks
+  /// of them, as "fused fma; subgroups of 32 invocations (the device's have 8)", or "" when the
+  /// kernel runs on it. A flag the kernel relies on must be set on the device, a subgroup size
+  /// it relies on (non-zero) must be the device's, its matrix shapes must be among the device's.
+  /// Limits are not compared: a device checks the kernel's launch metadata (workgroup size,
+  /// shared memory, parameter block) against its own limits when it loads the binary.
+  std::string unmet_on(const TargetFeatures &device) const;
 };
 
 /// Refuses what a kernel needs and the target lacks, with errors naming the kernel (and the op's
