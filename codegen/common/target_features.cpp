@@ -131,7 +131,7 @@ std::optional<TargetFeatures> TargetFeatures::from_fingerprint(std::string_view 
       return std::nullopt;
     text.remove_prefix(static_cast<size_t>(next - text.data()));
   }
-  if (!text.empty())
+  if (!text.empty() || uint64_t(f.matrix_shapes) >> ir::matrix_shapes().size() != 0)
     return std::nullopt;
   return f;
 }

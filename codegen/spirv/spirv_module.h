@@ -60,6 +60,9 @@ public:
   Id id() { return next_id_++; }
 
   void capability(spv::Capability c) { capabilities_.insert(static_cast<uint32_t>(c)); }
+  bool has_capability(spv::Capability c) const {
+    return capabilities_.count(static_cast<uint32_t>(c)) != 0;
+  }
   /// An execution mode of the entry point besides LocalSize (mode, then its literals).
   void execution_mode(spv::ExecutionMode mode, std::initializer_list<uint32_t> literals) {
     Words m = {static_cast<uint32_t>(mode)};

@@ -121,6 +121,7 @@ private:
 
   bool check_type(const ir::Operation &op, Scalar s);
   bool check_features();
+  void relies_on_flags();
 
   //===--- Types, constants, instructions ------------------------------------------------===//
 
@@ -178,6 +179,19 @@ private:
   /// A matrix fragment: SPV_NV_cooperative_matrix's type of the subgroup (the IR's role has no
   /// SPIR-V counterpart: an `a` and an `acc` of the same element and size are one type).
   Id matrix_type(Type t) {
+    // A fragment's type is valid only where the device lists a shape that has it: the first of
+    // the target's (matrix.mma adds its own shape too).
+    for (size_t i = 0; i < ir::matrix_shapes().size(); ++i) {
+      const ir::MatrixShape &s = ir::matrix_shapes()[i];
+      uint32_t rows = t.role() == ir::MatrixRole::B ? s.k : s.m;
+      uint32_t cols = t.role() == ir::MatrixRole::A ? s.k : s.n;
+      Scalar element = t.role() == ir::MatrixRole::Accumulator ? s.accumulator : s.input;
+      if ((features_.matrix_shapes >> i & 1) && t.rows() == rows && t.cols() == cols &&
+          t.element() == element) {
+        relies_on_.matrix_shapes |= 1u << i;
+        break;
+      }
+    }
     m_.capability(spv::Capability::CooperativeMatrixNV);
     m_.extension("SPV_NV_cooperative_matrix");
     return m_.type_cooperative_matrix_nv(scalar_type(t.element()), u32(kScopeSubgroup),
@@ -366,6 +380,7 @@ bool Writer::check_type(const ir::Operation &op, Scalar s) {
     missing = features_.float16 ? nullptr : "f16 (shaderFloat16, storageBuffer16BitAccess)";
     break;
   case Scalar::BF16: // emulated: u16 in memory, f32 in registers
+    relies_on_.bfloat16 = true;
     missing = features_.bfloat16 && features_.int16 && features_.float16
                   ? nullptr
                   : "bf16 (emulated with 16-bit storage and f32 arithmetic)";
@@ -1960,11 +1975,35 @@ void Writer::emit_matrix(const ir::Operation &op) {
   }
 }
 
+/// The flags behind the capabilities the module declares (a device checks those again when it
+/// loads the module): a bundle's SPIR-V for lavapipe that uses no f64 runs on a GPU without it.
+/// f32 atomic exchange and subgroup ops on narrow and wide types have no capability of their own:
+/// the target's flags stand for them.
+void Writer::relies_on_flags() {
+  using C = spv::Capability;
+  auto declares = [&](C c) { return m_.has_capability(c); };
+  TargetFeatures &r = relies_on_;
+  r.int8 = declares(C::Int8) || declares(C::StorageBuffer8BitAccess);
+  r.int16 = declares(C::Int16);
+  r.int64 = declares(C::Int64);
+  r.float16 = declares(C::Float16);
+  r.float64 = declares(C::Float64);
+  r.int64_atomics = declares(C::Int64Atomics);
+  r.float32_atomic_add = declares(C::AtomicFloat32AddEXT);
+  r.float64_atomic_add = declares(C::AtomicFloat64AddEXT);
+  r.float32_atomic_min_max = declares(C::AtomicFloat32MinMaxEXT);
+  r.subgroup_arithmetic = declares(C::GroupNonUniformArithmetic);
+  r.subgroup_shuffle =
+      declares(C::GroupNonUniformShuffle) || declares(C::GroupNonUniformShuffleRelative);
+  r.subgroup_ballot = declares(C::GroupNonUniformBallot) || declares(C::GroupNonUniformVote);
+}
+
 std::optional<SpirvKernel> Writer::run() {
   abi_ = KernelAbi::of(kernel_);
-  // The flags are the target's (the module may use any); the features below are set where the
-  // code comes to depend on them.
+  // The features below are set where the code comes to depend on them, the flags behind
+  // capabilities once the module is written (relies_on_flags); the rest are the target's.
   relies_on_ = features_;
+  relies_on_.bfloat16 = false;
   relies_on_.fused_fma = false;
   relies_on_.signed_zero_inf_nan_preserve = false;
   relies_on_.subgroup_size = 0;
@@ -2006,6 +2045,7 @@ std::optional<SpirvKernel> Writer::run() {
                             kernel_.workgroup_size()[2]};
   SpirvKernel out;
   out.words = m_.finish(function, interface_, local_size, blocks_, function_type);
+  relies_on_flags();
   out.abi = std::move(abi_);
   out.relies_on = std::move(relies_on_);
   return out;

@@ -921,27 +921,36 @@ bool target_accepts(std::string_view wanted, std::string_view target) {
           target.starts_with(wanted) && target[wanted.size()] == ':');
 }
 
-/// How much of the device's features an artifact relies on (the identical fingerprint ranks
-/// above any other), or, in `unmet`, what it relies on that the device lacks. Both are
-/// TargetFeatures::fingerprint() strings, "" for targets whose arch decides.
-size_t features_rank(std::string_view artifact, std::string_view device, std::string &unmet) {
-  if (artifact == device)
-    return SIZE_MAX;
+/// Whether a device with the features `device` takes a binary that relies on `artifact` (both
+/// TargetFeatures::fingerprint() strings, "" for targets whose arch decides); if not, `why`.
+/// `rank` orders the binaries it takes: those that use more of what sets GPUs apart from the
+/// baseline (a fused fma, a subgroup layout or size, matrix shapes) first, then those that rely on
+/// fewer flags (the baseline computes an exact fma through f64, which an NVIDIA GPU need not).
+bool takes(std::string_view artifact, std::string_view device, size_t &rank, std::string &why) {
+  rank = 0;
+  if (artifact.empty() && device.empty())
+    return true;
   std::optional<codegen::TargetFeatures> relies =
       codegen::TargetFeatures::from_fingerprint(artifact);
   std::optional<codegen::TargetFeatures> has = codegen::TargetFeatures::from_fingerprint(device);
-  if (!relies || !has) {
-    unmet = artifact.empty() || device.empty()
-                ? "it was made for other device features"
-                : fmt::format("its features record '{}' is not one cubecc writes",
-                              artifact.substr(0, 64));
-    return 0;
+  if (!relies) {
+    why = "is not one cubecc writes (a damaged or foreign bundle): rebuild it";
+    return false;
   }
-  unmet = relies->unmet_on(*has);
-  // what the artifact relies on: the set flags (the fingerprint's leading 0s and 1s) and shapes
-  std::string_view flags = artifact.substr(0, artifact.find('.'));
-  return static_cast<size_t>(std::count(flags.begin(), flags.end(), '1')) +
-         static_cast<size_t>(std::popcount(relies->matrix_shapes));
+  if (!has) { // a device describes itself with fingerprint(); cannot happen
+    why = "cannot be compared with this device's features";
+    return false;
+  }
+  if (std::string unmet = relies->unmet_on(*has); !unmet.empty()) {
+    why = "relies on what this device lacks: " + unmet;
+    return false;
+  }
+  std::string_view flags = artifact.substr(0, artifact.find('.')); // the leading 0s and 1s
+  size_t distinct = size_t(relies->fused_fma) + size_t(relies->linear_subgroups) +
+                    size_t(relies->subgroup_size != 0) +
+                    static_cast<size_t>(std::popcount(relies->matrix_shapes));
+  rank = distinct * 64 + (63 - static_cast<size_t>(std::count(flags.begin(), flags.end(), '1')));
+  return true;
 }
 
 } // namespace
@@ -983,19 +992,17 @@ Bundle::find_kernel(const ir::Hash128 &hash, std::string_view options,
   }
   std::string rejected, held;
   for (const runtime::BinaryTarget &want : targets) {
-    // An artifact made for exactly the device's features, else the one that relies on the most
-    // of them among those whose needs the device meets (vulkan:nvidia's before vulkan's on an
-    // NVIDIA GPU); the first in the entry on a tie.
+    // Of the binaries whose needs the device meets, the best ranked (`takes`: vulkan:nvidia's
+    // before vulkan's on an NVIDIA GPU); the first in the entry on a tie.
     const fb::Artifact *best = nullptr;
     size_t best_rank = 0;
     for (const fb::Artifact *a : *entry->artifacts()) {
       if (!target_accepts(want.target, view(a->target())) || view(a->format()) != want.format)
         continue;
-      std::string unmet;
-      size_t rank = features_rank(view(a->features()), want.features, unmet);
-      if (!unmet.empty()) {
-        rejected = fmt::format("its {} binary relies on what this device lacks: {}",
-                               view(a->target()), unmet);
+      size_t rank = 0;
+      std::string why;
+      if (!takes(view(a->features()), want.features, rank, why)) {
+        rejected = fmt::format("its {} binary {}", view(a->target()), why);
         continue;
       }
       if (!want.toolkit.empty() && view(a->toolkit()) != want.toolkit) {

@@ -891,6 +891,9 @@ CapabilityCheck check_capability(const VulkanDevice::Impl &d, uint32_t capabilit
                 d.atomic_float2.shaderSharedFloat32AtomicMinMax};
   case C::AtomicFloat16AddEXT:
     return {"AtomicFloat16AddEXT", "shaderBufferFloat16AtomicAdd (not enabled by cubecc)", false};
+  case C::CooperativeMatrixNV:
+    return {"CooperativeMatrixNV", "cooperativeMatrix (VK_NV_cooperative_matrix)",
+            d.cooperative_matrix_features.cooperativeMatrix != 0};
   default:
     return {};
   }

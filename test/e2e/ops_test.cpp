@@ -795,8 +795,10 @@ struct VType {
   std::string str() const { return lanes == 1 ? name(s) : fmt::format("{}x{}", name(s), lanes); }
 };
 
-/// Bitcasts between every pair of the value types of one total width (or one x3 family).
-OpCase bitcast_case(const std::string &case_name, std::vector<VType> types) {
+/// Bitcasts from `types[from]` to every other of `types`, value types of one total width (or one
+/// x3 family). One kernel per source type: lavapipe's compile time grows faster than a kernel's
+/// length (one kernel of every pair took it 10 s a width).
+OpCase bitcast_case(const std::string &case_name, std::vector<VType> types, size_t from) {
   constexpr size_t G = 8; // invocations
   OpCase c;
   c.name = case_name;
@@ -818,13 +820,12 @@ OpCase bitcast_case(const std::string &case_name, std::vector<VType> types) {
                          "u32");
   };
   std::string x0 = body.op("load %in, " + scaled(first.lanes), first.str());
-  std::vector<std::string> as;
-  for (const VType &t : types)
-    as.push_back(t.str() == first.str() ? x0 : body.op("bitcast " + x0, t.str()));
+  std::vector<std::string> as(types.size()); // the source, from the input's bits
+  as[from] = from == 0 ? x0 : body.op("bitcast " + x0, types[from].str());
   // One output buffer per element type, one range per (source, destination) pair.
   std::map<Scalar, Buffer> outs;
   std::map<Scalar, size_t> used;
-  for (size_t a = 0; a < types.size(); ++a)
+  for (size_t a = from; a == from; ++a)
     for (size_t b = 0; b < types.size(); ++b) {
       if (a == b)
         continue;
@@ -860,51 +861,46 @@ OpCase bitcast_case(const std::string &case_name, std::vector<VType> types) {
 
 std::vector<OpCase> bitcast_cases() {
   std::vector<OpCase> cases;
+  auto add = [&cases](const std::string &family, const std::vector<VType> &types) {
+    for (size_t from = 0; from < types.size(); ++from)
+      cases.push_back(
+          bitcast_case(fmt::format("bitcast_{}_from_{}", family, types[from].str()), types, from));
+  };
   const Scalar elems[] = {Scalar::I8,  Scalar::U8,  Scalar::I16, Scalar::U16,
                           Scalar::F16, Scalar::I32, Scalar::U32, Scalar::F32,
                           Scalar::I64, Scalar::U64, Scalar::F64};
   for (unsigned width : {16u, 32u, 64u, 128u, 256u, 512u, 1024u}) {
     std::vector<VType> types;
-    // Widest elements first: the input is loaded as the first type.
     for (auto it = std::rbegin(elems); it != std::rend(elems); ++it) {
       unsigned lanes = width / bits(*it);
       if (lanes == 1 || lanes == 2 || lanes == 4 || lanes == 8 || lanes == 16)
         types.push_back({*it, lanes});
     }
-    cases.push_back(bitcast_case(fmt::format("bitcast_{}bit", width), types));
+    add(fmt::format("{}bit", width), types);
   }
   // Three lanes: only to the same lane count.
-  cases.push_back(
-      bitcast_case("bitcast_x3_32", {{Scalar::F32, 3}, {Scalar::I32, 3}, {Scalar::U32, 3}}));
-  cases.push_back(
-      bitcast_case("bitcast_x3_16", {{Scalar::U16, 3}, {Scalar::F16, 3}, {Scalar::I16, 3}}));
-  cases.push_back(bitcast_case("bitcast_x3_8", {{Scalar::U8, 3}, {Scalar::I8, 3}}));
-  cases.push_back(
-      bitcast_case("bitcast_x3_64", {{Scalar::F64, 3}, {Scalar::U64, 3}, {Scalar::I64, 3}}));
-  OpCase bf = bitcast_case("bitcast_bf16", {{Scalar::U32, 1}, {Scalar::BF16, 2}, {Scalar::F16, 2}});
-  bf.refusal_for = bf16_refusal;
-  cases.push_back(std::move(bf));
+  add("x3_32", {{Scalar::F32, 3}, {Scalar::I32, 3}, {Scalar::U32, 3}});
+  add("x3_16", {{Scalar::U16, 3}, {Scalar::F16, 3}, {Scalar::I16, 3}});
+  add("x3_8", {{Scalar::U8, 3}, {Scalar::I8, 3}});
+  add("x3_64", {{Scalar::F64, 3}, {Scalar::U64, 3}, {Scalar::I64, 3}});
+  size_t first_bf16 = cases.size();
+  add("bf16", {{Scalar::U32, 1}, {Scalar::BF16, 2}, {Scalar::F16, 2}});
+  for (size_t k = first_bf16; k < cases.size(); ++k)
+    cases[k].refusal_for = bf16_refusal;
   return cases;
 }
 
 //===--- 4. Vectors
 //----------------------------------------------------------------------------===//
 
-OpCase vector_case(Scalar s) {
+/// The vector ops on `n` lanes of `s`: one kernel per lane count, as lavapipe's compile time
+/// grows faster than a kernel's length (one kernel of every lane count took it 15 s a type).
+OpCase vector_case(Scalar s, unsigned n) {
   constexpr size_t G = 8;
   OpCase c;
-  c.name = "vector_" + name(s);
-  std::mt19937_64 rng(0x7ec + static_cast<unsigned>(s));
-  const unsigned lane_counts[] = {2, 3, 4, 8, 16};
-  // Each lane count's inputs start at a multiple of its lanes.
-  std::vector<size_t> base;
-  size_t size = 0;
-  for (unsigned n : lane_counts) {
-    size = (size + n - 1) / n * n;
-    base.push_back(size);
-    size += G * n;
-  }
-  size = (size + 47) / 48 * 48; // each op's slot starts aligned for every lane count
+  c.name = fmt::format("vector_{}x{}", name(s), n);
+  std::mt19937_64 rng(0x7ec + static_cast<unsigned>(s) * 17 + n);
+  const size_t size = G * n;
   std::vector<uint64_t> a(size), b(size);
   for (size_t k = 0; k < size; ++k) {
     a[k] = random_value(s, rng);
@@ -925,7 +921,7 @@ OpCase vector_case(Scalar s) {
                           body.op(fmt::format("and {}, {}", i, body.constant("1", "u32")), "u32"),
                           body.constant("1", "u32")),
               "bool");
-  // Ops per lane count; each result vector goes to out (element type) or out8 (u8 lanes).
+  // Each result vector goes to its slot of out (element type) or out8 (u8 lanes).
   std::vector<std::string> ops = {"add",          "sub",   "mul",
                                   "min",          "max",   "select_lanes",
                                   "select_whole", "splat", "build_reversed",
@@ -938,65 +934,59 @@ OpCase vector_case(Scalar s) {
   size_t slots = ops.size(), slots8 = ops8.size();
   Buffer out = output("out", s, slots * size, 0x5a5a5a5a5a5a5a5a);
   Buffer out8 = output("out8", Scalar::U8, slots8 * size, 0x5a);
-  for (size_t li = 0; li < std::size(lane_counts); ++li) {
-    unsigned n = lane_counts[li];
-    std::string V = fmt::format("{}x{}", T, n), B = fmt::format("boolx{}", n);
-    std::string idx = offset_index(
-        body, body.op(fmt::format("mul {}, {}", i, body.constant(std::to_string(n), "u32")), "u32"),
-        base[li]);
-    std::string va = body.op("load %a, " + idx, V), vb = body.op("load %b, " + idx, V);
-    std::string lt = body.op(fmt::format("lt {}, {}", va, vb), B);
-    auto result = [&](const std::string &op) -> std::string {
-      if (op == "select_lanes")
-        return body.op(fmt::format("select {}, {}, {}", lt, va, vb), V);
-      if (op == "select_whole")
-        return body.op(fmt::format("select {}, {}, {}", odd, va, vb), V);
-      if (op == "splat") {
-        std::string last = body.op(fmt::format("vec.extract {} {{lane = {}}}", vb, n - 1), T);
-        return body.op("splat " + last, V);
-      }
-      if (op == "build_reversed") {
-        std::string lanes;
-        for (unsigned l = n; l-- > 0;)
-          lanes += (lanes.empty() ? " " : ", ") +
-                   body.op(fmt::format("vec.extract {} {{lane = {}}}", va, l), T);
-        return body.op("vec.build" + lanes, V);
-      }
-      if (op == "insert") {
-        std::string x = body.op(fmt::format("vec.extract {} {{lane = 0}}", vb), T);
-        return body.op(fmt::format("vec.insert {}, {} {{lane = {}}}", va, x, n / 2), V);
-      }
-      if (op == "shl") {
-        std::string amount = body.op("splat " + body.constant(std::to_string(bits(s) - 1), T), V);
-        return body.op(
-            fmt::format("shl {}, {}", va, body.op(fmt::format("and {}, {}", vb, amount), V)), V);
-      }
-      if (op == "fma")
-        return body.op(fmt::format("fma {}, {}, {}", va, vb, va), V);
-      return body.op(fmt::format("{} {}, {}", op, va, vb), V);
-    };
-    for (size_t k = 0; k < slots; ++k) {
-      size_t offset = k * size + base[li];
-      body.line(
-          fmt::format("store %out, {}, {}", offset_index(body, idx, k * size), result(ops[k])));
-      out.ranges.push_back(Range{
-          fmt::format("{} {}", ops[k], V), offset, G * n, {}, [s, a, b, offset, k, size](size_t e) {
-            size_t at = offset - k * size + e;
-            return inputs_text(s, {{"a", a[at]}, {"b", b[at]}});
-          }});
+  std::string V = fmt::format("{}x{}", T, n), B = fmt::format("boolx{}", n);
+  std::string idx =
+      body.op(fmt::format("mul {}, {}", i, body.constant(std::to_string(n), "u32")), "u32");
+  std::string va = body.op("load %a, " + idx, V), vb = body.op("load %b, " + idx, V);
+  std::string lt = body.op(fmt::format("lt {}, {}", va, vb), B);
+  auto result = [&](const std::string &op) -> std::string {
+    if (op == "select_lanes")
+      return body.op(fmt::format("select {}, {}, {}", lt, va, vb), V);
+    if (op == "select_whole")
+      return body.op(fmt::format("select {}, {}, {}", odd, va, vb), V);
+    if (op == "splat") {
+      std::string last = body.op(fmt::format("vec.extract {} {{lane = {}}}", vb, n - 1), T);
+      return body.op("splat " + last, V);
     }
-    for (size_t k = 0; k < slots8; ++k) {
-      std::string m = lt;
-      if (ops8[k] == "not_ge")
-        m = body.op("not " + body.op(fmt::format("ge {}, {}", va, vb), B), B);
-      else if (ops8[k] == "and_bool")
-        m = body.op(fmt::format("and {}, {}", lt, body.op(fmt::format("ne {}, {}", va, vb), B)), B);
-      std::string bytes = body.op("cast " + m, fmt::format("u8x{}", n));
-      body.line(fmt::format("store %out8, {}, {}", offset_index(body, idx, k * size), bytes));
-      size_t offset = k * size + base[li];
-      out8.ranges.push_back(
-          Range{fmt::format("{} {} as u8x{}", ops8[k], V, n), offset, G * n, {}, {}});
+    if (op == "build_reversed") {
+      std::string lanes;
+      for (unsigned l = n; l-- > 0;)
+        lanes += (lanes.empty() ? " " : ", ") +
+                 body.op(fmt::format("vec.extract {} {{lane = {}}}", va, l), T);
+      return body.op("vec.build" + lanes, V);
     }
+    if (op == "insert") {
+      std::string x = body.op(fmt::format("vec.extract {} {{lane = 0}}", vb), T);
+      return body.op(fmt::format("vec.insert {}, {} {{lane = {}}}", va, x, n / 2), V);
+    }
+    if (op == "shl") {
+      std::string amount = body.op("splat " + body.constant(std::to_string(bits(s) - 1), T), V);
+      return body.op(
+          fmt::format("shl {}, {}", va, body.op(fmt::format("and {}, {}", vb, amount), V)), V);
+    }
+    if (op == "fma")
+      return body.op(fmt::format("fma {}, {}, {}", va, vb, va), V);
+    return body.op(fmt::format("{} {}, {}", op, va, vb), V);
+  };
+  for (size_t k = 0; k < slots; ++k) {
+    size_t offset = k * size;
+    body.line(fmt::format("store %out, {}, {}", offset_index(body, idx, offset), result(ops[k])));
+    out.ranges.push_back(
+        Range{fmt::format("{} {}", ops[k], V), offset, size, {}, [s, a, b](size_t e) {
+                return inputs_text(s, {{"a", a[e]}, {"b", b[e]}});
+              }});
+  }
+  for (size_t k = 0; k < slots8; ++k) {
+    std::string m = lt;
+    if (ops8[k] == "not_ge")
+      m = body.op("not " + body.op(fmt::format("ge {}, {}", va, vb), B), B);
+    else if (ops8[k] == "and_bool")
+      m = body.op(fmt::format("and {}, {}", lt, body.op(fmt::format("ne {}, {}", va, vb), B)), B);
+    std::string bytes = body.op("cast " + m, fmt::format("u8x{}", n));
+    size_t offset = k * size;
+    body.line(fmt::format("store %out8, {}, {}", offset_index(body, idx, offset), bytes));
+    out8.ranges.push_back(
+        Range{fmt::format("{} {} as u8x{}", ops8[k], V, n), offset, size, {}, {}});
   }
   c.buffers.push_back(std::move(out));
   c.buffers.push_back(std::move(out8));
@@ -2059,7 +2049,8 @@ const std::vector<std::pair<std::string, Family>> &families() {
        [] {
          std::vector<OpCase> v;
          for (Scalar s : kMemoryScalars)
-           v.push_back(vector_case(s));
+           for (unsigned n : {2, 3, 4, 8, 16})
+             v.push_back(vector_case(s, n));
          return v;
        }},
       {"Memory",

@@ -7,10 +7,12 @@
 // damaged entry says why, a hit names its binary.
 //
 //===-----------------------------------------------------------------------------------------===//
+#include "cubecc/codegen/target.h"
 #include "cubecc/environments/bundle.h"
 
 #include <cstdio>
 #include <cstdlib>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -62,6 +64,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     runtime::EnvironmentLookup found = bundle->find_kernel(entry->hash, entry->options, targets);
     if (found.outcome == runtime::EnvironmentLookup::Hit && found.binary.target.format.empty())
       broken("a hit names its binary's format");
+    // A Vulkan device compares what the SPIR-V relies on with its own features (fingerprints
+    // read back from the file): a hit's record reads back and asks nothing the device lacks.
+    static const codegen::TargetFeatures device = codegen::TargetFeatures::vulkan_baseline();
+    runtime::BinaryTarget vulkan{"vulkan", "spirv", device.fingerprint(), ""};
+    found = bundle->find_kernel(entry->hash, entry->options, std::span(&vulkan, 1));
+    if (found.outcome == runtime::EnvironmentLookup::Hit) {
+      auto relies = codegen::TargetFeatures::from_fingerprint(found.binary.target.features);
+      if (!relies || !relies->unmet_on(device).empty())
+        broken("SPIR-V is taken only where the device has what it relies on");
+    }
   }
   try {
     environments::BundleContents contents = bundle->contents();

@@ -6,6 +6,7 @@
 // that open and reach the entries.
 //
 //===-----------------------------------------------------------------------------------------===//
+#include "cubecc/codegen/target.h"
 #include "cubecc/environments/bundle.h"
 
 #include <fstream>
@@ -41,7 +42,17 @@ environments::Entry entry(uint64_t hash, const std::string &name, const std::str
                                      "ELF\2\1\1\0",
                                      8) +
                              std::string(56, '\0')});
-  e.artifacts.push_back({{"vulkan", "spirv", "111111", ""}, "", abi, std::string(20, '\x03')});
+  // What the SPIR-V writer records: the features the module relies on (a real fingerprint, so
+  // that the fuzzer mutates what a reader parses), for the baseline and for an NVIDIA GPU.
+  codegen::TargetFeatures portable = codegen::TargetFeatures::vulkan_baseline();
+  portable.subgroup_size = 0;
+  e.artifacts.push_back(
+      {{"vulkan", "spirv", portable.fingerprint(), ""}, "", abi, std::string(20, '\x03')});
+  e.artifacts.push_back(
+      {{"vulkan:nvidia", "spirv", codegen::TargetFeatures::vulkan_nvidia().fingerprint(), ""},
+       "",
+       abi,
+       std::string(20, '\x04')});
   return e;
 }
 

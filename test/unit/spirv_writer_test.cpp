@@ -265,9 +265,20 @@ TEST(SpirvWriter, a_module_relies_only_on_the_features_its_code_depends_on) {
   EXPECT_EQ(plain.subgroup_size, 0u);
   EXPECT_FALSE(plain.linear_subgroups);
   EXPECT_EQ(plain.matrix_shapes, 0u);
-  EXPECT_TRUE(plain.float64); // a flag of the target: the module may use it
+  EXPECT_FALSE(plain.float64); // no Float64 capability
+  EXPECT_FALSE(plain.int64);
+  EXPECT_TRUE(plain.float32_atomics); // no capability shows it: the target's
   EXPECT_EQ(plain.unmet_on(lavapipe), "");
   EXPECT_EQ(plain.unmet_on(nvidia), "");
+  // A GPU without f64 (Intel Arc, Apple through MoltenVK) takes it, not a kernel that uses f64.
+  codegen::TargetFeatures no_f64 = nvidia;
+  no_f64.float64 = false;
+  EXPECT_EQ(plain.unmet_on(no_f64), "");
+  const std::string wide =
+      kernel_text("workgroup(64, 1, 1)", "    %w = cast %v : f64\n    %r = cast %w : f32\n");
+  codegen::TargetFeatures f64 = relied_on(wide, lavapipe);
+  EXPECT_TRUE(f64.float64);
+  EXPECT_EQ(f64.unmet_on(no_f64), "f64");
 
   const std::string fma = kernel_text("workgroup(64, 1, 1)", "    %r = fma %v, %v, %v : f32\n");
   EXPECT_EQ(relied_on(fma, nvidia).unmet_on(lavapipe), "a fused fma");
@@ -295,6 +306,19 @@ TEST(SpirvWriter, a_module_relies_only_on_the_features_its_code_depends_on) {
   ASSERT_TRUE(spirv) << ir::to_string(errors);
   EXPECT_EQ(ir::matrix_shapes_text(spirv->relies_on.matrix_shapes), "16x16x16 f16->f32");
   EXPECT_EQ(spirv->relies_on.unmet_on(lavapipe), "the matrix shapes 16x16x16 f16->f32");
+  // A fragment without a matrix.mma needs a device that has its type all the same.
+  codegen::TargetFeatures fill = relied_on(R"(module @m {
+  kernel @k(%c: buffer<f32, readwrite>) workgroup(32, 1, 1) {
+    %z = const 0 : f32
+    %m = matrix.fill %z : matrix<subgroup, acc, f32, 16, 8>
+    %zero = const 0 : u32
+    %ld = const 8 : u32
+    matrix.store %c, %zero, %ld, %m
+    return
+  }
+})",
+                                           nvidia);
+  EXPECT_EQ(ir::matrix_shapes_text(fill.matrix_shapes), "16x8x16 f16->f32");
 }
 
 // The fingerprint a bundle stores reads back to the same features; anything else is refused.

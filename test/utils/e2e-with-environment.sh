@@ -8,12 +8,20 @@
 #      exits 1 on a damaged entry), and rename it into place, as a deployment does;
 #   3. the suite again with CUBECC_ENV set: it checks at its end that no kernel was JIT-compiled
 #      and that the environment answered.
-# usage: e2e-with-environment.sh <cubecc_e2e_tests> <cubecc> <work dir>
+# usage: e2e-with-environment.sh <cubecc_e2e_tests> <cubecc> <work dir> [build | run K N]
+#   build: steps 1 and 2 only; run K N: step 3 only, the K-th of N shards of the suite (gtest's
+#   sharding: ctest runs the shards side by side with the other tests). Neither: all three steps.
 # cpu bundles are built for cpu:native, the level the cpu device of this machine runs; a build
 # without the LLVM backend skips the cpu tests, so there are no cpu kernels and no cpu bundle.
 set -euo pipefail
-tests=$1 cubecc=$2 work=$3
+tests=$1 cubecc=$2 work=$3 mode=${4:-all}
 filter='-*cuda*:*hip*:*Cuda*:*Hip*'
+if [ "$mode" = run ]; then
+  echo "== 3. the suite with the bundle, shard $5 of $6"
+  CUBECC_ENV="$work/e2e.cubeenv" GTEST_SHARD_INDEX=$5 GTEST_TOTAL_SHARDS=$6 \
+    "$tests" --gtest_filter="$filter" --gtest_brief=1
+  exit
+fi
 mkdir -p "$work"
 rm -f "$work"/*.cubeenv
 if [ -d "$work/kernels/interp" ] && [ -d "$work/kernels/vulkan" ]; then
@@ -38,5 +46,6 @@ done
 "$cubecc" env verify "$work/e2e.cubeenv.new"
 "$cubecc" env inspect "$work/e2e.cubeenv.new" > "$work/e2e-inspect.txt"
 mv "$work/e2e.cubeenv.new" "$work/e2e.cubeenv"
+[ "$mode" = build ] && exit 0
 echo "== 3. the suite with the bundle"
 CUBECC_ENV="$work/e2e.cubeenv" "$tests" --gtest_filter="$filter" --gtest_brief=1

@@ -28,9 +28,11 @@ namespace cubecc::codegen {
 struct SpirvKernel {
   std::vector<uint32_t> words; ///< the module; the entry point is `main`
   KernelAbi abi;
-  /// The features the module relies on, a subset of those it was emitted for: their flags (a
-  /// module may use any), but a fused fma, kept signed zeros, a subgroup size or layout and
-  /// matrix shapes only where its code depends on them. A device runs the module when
+  /// The features the module relies on, a subset of those it was emitted for: the flags behind
+  /// the capabilities it declares (f64, 16-bit types, atomics, subgroup operations) and bf16 if
+  /// it uses it; a fused fma, kept signed zeros, a subgroup size or layout and matrix shapes
+  /// where its code depends on them; the target's flags that no capability shows (f32 atomic
+  /// exchange, subgroup ops on extended types) and its limits. A device runs the module when
   /// `relies_on.unmet_on(its features)` is empty (and the module passes its load checks); an
   /// environment bundle records `relies_on.fingerprint()`, so that SPIR-V made offline for the
   /// baseline runs on any Vulkan device that has what it uses (docs/environments.md).
