@@ -328,11 +328,14 @@ int env_inspect_command(const std::string &path, bool json) {
       k["artifacts"] = nlohmann::json::array();
       for (const environments::Artifact &a : e.artifacts) {
         const auto &abi = a.abi;
+        // SPIR-V: what a device must have to take it (docs/environments.md)
+        auto relies = codegen::TargetFeatures::from_fingerprint(a.target.features);
         k["artifacts"].push_back({{"target", a.target.target},
                                   {"format", a.target.format},
                                   {"bytes", a.data.size()},
                                   {"toolkit", a.target.toolkit},
                                   {"features", a.target.features},
+                                  {"relies_on", relies ? relies->needs() : ""},
                                   {"entry", a.entry},
                                   {"workgroup_size", abi.workgroup_size},
                                   {"shared_bytes", abi.shared_bytes},

@@ -136,18 +136,34 @@ std::optional<TargetFeatures> TargetFeatures::from_fingerprint(std::string_view 
   return f;
 }
 
-std::string TargetFeatures::unmet_on(const TargetFeatures &device) const {
-  std::vector<std::string> unmet;
+namespace {
+
+/// What `relies` needs and `device` lacks, or everything it needs without a device.
+std::string needs_of(const TargetFeatures &relies, const TargetFeatures *device) {
+  std::vector<std::string> needs;
   for (const FlagField &flag : kFlagFields)
-    if (this->*flag.member && !(device.*flag.member))
-      unmet.emplace_back(flag.needs);
-  if (subgroup_size != 0 && device.subgroup_size != subgroup_size)
-    unmet.push_back(fmt::format("subgroups of {} invocations (the device's have {})", subgroup_size,
-                                device.subgroup_size ? std::to_string(device.subgroup_size)
-                                                     : std::string("no fixed size")));
-  if (uint32_t shapes = matrix_shapes & ~device.matrix_shapes)
-    unmet.push_back(fmt::format("the matrix shapes {}", ir::matrix_shapes_text(shapes)));
-  return fmt::format("{}", fmt::join(unmet, "; "));
+    if (relies.*flag.member && !(device && device->*flag.member))
+      needs.emplace_back(flag.needs);
+  if (relies.subgroup_size != 0 && !device)
+    needs.push_back(fmt::format("subgroups of {} invocations", relies.subgroup_size));
+  else if (relies.subgroup_size != 0 && device->subgroup_size != relies.subgroup_size)
+    needs.push_back(fmt::format("subgroups of {} invocations (the device's have {})",
+                                relies.subgroup_size,
+                                device->subgroup_size ? std::to_string(device->subgroup_size)
+                                                      : std::string("no fixed size")));
+  if (uint32_t shapes = relies.matrix_shapes & ~(device ? device->matrix_shapes : 0u))
+    needs.push_back(fmt::format("the matrix shapes {}", ir::matrix_shapes_text(shapes)));
+  return fmt::format("{}", fmt::join(needs, "; "));
+}
+
+} // namespace
+
+std::string TargetFeatures::unmet_on(const TargetFeatures &device) const {
+  return needs_of(*this, &device);
+}
+
+std::string TargetFeatures::needs() const {
+  return needs_of(*this, nullptr);
 }
 
 } // namespace cubecc::codegen

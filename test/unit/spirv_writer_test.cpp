@@ -340,6 +340,13 @@ TEST(TargetFeatures, fingerprints_read_back_and_nothing_else_does) {
         good.substr(0, good.rfind('.') + 1) + "-1", good.substr(0, good.rfind('.') + 1) + "+64",
         good.substr(0, good.rfind('.') + 1) + "4294967296", good.substr(0, 20) + ".8.x"})
     EXPECT_FALSE(codegen::TargetFeatures::from_fingerprint(bad)) << bad;
+  // What features ask of a device, in the same words.
+  EXPECT_NE(codegen::TargetFeatures::vulkan_nvidia().needs().find(
+                "a fused fma; signed zeros, infinities and NaNs kept; subgroup arithmetic; "),
+            std::string::npos);
+  EXPECT_NE(codegen::TargetFeatures::vulkan_nvidia().needs().find(
+                "; subgroups of 32 invocations; the matrix shapes 16x16x16 f16->f32"),
+            std::string::npos);
   // What is missing is named, all of it.
   codegen::TargetFeatures device = codegen::TargetFeatures::vulkan_baseline();
   device.float64 = false;

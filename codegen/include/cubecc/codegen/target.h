@@ -97,6 +97,9 @@ struct TargetFeatures {
   /// Limits are not compared: a device checks the kernel's launch metadata (workgroup size,
   /// shared memory, parameter block) against its own limits when it loads the binary.
   std::string unmet_on(const TargetFeatures &device) const;
+  /// Everything these features ask of a device, in unmet_on's words ("" for nothing): what a
+  /// compiled kernel relies on, for `cubecc env inspect`.
+  std::string needs() const;
 };
 
 /// Refuses what a kernel needs and the target lacks, with errors naming the kernel (and the op's
