@@ -914,7 +914,7 @@ namespace {
 
 /// Whether a device that loads `wanted` binaries takes one made for `target`: the same target, or
 /// a variant of a family it names ("vulkan" takes "vulkan:nvidia": what the binary relies on is
-/// then compared by features_rank).
+/// then compared by `takes`).
 bool target_accepts(std::string_view wanted, std::string_view target) {
   return target == wanted ||
          (wanted.find(':') == std::string_view::npos && target.size() > wanted.size() &&
