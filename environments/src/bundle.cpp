@@ -926,13 +926,14 @@ bool target_accepts(std::string_view wanted, std::string_view target) {
 /// `rank` orders the binaries it takes: those that use more of what sets GPUs apart from the
 /// baseline (a fused fma, a subgroup layout or size, matrix shapes) first, then those that rely on
 /// fewer flags (the baseline computes an exact fma through f64, which an NVIDIA GPU need not).
-bool takes(std::string_view artifact, std::string_view device, size_t &rank, std::string &why) {
+/// `has` is the device's features read back once per lookup (nothing for "").
+bool takes(std::string_view artifact, std::string_view device,
+           const std::optional<codegen::TargetFeatures> &has, size_t &rank, std::string &why) {
   rank = 0;
   if (artifact.empty() && device.empty())
     return true;
   std::optional<codegen::TargetFeatures> relies =
       codegen::TargetFeatures::from_fingerprint(artifact);
-  std::optional<codegen::TargetFeatures> has = codegen::TargetFeatures::from_fingerprint(device);
   if (!relies) {
     why = "is not one cubecc writes (a damaged or foreign bundle): rebuild it";
     return false;
@@ -996,12 +997,14 @@ Bundle::find_kernel(const ir::Hash128 &hash, std::string_view options,
     // before vulkan's on an NVIDIA GPU); the first in the entry on a tie.
     const fb::Artifact *best = nullptr;
     size_t best_rank = 0;
+    const std::optional<codegen::TargetFeatures> device =
+        codegen::TargetFeatures::from_fingerprint(want.features);
     for (const fb::Artifact *a : *entry->artifacts()) {
       if (!target_accepts(want.target, view(a->target())) || view(a->format()) != want.format)
         continue;
       size_t rank = 0;
       std::string why;
-      if (!takes(view(a->features()), want.features, rank, why)) {
+      if (!takes(view(a->features()), want.features, device, rank, why)) {
         rejected = fmt::format("its {} binary {}", view(a->target()), why);
         continue;
       }
