@@ -19,7 +19,7 @@
 #include "cubecc/ir/structural_hash.h"
 #include "cubecc/passes/pass_manager.h"
 #include "environment_test_support.h"
-#include "test_support.h"
+#include "spirv_test_support.h"
 #include "toolkit_support.h"
 
 #include <gtest/gtest.h>
@@ -273,41 +273,24 @@ TEST(Bundle, a_binary_from_another_toolkit_is_rejected_naming_both) {
             runtime::EnvironmentLookup::Miss);
 }
 
-/// What the SPIR-V writer records (SpirvKernel::relies_on) for the only kernel of `text`.
-std::string relies_on_record(std::string_view text, const codegen::TargetFeatures &features) {
-  auto module = test::parse_valid(text);
-  if (!module)
-    return "<invalid test input>";
-  std::vector<ir::Diagnostic> errors;
-  auto spirv = codegen::emit_spirv(*module->kernels()[0], features, errors);
-  EXPECT_TRUE(spirv) << ir::to_string(errors);
-  return spirv ? spirv->relies_on.fingerprint() : "";
-}
-
 // SPIR-V is taken where the device has what it relies on (SpirvKernel::relies_on, recorded as a
 // fingerprint): from any Vulkan target, the best for the device first; never when it relies on
 // something the device lacks, and never from a record cubecc cannot have written.
 TEST(Bundle, spirv_is_taken_where_the_device_has_what_it_relies_on) {
   const codegen::TargetFeatures baseline = codegen::TargetFeatures::vulkan_baseline();
   const codegen::TargetFeatures nvidia = codegen::TargetFeatures::vulkan_nvidia();
-  auto kernel = [](std::string_view workgroup, std::string_view op) {
-    return fmt::format(R"(module @m {{
-  kernel @k(%x: buffer<f32, readwrite>) workgroup({}) {{
-    %i = local_index : u32
-    %v = load %x, %i : f32
-    %r = {} : f32
-    store %x, %i, %r
-    return
-  }}
-}})",
-                       workgroup, op);
+  auto record = [](std::string_view workgroup, std::string_view op,
+                   const codegen::TargetFeatures &features) {
+    return test::spirv_relies_on(test::f32_kernel_text(fmt::format("workgroup({})", workgroup),
+                                                       fmt::format("    %r = {} : f32\n", op)),
+                                 features)
+        .fingerprint();
   };
   // An fma: exact through f64 for lavapipe, GLSL's fused Fma for an NVIDIA GPU.
-  const std::string fma = kernel("64, 1, 1", "fma %v, %v, %v");
-  const std::string fma_lavapipe = relies_on_record(fma, baseline);
-  const std::string fma_nvidia = relies_on_record(fma, nvidia);
+  const std::string fma_lavapipe = record("64, 1, 1", "fma %v, %v, %v", baseline);
+  const std::string fma_nvidia = record("64, 1, 1", "fma %v, %v, %v", nvidia);
   // Subgroups across two rows: consecutive on an NVIDIA GPU.
-  const std::string rows_nvidia = relies_on_record(kernel("32, 2, 1", "subgroup.sum %v"), nvidia);
+  const std::string rows_nvidia = record("32, 2, 1", "subgroup.sum %v", nvidia);
 
   auto bundle_of = [](std::vector<std::pair<std::string, std::string>> artifacts) {
     environments::BundleContents contents;

@@ -10,6 +10,7 @@
 #include "cubecc/codegen/spirv.h"
 #include "cubecc/dsl/registry.h"
 #include "cubecc/passes/pass_manager.h"
+#include "spirv_test_support.h"
 #include "test_support.h"
 
 #include <filesystem>
@@ -229,38 +230,14 @@ TEST(SpirvWriter, refuses_what_the_target_lacks_naming_kernel_op_and_feature) {
             "error: kernel 'k' uses 36000 bytes of shared memory; target 'vulkan' has 32768");
 }
 
-/// What the only kernel of `text`, written for `features`, relies on.
-codegen::TargetFeatures relied_on(std::string_view text, const codegen::TargetFeatures &features) {
-  auto module = test::parse_valid(text);
-  EXPECT_TRUE(module);
-  if (!module)
-    return features;
-  std::vector<ir::Diagnostic> errors;
-  auto spirv = codegen::emit_spirv(*module->kernels()[0], features, errors);
-  EXPECT_TRUE(spirv) << ir::to_string(errors);
-  return spirv ? spirv->relies_on : features;
-}
-
-std::string kernel_text(std::string_view attributes, std::string_view body) {
-  return fmt::format(R"(module @m {{
-  kernel @k(%x: buffer<f32, readwrite>) {} {{
-    %i = local_index : u32
-    %v = load %x, %i : f32
-{}    store %x, %i, %r
-    return
-  }}
-}})",
-                     attributes, body);
-}
-
 // A bundle records what a module relies on (docs/environments.md): the target's flags, and a
 // fused fma, a subgroup size or layout and matrix shapes only where the code depends on them, so
 // SPIR-V written for one Vulkan target runs on every device that has what it uses.
 TEST(SpirvWriter, a_module_relies_only_on_the_features_its_code_depends_on) {
   const codegen::TargetFeatures lavapipe = codegen::TargetFeatures::vulkan_baseline();
   const codegen::TargetFeatures nvidia = codegen::TargetFeatures::vulkan_nvidia();
-  codegen::TargetFeatures plain =
-      relied_on(kernel_text("workgroup(64, 1, 1)", "    %r = add %v, %v : f32\n"), nvidia);
+  codegen::TargetFeatures plain = test::spirv_relies_on(
+      test::f32_kernel_text("workgroup(64, 1, 1)", "    %r = add %v, %v : f32\n"), nvidia);
   EXPECT_FALSE(plain.fused_fma);
   EXPECT_EQ(plain.subgroup_size, 0u);
   EXPECT_FALSE(plain.linear_subgroups);
@@ -274,29 +251,34 @@ TEST(SpirvWriter, a_module_relies_only_on_the_features_its_code_depends_on) {
   codegen::TargetFeatures no_f64 = nvidia;
   no_f64.float64 = false;
   EXPECT_EQ(plain.unmet_on(no_f64), "");
-  const std::string wide =
-      kernel_text("workgroup(64, 1, 1)", "    %w = cast %v : f64\n    %r = cast %w : f32\n");
-  codegen::TargetFeatures f64 = relied_on(wide, lavapipe);
+  const std::string wide = test::f32_kernel_text(
+      "workgroup(64, 1, 1)", "    %w = cast %v : f64\n    %r = cast %w : f32\n");
+  codegen::TargetFeatures f64 = test::spirv_relies_on(wide, lavapipe);
   EXPECT_TRUE(f64.float64);
   EXPECT_EQ(f64.unmet_on(no_f64), "f64");
 
-  const std::string fma = kernel_text("workgroup(64, 1, 1)", "    %r = fma %v, %v, %v : f32\n");
-  EXPECT_EQ(relied_on(fma, nvidia).unmet_on(lavapipe), "a fused fma");
-  EXPECT_EQ(relied_on(fma, lavapipe).unmet_on(nvidia), ""); // computed exactly through f64
+  const std::string fma =
+      test::f32_kernel_text("workgroup(64, 1, 1)", "    %r = fma %v, %v, %v : f32\n");
+  EXPECT_EQ(test::spirv_relies_on(fma, nvidia).unmet_on(lavapipe), "a fused fma");
+  EXPECT_EQ(test::spirv_relies_on(fma, lavapipe).unmet_on(nvidia),
+            ""); // computed exactly through f64
 
   // One row of invocations: subgroups are consecutive on every device.
-  const std::string row = kernel_text("workgroup(64, 1, 1)", "    %r = subgroup.sum %v : f32\n");
-  EXPECT_EQ(relied_on(row, nvidia).unmet_on(lavapipe), "");
-  EXPECT_EQ(relied_on(row, lavapipe).unmet_on(nvidia), "");
+  const std::string row =
+      test::f32_kernel_text("workgroup(64, 1, 1)", "    %r = subgroup.sum %v : f32\n");
+  EXPECT_EQ(test::spirv_relies_on(row, nvidia).unmet_on(lavapipe), "");
+  EXPECT_EQ(test::spirv_relies_on(row, lavapipe).unmet_on(nvidia), "");
   // Two rows: NVIDIA's subgroups are linear; lavapipe's are x rows of 8.
-  const std::string rows = kernel_text("workgroup(32, 2, 1)", "    %r = subgroup.sum %v : f32\n");
-  EXPECT_EQ(relied_on(rows, nvidia).unmet_on(lavapipe), "subgroups of consecutive invocations");
-  EXPECT_EQ(relied_on(rows, lavapipe).unmet_on(nvidia),
+  const std::string rows =
+      test::f32_kernel_text("workgroup(32, 2, 1)", "    %r = subgroup.sum %v : f32\n");
+  EXPECT_EQ(test::spirv_relies_on(rows, nvidia).unmet_on(lavapipe),
+            "subgroups of consecutive invocations");
+  EXPECT_EQ(test::spirv_relies_on(rows, lavapipe).unmet_on(nvidia),
             "subgroups of 8 invocations (the device's have 32)");
   // A required subgroup size is relied on wherever the kernel runs.
-  const std::string sized = kernel_text("workgroup(64, 1, 1) attributes {subgroup_size = 32}",
-                                        "    %r = subgroup.sum %v : f32\n");
-  EXPECT_EQ(relied_on(sized, nvidia).subgroup_size, 32u);
+  const std::string sized = test::f32_kernel_text(
+      "workgroup(64, 1, 1) attributes {subgroup_size = 32}", "    %r = subgroup.sum %v : f32\n");
+  EXPECT_EQ(test::spirv_relies_on(sized, nvidia).subgroup_size, 32u);
 
   // Matrix ops: only the shape the kernel multiplies in.
   auto gemm = parse_file(fs::path(CUBECC_SOURCE_DIR) / "test/lit/codegen/matrix-spirv.cir");
@@ -307,7 +289,7 @@ TEST(SpirvWriter, a_module_relies_only_on_the_features_its_code_depends_on) {
   EXPECT_EQ(ir::matrix_shapes_text(spirv->relies_on.matrix_shapes), "16x16x16 f16->f32");
   EXPECT_EQ(spirv->relies_on.unmet_on(lavapipe), "the matrix shapes 16x16x16 f16->f32");
   // A fragment without a matrix.mma needs a device that has its type all the same.
-  codegen::TargetFeatures fill = relied_on(R"(module @m {
+  codegen::TargetFeatures fill = test::spirv_relies_on(R"(module @m {
   kernel @k(%c: buffer<f32, readwrite>) workgroup(32, 1, 1) {
     %z = const 0 : f32
     %m = matrix.fill %z : matrix<subgroup, acc, f32, 16, 8>
@@ -317,7 +299,7 @@ TEST(SpirvWriter, a_module_relies_only_on_the_features_its_code_depends_on) {
     return
   }
 })",
-                                           nvidia);
+                                                       nvidia);
   EXPECT_EQ(ir::matrix_shapes_text(fill.matrix_shapes), "16x8x16 f16->f32");
 }
 
