@@ -7,10 +7,12 @@
 //     module, structural hash, passes (-O2), emit, then NVRTC to an sm_90 CUBIN (CUDA) or the
 //     SPIR-V writer and validator (Vulkan). Environment: trace, structural hash, and the bundle
 //     lookup — the entry's first use, so its verification (checksum, FlatBuffers verifier) is
-//     timed: a freshly opened bundle per repetition. The bytes found are compared with a fresh
-//     compile's.
+//     timed: a freshly opened bundle per repetition. By name: the lookup by library, kernel and
+//     configuration alone (Runtime::kernel_from_environment: no trace, no hash), also the
+//     entry's first use. The bytes found are compared with a fresh compile's.
 //  2. A synthetic bundle of 10,000 entries (a 4 KiB SPIR-V-like and a 6 KiB CUBIN-like artifact
-//     each): Bundle::open, and lookups of random keys (first use, warm, miss).
+//     each): Bundle::open, and lookups of random keys (first use, warm, miss) and by name (first
+//     use, warm).
 //  3. On lavapipe, from a fresh Runtime to the downloaded result of one kernel (trace, load,
 //     upload, launch, synchronize, download) without an environment and with one (opening the
 //     bundle and use_environment are timed). Mesa's shader cache is off, so lavapipe compiles
@@ -60,6 +62,9 @@ using bench::Clock;
 using bench::json_number;
 using bench::ms_since;
 
+/// The library name the example kernels are filed under in the bench's bundles.
+constexpr const char *kLibrary = "examples";
+
 [[noreturn]] void die(const std::string &message) {
   std::fprintf(stderr, "env_bench: %s\n", message.c_str());
   std::exit(1);
@@ -98,9 +103,9 @@ const dsl::RegisteredKernel &registered(const std::string &name) {
 
 struct ColdStartRow {
   std::string kernel, configuration;
-  double cuda_jit_ms = NAN, cuda_env_us = NAN, cuda_lookup_us = NAN;
+  double cuda_jit_ms = NAN, cuda_env_us = NAN, cuda_lookup_us = NAN, cuda_by_name_us = NAN;
   bool cubin_equal = false;
-  double vulkan_jit_ms = NAN, vulkan_env_us = NAN, vulkan_lookup_us = NAN;
+  double vulkan_jit_ms = NAN, vulkan_env_us = NAN, vulkan_lookup_us = NAN, vulkan_by_name_us = NAN;
   bool spirv_equal = false;
 };
 
@@ -135,6 +140,30 @@ void time_environment_path(const dsl::RegisteredKernel &k, const std::string &bu
   lookup_us = bench::median(lookups);
 }
 
+/// The lookup by name (no trace, no hash) of the entry's first use in a freshly opened bundle
+/// (µs); the bytes it finds must be `expected`.
+double time_lookup_by_name(const dsl::RegisteredKernel &k, const std::string &bundle_path,
+                           const runtime::BinaryTarget &target, int reps,
+                           const std::string &expected) {
+  std::vector<double> times;
+  for (int r = 0; r <= reps; ++r) {
+    std::shared_ptr<const environments::Bundle> bundle = environments::Bundle::open(bundle_path);
+    auto start = Clock::now();
+    runtime::NamedKernelLookup found = bundle->find_named_kernel(
+        kLibrary, k.name, k.configuration, runtime::kRuntimeCompileOptions, {&target, 1});
+    double us = ms_since(start) * 1000;
+    if (found.lookup.outcome != runtime::EnvironmentLookup::Hit)
+      die(fmt::format("{}: {} lookup by name did not hit: {}", k.name, target.target,
+                      found.lookup.why));
+    if (found.lookup.binary.bytes != expected)
+      die(fmt::format("{}: the {} lookup by name found other bytes than the lookup by hash", k.name,
+                      target.target));
+    if (r > 0)
+      times.push_back(us);
+  }
+  return bench::median(times);
+}
+
 std::vector<ColdStartRow> cold_start(const std::vector<const dsl::RegisteredKernel *> &kernels,
                                      const std::string &bundle_path, int reps) {
   const runtime::BinaryTarget cuda_target{"cuda:sm_90", "cubin", "", codegen::cuda_toolkit()};
@@ -163,6 +192,7 @@ std::vector<ColdStartRow> cold_start(const std::vector<const dsl::RegisteredKern
     });
     time_environment_path(*k, bundle_path, cuda_target, reps, row.cuda_env_us, row.cuda_lookup_us,
                           env_cubin);
+    row.cuda_by_name_us = time_lookup_by_name(*k, bundle_path, cuda_target, reps, env_cubin);
     row.cubin_equal = jit_cubin == env_cubin;
 
     row.vulkan_jit_ms = median_of(reps, [&] {
@@ -186,6 +216,7 @@ std::vector<ColdStartRow> cold_start(const std::vector<const dsl::RegisteredKern
     });
     time_environment_path(*k, bundle_path, vulkan_target, reps, row.vulkan_env_us,
                           row.vulkan_lookup_us, env_spirv);
+    row.vulkan_by_name_us = time_lookup_by_name(*k, bundle_path, vulkan_target, reps, env_spirv);
     row.spirv_equal = jit_spirv == env_spirv;
     rows.push_back(row);
   }
@@ -201,6 +232,8 @@ struct SyntheticResult {
   double open_ms = NAN, open_min_ms = NAN, open_max_ms = NAN;
   double cold_open_ms = NAN; ///< the file's pages dropped from the page cache first
   double hit_first_us = NAN, hit_warm_us = NAN, miss_us = NAN;
+  /// Lookups by name (library, kernel, configuration): NAN if the entries record no library.
+  double by_name_first_us = NAN, by_name_warm_us = NAN;
   size_t lookups = 0;
   /// Read whole into memory (Bundle::OpenMode::InMemory): the open, and warm hits (no fstat of
   /// the file per lookup: there is no file to change under it).
@@ -244,6 +277,7 @@ SyntheticResult synthetic(size_t count, const std::string &path, int reps) {
     e.options = std::string(runtime::kRuntimeCompileOptions);
     e.name = fmt::format("synthetic_kernel_{:05}", i);
     e.configuration = "width=1";
+    e.library = "synthetic";
     e.parameter_names = parameter_names;
     abi.name = e.name;
     std::string spirv = random_bytes(rng, 4096);
@@ -269,6 +303,10 @@ void measure_file(const std::string &path, int reps, SyntheticResult &result) {
   // The keys, and each entry's first binary as the target to ask for.
   std::vector<ir::Hash128> hashes;
   std::vector<runtime::BinaryTarget> wants;
+  struct Name {
+    std::string library, kernel, configuration;
+  };
+  std::vector<Name> names;
   {
     std::shared_ptr<const environments::Bundle> bundle = environments::Bundle::open(path);
     for (size_t i = 0; i < bundle->num_entries(); ++i) {
@@ -278,6 +316,7 @@ void measure_file(const std::string &path, int reps, SyntheticResult &result) {
         die(fmt::format("{}: entry {} cannot be looked up: {}", path, i, error));
       hashes.push_back(e->hash);
       wants.push_back(e->artifacts.front().target);
+      names.push_back({e->library, e->name, e->configuration});
     }
   }
   const size_t count = hashes.size();
@@ -335,6 +374,29 @@ void measure_file(const std::string &path, int reps, SyntheticResult &result) {
       },
       runtime::EnvironmentLookup::Miss);
   result.lookups = n;
+
+  // By name, in a freshly opened bundle: first use, then warm.
+  if (std::all_of(names.begin(), names.end(), [](const Name &x) { return !x.library.empty(); })) {
+    bundle = environments::Bundle::open(path);
+    auto time_by_name = [&] {
+      std::vector<double> us;
+      for (size_t i = 0; i < n; ++i) {
+        const Name &name = names[order[i]];
+        const runtime::BinaryTarget &want = wants[order[i]];
+        auto start = Clock::now();
+        runtime::NamedKernelLookup found =
+            bundle->find_named_kernel(name.library, name.kernel, name.configuration,
+                                      runtime::kRuntimeCompileOptions, {&want, 1});
+        us.push_back(ms_since(start) * 1000);
+        if (found.lookup.outcome != runtime::EnvironmentLookup::Hit ||
+            found.hash != hashes[order[i]])
+          die("synthetic lookup by name: unexpected outcome: " + found.lookup.why);
+      }
+      return bench::median(us);
+    };
+    result.by_name_first_us = time_by_name();
+    result.by_name_warm_us = time_by_name();
+  }
 
   // Read into memory: the open, then first and warm hits on the copy.
   result.in_memory_open_ms = median_of(reps, [&] {
@@ -578,16 +640,20 @@ int main(int argc, char **argv) try {
     std::printf("   find_kernel, median of %zu random keys: hit, first use %.2f us; hit, warm "
                 "%.2f us; miss %.2f us\n",
                 s.lookups, s.hit_first_us, s.hit_warm_us, s.miss_us);
+    std::printf("   find_named_kernel, the same kernels by name: first use %.2f us; warm %.2f us "
+                "(nan: the bundle records no library names)\n",
+                s.by_name_first_us, s.by_name_warm_us);
     std::printf("   read into memory: open %.3f ms, hit, warm %.2f us; signed: open and verify "
                 "%.3f ms\n",
                 s.in_memory_open_ms, s.in_memory_hit_warm_us, s.signed_open_ms);
     std::printf(
         "%s\n",
         fmt::format(
-            R"({{"bench": "bundle_file", "file": "{}", "entries": {}, "file_bytes": {}, "open_ms": {}, "cold_open_ms": {}, "lookups": {}, "hit_first_use_us": {}, "hit_warm_us": {}, "miss_us": {}, "in_memory_open_ms": {}, "in_memory_hit_warm_us": {}, "signed_open_verify_ms": {}}})",
+            R"({{"bench": "bundle_file", "file": "{}", "entries": {}, "file_bytes": {}, "open_ms": {}, "cold_open_ms": {}, "lookups": {}, "hit_first_use_us": {}, "hit_warm_us": {}, "miss_us": {}, "by_name_first_use_us": {}, "by_name_warm_us": {}, "in_memory_open_ms": {}, "in_memory_hit_warm_us": {}, "signed_open_verify_ms": {}}})",
             given_bundle, s.entries, s.file_bytes, json_number(s.open_ms),
             json_number(s.cold_open_ms), s.lookups, json_number(s.hit_first_us),
-            json_number(s.hit_warm_us), json_number(s.miss_us), json_number(s.in_memory_open_ms),
+            json_number(s.hit_warm_us), json_number(s.miss_us), json_number(s.by_name_first_us),
+            json_number(s.by_name_warm_us), json_number(s.in_memory_open_ms),
             json_number(s.in_memory_hit_warm_us), json_number(s.signed_open_ms))
             .c_str());
     return 0;
@@ -613,7 +679,7 @@ int main(int argc, char **argv) try {
       continue;
     kernels.push_back(&k);
     traced.push_back(trace(k));
-    inputs.push_back({traced.back()->kernels()[0].get(), k.configuration});
+    inputs.push_back({traced.back()->kernels()[0].get(), k.configuration, kLibrary});
   }
   if (kernels.empty())
     die("no registered kernel " + only);
@@ -621,7 +687,8 @@ int main(int argc, char **argv) try {
     for (const char *name : {"axpy", "softmax", "matmul_16x16x16"})
       if (std::none_of(kernels.begin(), kernels.end(), [&](auto *k) { return k->name == name; })) {
         traced.push_back(trace(registered(name)));
-        inputs.push_back({traced.back()->kernels()[0].get(), registered(name).configuration});
+        inputs.push_back(
+            {traced.back()->kernels()[0].get(), registered(name).configuration, kLibrary});
       }
   std::vector<ir::Diagnostic> errors;
   auto build_start = Clock::now();
@@ -642,24 +709,30 @@ int main(int argc, char **argv) try {
 
   std::vector<ColdStartRow> cold = cold_start(kernels, bundle_path, reps);
   std::printf("1. Cold start before the driver's module load: JIT (trace, hash, -O2, emit, "
-              "NVRTC sm_90 | SPIR-V + validate) vs environment (trace, hash, first lookup)\n");
-  std::printf("%-16s %9s %9s %9s %8s %6s | %9s %9s %9s %7s %6s\n", "kernel", "CUDA JIT", "env",
-              "lookup", "ratio", "same", "VK JIT", "env", "lookup", "ratio", "same");
-  std::printf("%-16s %9s %9s %9s %8s %6s | %9s %9s %9s %7s %6s\n", "", "ms", "us", "us", "", "",
-              "ms", "us", "us", "", "");
+              "NVRTC sm_90 | SPIR-V + validate) vs environment (trace, hash, first lookup) and by "
+              "name (first lookup by library, kernel, configuration: no trace, no hash)\n");
+  std::printf("%-16s %8s %7s %6s %7s %6s %4s | %7s %6s %5s %7s %5s %4s\n", "kernel", "CUDA JIT",
+              "env", "ratio", "name", "ratio", "same", "VK JIT", "env", "ratio", "name", "ratio",
+              "same");
+  std::printf("%-16s %8s %7s %6s %7s %6s %4s | %7s %6s %5s %7s %5s %4s\n", "", "ms", "us", "", "us",
+              "", "", "ms", "us", "", "us", "", "");
   for (const ColdStartRow &r : cold) {
     double cuda_ratio = r.cuda_jit_ms * 1000 / r.cuda_env_us;
+    double cuda_by_name_ratio = r.cuda_jit_ms * 1000 / r.cuda_by_name_us;
     double vulkan_ratio = r.vulkan_jit_ms * 1000 / r.vulkan_env_us;
-    std::printf("%-16s %9.2f %9.1f %9.1f %7.0fx %6s | %9.3f %9.1f %9.1f %6.1fx %6s\n",
-                r.kernel.c_str(), r.cuda_jit_ms, r.cuda_env_us, r.cuda_lookup_us, cuda_ratio,
-                r.cubin_equal ? "yes" : "NO", r.vulkan_jit_ms, r.vulkan_env_us, r.vulkan_lookup_us,
-                vulkan_ratio, r.spirv_equal ? "yes" : "NO");
+    double vulkan_by_name_ratio = r.vulkan_jit_ms * 1000 / r.vulkan_by_name_us;
+    std::printf("%-16s %8.2f %7.1f %5.0fx %7.1f %5.0fx %4s | %7.3f %6.1f %4.0fx %7.1f %4.0fx %4s\n",
+                r.kernel.c_str(), r.cuda_jit_ms, r.cuda_env_us, cuda_ratio, r.cuda_by_name_us,
+                cuda_by_name_ratio, r.cubin_equal ? "yes" : "NO", r.vulkan_jit_ms, r.vulkan_env_us,
+                vulkan_ratio, r.vulkan_by_name_us, vulkan_by_name_ratio,
+                r.spirv_equal ? "yes" : "NO");
     json.push_back(fmt::format(
-        R"({{"bench": "cold_start", "kernel": "{}", "configuration": "{}", "cuda_jit_ms": {}, "cuda_env_us": {}, "cuda_lookup_us": {}, "cuda_ratio": {}, "cubin_equal": {}, "vulkan_jit_ms": {}, "vulkan_env_us": {}, "vulkan_lookup_us": {}, "vulkan_ratio": {}, "spirv_equal": {}}})",
+        R"({{"bench": "cold_start", "kernel": "{}", "configuration": "{}", "cuda_jit_ms": {}, "cuda_env_us": {}, "cuda_lookup_us": {}, "cuda_ratio": {}, "cuda_by_name_us": {}, "cuda_by_name_ratio": {}, "cubin_equal": {}, "vulkan_jit_ms": {}, "vulkan_env_us": {}, "vulkan_lookup_us": {}, "vulkan_ratio": {}, "vulkan_by_name_us": {}, "vulkan_by_name_ratio": {}, "spirv_equal": {}}})",
         r.kernel, r.configuration, json_number(r.cuda_jit_ms), json_number(r.cuda_env_us),
-        json_number(r.cuda_lookup_us), json_number(cuda_ratio), r.cubin_equal,
-        json_number(r.vulkan_jit_ms), json_number(r.vulkan_env_us), json_number(r.vulkan_lookup_us),
-        json_number(vulkan_ratio), r.spirv_equal));
+        json_number(r.cuda_lookup_us), json_number(cuda_ratio), json_number(r.cuda_by_name_us),
+        json_number(cuda_by_name_ratio), r.cubin_equal, json_number(r.vulkan_jit_ms),
+        json_number(r.vulkan_env_us), json_number(r.vulkan_lookup_us), json_number(vulkan_ratio),
+        json_number(r.vulkan_by_name_us), json_number(vulkan_by_name_ratio), r.spirv_equal));
   }
 
   SyntheticResult s = synthetic(synthetic_entries, synthetic_path, reps);
@@ -674,11 +747,14 @@ int main(int argc, char **argv) try {
   std::printf("   find_kernel, median of %zu random keys: hit, first use %.2f us; hit, warm "
               "%.2f us; miss %.2f us\n",
               s.lookups, s.hit_first_us, s.hit_warm_us, s.miss_us);
+  std::printf("   find_named_kernel, the same kernels by name: first use %.2f us; warm %.2f us\n",
+              s.by_name_first_us, s.by_name_warm_us);
   json.push_back(fmt::format(
-      R"({{"bench": "synthetic_bundle", "entries": {}, "file_bytes": {}, "write_ms": {}, "open_ms": {}, "open_min_ms": {}, "open_max_ms": {}, "cold_open_ms": {}, "lookups": {}, "hit_first_use_us": {}, "hit_warm_us": {}, "miss_us": {}}})",
+      R"({{"bench": "synthetic_bundle", "entries": {}, "file_bytes": {}, "write_ms": {}, "open_ms": {}, "open_min_ms": {}, "open_max_ms": {}, "cold_open_ms": {}, "lookups": {}, "hit_first_use_us": {}, "hit_warm_us": {}, "miss_us": {}, "by_name_first_use_us": {}, "by_name_warm_us": {}}})",
       s.entries, s.file_bytes, json_number(s.write_ms), json_number(s.open_ms),
       json_number(s.open_min_ms), json_number(s.open_max_ms), json_number(s.cold_open_ms),
-      s.lookups, json_number(s.hit_first_us), json_number(s.hit_warm_us), json_number(s.miss_us)));
+      s.lookups, json_number(s.hit_first_us), json_number(s.hit_warm_us), json_number(s.miss_us),
+      json_number(s.by_name_first_us), json_number(s.by_name_warm_us)));
 
   if (lavapipe) {
     std::vector<FirstResultRow> first = first_result(bundle_path, reps);

@@ -25,6 +25,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <set>
@@ -63,9 +64,6 @@ bool key_less(const fb::EntryRef &a, uint64_t high, uint64_t low) {
   return a.key_high() < high || (a.key_high() == high && a.key_low() < low);
 }
 
-/// The FlatBuffers verifier checks a vector's length field for alignment, not its elements: a
-/// crafted index could place the 8-byte EntryRef structs off their alignment.
-/// (An empty table is never read, and the builder does not align one.)
 /// `n` rounded up to a multiple of kEntryAlignment: where the part after one ending at `n` starts.
 constexpr uint64_t padded_to_entry_alignment(uint64_t n) {
   return (n + kEntryAlignment - 1) / kEntryAlignment * kEntryAlignment;
@@ -81,9 +79,40 @@ bool zero_padding(const uint8_t *file, uint64_t end, uint64_t file_bytes) {
   return std::all_of(file + end, file + padded, [](uint8_t b) { return b == 0; });
 }
 
+/// The FlatBuffers verifier checks a vector's length field for alignment, not its elements: a
+/// crafted index could place the 8-byte EntryRef or NameRef structs off their alignment.
+/// (An empty table is never read, and the builder does not align one.)
+template <class Struct> bool structs_aligned(const flatbuffers::Vector<const Struct *> &table) {
+  return table.size() == 0 || reinterpret_cast<uintptr_t>(table.Data()) % alignof(Struct) == 0;
+}
+
 bool entries_aligned(const fb::Index *index) {
-  return index->entries()->size() == 0 ||
-         reinterpret_cast<uintptr_t>(index->entries()->Data()) % alignof(fb::EntryRef) == 0;
+  return structs_aligned(*index->entries());
+}
+
+bool name_less(const fb::NameRef &a, const fb::NameRef &b) {
+  return a.key() < b.key() || (a.key() == b.key() && a.entry() < b.entry());
+}
+
+/// A kernel library's kernel's key in Index.names: XXH3-64 of the library, kernel name,
+/// configuration and options, each followed by a 0 byte.
+uint64_t name_key(std::string_view library, std::string_view kernel, std::string_view configuration,
+                  std::string_view options) {
+  char small[256];
+  std::string large;
+  const size_t size = library.size() + kernel.size() + configuration.size() + options.size() + 4;
+  char *bytes = small;
+  if (size > sizeof small) {
+    large.resize(size);
+    bytes = large.data();
+  }
+  char *at = bytes;
+  for (std::string_view part : {library, kernel, configuration, options}) {
+    std::memcpy(at, part.data(), part.size());
+    at[part.size()] = '\0';
+    at += part.size() + 1;
+  }
+  return XXH3_64bits(bytes, size);
 }
 
 std::string_view view(const flatbuffers::String *s) {
@@ -323,6 +352,18 @@ std::string serialize_bundle(const BundleContents &contents) {
       throw Error(ErrorKind::InvalidArgument,
                   fmt::format("two tuning records for '{}': merge them first", tuning[i]->key));
 
+  if (keyed.size() > std::numeric_limits<uint32_t>::max())
+    throw Error(ErrorKind::InvalidArgument,
+                fmt::format("{} entries: a bundle holds at most 2^32 - 1", keyed.size()));
+  std::vector<fb::NameRef> names; // kernels by (library, name, configuration, options)
+  for (size_t i = 0; i < keyed.size(); ++i) {
+    const Entry &e = *keyed[i].entry;
+    if (!e.library.empty())
+      names.emplace_back(name_key(e.library, e.name, e.configuration, e.options),
+                         static_cast<uint32_t>(i), 0);
+  }
+  std::sort(names.begin(), names.end(), name_less);
+
   std::vector<std::string> blobs;
   blobs.reserve(keyed.size());
   for (const Keyed &k : keyed)
@@ -353,7 +394,7 @@ std::string serialize_bundle(const BundleContents &contents) {
                                                 : m.cubecc_version),
         m.created_unix, b.CreateString(m.created_host), b.CreateString(m.created_by),
         b.CreateVectorOfStrings(m.targets), b.CreateVector(toolkits), b.CreateVectorOfStructs(refs),
-        b.CreateVector(records)));
+        b.CreateVector(records), b.CreateVectorOfStructs(names)));
     return std::string(reinterpret_cast<const char *>(b.GetBufferPointer()), b.GetSize());
   };
   auto align = padded_to_entry_alignment;
@@ -725,6 +766,19 @@ void Bundle::check() {
     if (i > 0 && !key_less(*entries.Get(i - 1), e->key_high(), e->key_low()))
       fail(fmt::format("the index is not sorted at entry {}", i));
   }
+  if (const auto *names = idx->names()) {
+    if (!structs_aligned(*names))
+      fail("the index's name table is misaligned");
+    for (flatbuffers::uoffset_t i = 0; i < names->size(); ++i) {
+      const fb::NameRef *n = names->Get(i);
+      if (n->entry() >= entries.size() || n->reserved() != 0)
+        fail(fmt::format("name {} of the index refers to entry {} of {}{}", i, n->entry(),
+                         entries.size(),
+                         n->reserved() != 0 ? " and its reserved field is not 0" : ""));
+      if (i > 0 && !name_less(*names->Get(i - 1), *n))
+        fail(fmt::format("the index's name table is not sorted at name {}", i));
+    }
+  }
   if (idx->tuning())
     for (flatbuffers::uoffset_t i = 0; i < idx->tuning()->size(); ++i) {
       const fb::Tuning *t = idx->tuning()->Get(i);
@@ -861,6 +915,42 @@ Bundle::find_named_kernel(std::string_view library, std::string_view kernel,
     result.lookup.why = std::move(changed);
     return result;
   }
+  auto serve = [&](const fb::Entry *e) {
+    result.entry_found = true;
+    result.hash = {e->hash_high(), e->hash_low()};
+    if (e->parameter_names())
+      for (const flatbuffers::String *p : *e->parameter_names())
+        result.parameter_names.emplace_back(view(p));
+    result.library_build = std::string(view(e->library_build()));
+    result.lookup = find_kernel(result.hash, options, targets);
+  };
+  // The name table points at the entry: only that one is verified (a lookup in a bundle of
+  // thousands of kernels reads no other). It is only a guide: the entry's own strings decide.
+  if (const auto *names = fb::GetIndex(index())->names()) {
+    const uint64_t key = name_key(library, kernel, configuration, options);
+    size_t lo = 0, hi = names->size();
+    while (lo < hi) {
+      size_t mid = lo + (hi - lo) / 2;
+      if (names->Get(static_cast<flatbuffers::uoffset_t>(mid))->key() < key)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    for (; lo < names->size() && names->Get(static_cast<flatbuffers::uoffset_t>(lo))->key() == key;
+         ++lo) {
+      size_t i = names->Get(static_cast<flatbuffers::uoffset_t>(lo))->entry();
+      if (!verify_entry(i).empty())
+        continue; // damaged: the scan below says so if nothing else serves
+      const auto *e = flatbuffers::GetRoot<fb::Entry>(data_ + entry_offset(i));
+      if (view(e->library()) == library && view(e->name()) == kernel &&
+          view(e->configuration()) == configuration && view(e->options()) == options) {
+        serve(e);
+        return result;
+      }
+    }
+  }
+  // Not in the name table (or a bundle without one): every entry, to find it or to say what the
+  // bundle holds instead.
   std::vector<std::string> libraries, same_library;
   std::string damaged;
   for (size_t i = 0; i < num_entries(); ++i) {
@@ -883,13 +973,7 @@ Bundle::find_named_kernel(std::string_view library, std::string_view kernel,
                                          view(e->options())));
       continue;
     }
-    result.entry_found = true;
-    result.hash = {e->hash_high(), e->hash_low()};
-    if (e->parameter_names())
-      for (const flatbuffers::String *p : *e->parameter_names())
-        result.parameter_names.emplace_back(view(p));
-    result.library_build = std::string(view(e->library_build()));
-    result.lookup = find_kernel(result.hash, options, targets);
+    serve(e);
     return result;
   }
   std::string has;

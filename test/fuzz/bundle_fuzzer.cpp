@@ -50,6 +50,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (bundle->find_tuning(t.key) != t.record)
       broken("a listed tuning record is found by its key");
   bundle->find_tuning("");
+  bundle->find_named_kernel("examples", "axpy", "", "-O2", {});
   for (size_t i = 0; i < bundle->num_entries(); ++i) {
     std::string error;
     std::optional<environments::Entry> entry = bundle->read_entry(i, error);
@@ -64,6 +65,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     runtime::EnvironmentLookup found = bundle->find_kernel(entry->hash, entry->options, targets);
     if (found.outcome == runtime::EnvironmentLookup::Hit && found.binary.target.format.empty())
       broken("a hit names its binary's format");
+    // By name (the index's name table, then a scan): a sound entry is always found.
+    if (!entry->library.empty() &&
+        !bundle
+             ->find_named_kernel(entry->library, entry->name, entry->configuration, entry->options,
+                                 targets)
+             .entry_found)
+      broken("a sound entry is found by its name");
     // A Vulkan device compares what the SPIR-V relies on with its own features (fingerprints
     // read back from the file): a hit's record reads back and asks nothing the device lacks.
     static const codegen::TargetFeatures device = codegen::TargetFeatures::vulkan_baseline();

@@ -23,6 +23,7 @@ environments::Entry entry(uint64_t hash, const std::string &name, const std::str
   e.options = "-O2";
   e.name = name;
   e.configuration = "width=1";
+  e.library = "examples"; // so that the index has a name table
   codegen::KernelAbi abi;
   abi.name = name;
   abi.workgroup_size = {256, 1, 1};

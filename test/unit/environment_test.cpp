@@ -22,7 +22,10 @@
 #include "spirv_test_support.h"
 #include "toolkit_support.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -610,6 +613,91 @@ TEST(NamedKernels, a_bundle_for_another_device_cannot_serve_the_kernel_by_name) 
                           message),
             runtime::ErrorKind::Environment);
   EXPECT_NE(message.find("cannot run on this device (interp"), std::string::npos) << message;
+}
+
+TEST(NamedKernels, the_index_name_table_finds_every_kernel_and_a_lying_one_changes_nothing) {
+  // 300 kernels by (library, name, configuration, options), in fours alike but for the library
+  // or the options.
+  auto module = traced_examples();
+  std::string build_id;
+  environments::BundleContents built = build_library(*module, {"interp"}, build_id);
+  const environments::Entry *axpy = nullptr;
+  for (const environments::Entry &e : built.entries)
+    if (e.name == "axpy")
+      axpy = &e;
+  ASSERT_NE(axpy, nullptr);
+  environments::BundleContents contents;
+  contents.metadata = built.metadata;
+  struct Wanted {
+    std::string library, configuration, options;
+    ir::Hash128 hash;
+  };
+  std::vector<Wanted> wanted;
+  for (uint64_t i = 0; i < 300; ++i) {
+    environments::Entry e = *axpy;
+    e.hash = {i + 1, 0x5eed};
+    e.library = i % 2 == 0 ? "examples" : "other";
+    e.configuration = fmt::format("c{}", i / 4);
+    e.options = i / 2 % 2 == 0 ? "-O2" : "-O0";
+    wanted.push_back({e.library, e.configuration, e.options, e.hash});
+    contents.entries.push_back(std::move(e));
+  }
+  const std::string bytes = environments::serialize_bundle(contents);
+  auto bundle = environments::Bundle::from_bytes(bytes, "names.cubeenv");
+  for (const Wanted &w : wanted) {
+    runtime::NamedKernelLookup found =
+        bundle->find_named_kernel(w.library, "axpy", w.configuration, w.options, {&kInterp, 1});
+    EXPECT_EQ(found.lookup.outcome, runtime::EnvironmentLookup::Hit) << found.lookup.why;
+    EXPECT_EQ(found.hash, w.hash) << w.library << " " << w.configuration << " " << w.options;
+  }
+  EXPECT_EQ(
+      bundle->find_named_kernel("examples", "axpy", "c1000", "-O2", {&kInterp, 1}).lookup.outcome,
+      runtime::EnvironmentLookup::Miss);
+
+  // The name table as docs/bundle-format.md says: {XXH3-64 of "library\0kernel\0configuration\0
+  // options\0", the entry's position, 0}.
+  const Wanted &w = wanted[7];
+  const std::string named =
+      w.library + '\0' + "axpy" + '\0' + w.configuration + '\0' + w.options + '\0';
+  const uint64_t key = XXH3_64bits(named.data(), named.size());
+  size_t at = std::string::npos;
+  for (size_t i = 0; i + 16 <= bytes.size(); i += 8)
+    if (std::memcmp(bytes.data() + i, &key, 8) == 0) {
+      EXPECT_EQ(at, std::string::npos) << "the key is in the file twice";
+      at = i;
+    }
+  ASSERT_NE(at, std::string::npos) << "the name table does not hold the key the docs give";
+  uint32_t entry = 0, reserved = 1;
+  std::memcpy(&entry, bytes.data() + at + 8, 4);
+  std::memcpy(&reserved, bytes.data() + at + 12, 4);
+  EXPECT_EQ(reserved, 0u);
+  std::string error;
+  std::optional<environments::Entry> pointed = bundle->read_entry(entry, error);
+  ASSERT_TRUE(pointed) << error;
+  EXPECT_EQ(pointed->hash, w.hash);
+
+  // Damage behind valid checksums: a position past the entries, or a reserved field in use, is
+  // refused at open; a name pointing at another kernel's entry only costs the scan.
+  auto patched = [&](size_t offset, uint32_t value) {
+    std::string copy = bytes;
+    std::memcpy(copy.data() + offset, &value, 4);
+    return environments::reseal_for_testing(std::move(copy));
+  };
+  std::string message;
+  try {
+    environments::Bundle::from_bytes(patched(at + 8, 300), "names.cubeenv");
+    ADD_FAILURE() << "a name pointing past the entries was accepted";
+  } catch (const runtime::Error &e) {
+    message = e.what();
+  }
+  EXPECT_NE(message.find("refers to entry 300 of 300"), std::string::npos) << message;
+  EXPECT_THROW(environments::Bundle::from_bytes(patched(at + 12, 1), "names.cubeenv"),
+               runtime::Error);
+  auto lying = environments::Bundle::from_bytes(patched(at + 8, entry == 0 ? 1 : 0), "lying");
+  runtime::NamedKernelLookup found =
+      lying->find_named_kernel(w.library, "axpy", w.configuration, w.options, {&kInterp, 1});
+  EXPECT_EQ(found.lookup.outcome, runtime::EnvironmentLookup::Hit) << found.lookup.why;
+  EXPECT_EQ(found.hash, w.hash);
 }
 
 TEST(NamedKernels, the_library_build_changes_with_any_kernel_and_not_with_their_order) {

@@ -188,9 +188,11 @@ public:
   const std::string &name() const override { return name_; }
   /// signature_refusal with the keys `options` trust (trusted_keys, $CUBECC_TRUSTED_KEYS).
   std::string refusal(const runtime::EnvironmentOptions &options) const override;
-  /// Scans the entries (O(entries): each is verified once, its binaries are not copied) for the
-  /// kernel `kernel` of `library` with `configuration`, compiled with `options`; then answers as
-  /// find_kernel does for its hash. A miss says what the bundle holds for that library.
+  /// Finds the kernel `kernel` of `library` with `configuration`, compiled with `options`,
+  /// through the index's name table (a binary search; that entry alone is verified, its binaries
+  /// are not copied); then answers as find_kernel does for its hash. A miss, or a bundle without
+  /// a name table, scans every entry (each verified once) and says what the bundle holds for
+  /// that library.
   runtime::NamedKernelLookup
   find_named_kernel(std::string_view library, std::string_view kernel,
                     std::string_view configuration, std::string_view options,
