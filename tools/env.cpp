@@ -243,8 +243,9 @@ bool provenance_metadata(const ProvenanceOptions &options, environments::Metadat
   } else if (!options.created_at.empty()) {
     provenance.created_unix = environments::parse_unix_seconds(options.created_at);
     if (!provenance.created_unix) {
-      std::cerr << fmt::format("cubecc: error: --created-at '{}': give seconds since 1970 "
-                               "(e.g. git log -1 --format=%ct) or 'now'\n",
+      std::cerr << fmt::format("cubecc: error: --created-at '{}': give seconds since 1970, up "
+                               "to the end of year 9999 (e.g. git log -1 --format=%ct), or "
+                               "'now'\n",
                                shown(options.created_at));
       return false;
     }
@@ -286,10 +287,15 @@ int env_inspect_command(const std::string &path, bool json) {
     std::cerr << fmt::format("cubecc: error: {}: {}\n", path, fmt::join(damage, ", "));
     return kUserError;
   };
-  std::string created = m.created_unix == 0
-                            ? std::string("an unrecorded time")
-                            : fmt::format("{:%Y-%m-%d %H:%M:%S} UTC",
-                                          fmt::gmtime(static_cast<std::time_t>(m.created_unix)));
+  // A time no cubecc records (negative, or after year 9999) is a damaged or foreign index:
+  // shown as a number, never given to gmtime.
+  const bool dated = m.created_unix > 0 && m.created_unix <= environments::kLatestUnixSeconds;
+  std::string created =
+      dated ? fmt::format("{:%Y-%m-%d %H:%M:%S} UTC",
+                          fmt::gmtime(static_cast<std::time_t>(m.created_unix)))
+      : m.created_unix == 0
+          ? std::string("an unrecorded time")
+          : fmt::format("an invalid time ({} seconds since 1970)", m.created_unix);
 
   if (json) {
     nlohmann::json out;
@@ -298,7 +304,7 @@ int env_inspect_command(const std::string &path, bool json) {
     out["format_version"] = bundle->format_version();
     out["cubecc_version"] = m.cubecc_version;
     out["created"] = {{"unix", m.created_unix},
-                      {"utc", m.created_unix == 0 ? nlohmann::json() : nlohmann::json(created)},
+                      {"utc", dated ? nlohmann::json(created) : nlohmann::json()},
                       {"host", m.created_host},
                       {"by", m.created_by}};
     out["targets"] = m.targets;

@@ -245,7 +245,11 @@ cubecc_status adopt(const char *function, cubecc_runtime runtime, rt::ExternalMe
     if (count == 0)
       fail(CUBECC_ERROR_INVALID_ARGUMENT,
            fmt::format("{}: count is 0: adopted memory must hold at least one element", function));
-    memory.bytes = uint64_t(count) * (ir::scalar_bits(scalar) / 8);
+    if (__builtin_mul_overflow(uint64_t(count), uint64_t(ir::scalar_bits(scalar) / 8),
+                               &memory.bytes))
+      fail(CUBECC_ERROR_INVALID_ARGUMENT,
+           fmt::format("{}: {} elements of {} are more than 2^64 bytes", function, count,
+                       ir::scalar_name(scalar)));
     std::function<void()> callback;
     if (release)
       callback = [release, user_data] { release(user_data); };
@@ -403,12 +407,20 @@ ImportedTensor import_dlpack(rt::Runtime &r, DLManagedTensor *tensor, const char
   if (t.ndim < 0 || (t.ndim > 0 && !t.shape))
     fail(CUBECC_ERROR_INVALID_ARGUMENT, fmt::format("{}: the tensor has {} dimensions and {} shape",
                                                     function, t.ndim, t.shape ? "a" : "no"));
+  // Sizes from a foreign tensor: every product and sum below is checked (a shape whose
+  // element count overflows must not become a small buffer that launches index past).
+  auto too_large = [&] {
+    fail(CUBECC_ERROR_INVALID_ARGUMENT,
+         fmt::format("{}: the tensor's shape{} reaches more than 2^64 bytes", function,
+                     t.strides && strided ? " and strides" : ""));
+  };
   uint64_t count = 1;
   for (int d = 0; d < t.ndim; ++d) {
     if (t.shape[d] < 0)
       fail(CUBECC_ERROR_INVALID_ARGUMENT,
            fmt::format("{}: dimension {} of the tensor is negative ({})", function, d, t.shape[d]));
-    count *= static_cast<uint64_t>(t.shape[d]);
+    if (__builtin_mul_overflow(count, static_cast<uint64_t>(t.shape[d]), &count))
+      too_large();
   }
   std::vector<uint64_t> shape(static_cast<size_t>(t.ndim)), strides(shape.size());
   for (int d = 0; d < t.ndim; ++d)
@@ -422,10 +434,13 @@ ImportedTensor import_dlpack(rt::Runtime &r, DLManagedTensor *tensor, const char
              fmt::format("{}: dimension {} of the tensor has a negative stride ({})", function, d,
                          t.strides[d]));
       strides[d] = static_cast<uint64_t>(t.strides[d]);
-      last += t.shape[d] ? (shape[d] - 1) * strides[d] : 0;
+      uint64_t reach = 0;
+      if (t.shape[d] && (__builtin_mul_overflow(shape[d] - 1, strides[d], &reach) ||
+                         __builtin_add_overflow(last, reach, &last)))
+        too_large();
     }
-    if (count != 0)
-      count = last + 1;
+    if (count != 0 && __builtin_add_overflow(last, uint64_t(1), &count))
+      too_large();
   } else if (t.strides) {
     int64_t expected = 1;
     for (int d = t.ndim - 1; d >= 0; --d) {
@@ -434,7 +449,8 @@ ImportedTensor import_dlpack(rt::Runtime &r, DLManagedTensor *tensor, const char
              fmt::format("{}: the tensor is not compact: dimension {} has stride {}, a "
                          "row-major tensor of this shape has {} (make it contiguous first)",
                          function, d, t.strides[d], expected));
-      expected *= t.shape[d];
+      if (__builtin_mul_overflow(expected, t.shape[d], &expected))
+        too_large();
     }
   }
   if (count == 0)
@@ -443,13 +459,18 @@ ImportedTensor import_dlpack(rt::Runtime &r, DLManagedTensor *tensor, const char
                      function));
   if (!t.data)
     fail(CUBECC_ERROR_INVALID_ARGUMENT, fmt::format("{}: the tensor's data is NULL", function));
-  uint64_t bytes = count * (t.dtype.bits / 8);
+  uint64_t bytes = 0;
+  if (__builtin_mul_overflow(count, uint64_t(t.dtype.bits / 8), &bytes))
+    too_large();
   rt::ExternalMemory memory;
   if (kind == rt::ExternalMemory::Kind::Vulkan) {
     memory = rt::ExternalMemory::vulkan(reinterpret_cast<uintptr_t>(t.data), t.byte_offset, bytes);
   } else {
     memory.kind = kind;
-    memory.handle = reinterpret_cast<uintptr_t>(t.data) + t.byte_offset;
+    if (__builtin_add_overflow(reinterpret_cast<uintptr_t>(t.data), t.byte_offset, &memory.handle))
+      fail(CUBECC_ERROR_INVALID_ARGUMENT,
+           fmt::format("{}: the tensor's byte_offset {} wraps around the address space", function,
+                       t.byte_offset));
     memory.bytes = bytes;
   }
   if (!t.strides || !strided)
@@ -1033,6 +1054,13 @@ cubecc_status cubecc_launch(cubecc_runtime runtime, cubecc_kernel kernel, const 
            fmt::format("{}: kernel '{}' was loaded on another runtime (load it on this one with "
                        "cubecc_library_kernel)",
                        function, kernel->name));
+    // Every argument binds one IR parameter or more: more arguments than parameters is wrong
+    // whatever they are (and the array is not read past what the kernel can take).
+    if (num_args > kernel->parameter_names.size())
+      fail(CUBECC_ERROR_INVALID_ARGUMENT,
+           fmt::format("launch of kernel '{}': {} argument(s) given, the kernel has {} "
+                       "parameter(s)",
+                       kernel->name, num_args, kernel->parameter_names.size()));
     std::vector<rt::ArgumentValue> values;
     values.reserve(num_args);
     for (size_t i = 0; i < num_args; ++i) {

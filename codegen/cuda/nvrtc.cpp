@@ -34,7 +34,7 @@ namespace cubecc::codegen {
 namespace cuda_detail {
 
 std::optional<CudaArch> parse_cuda_arch(const std::string &arch) {
-  if (!arch.starts_with("sm_") || arch.size() < 5)
+  if (!arch.starts_with("sm_") || arch.size() < 5 || arch[3] == '0')
     return std::nullopt;
   CudaArch out;
   size_t i = 3;
@@ -46,7 +46,10 @@ std::optional<CudaArch> parse_cuda_arch(const std::string &arch) {
   if (i - 3 < 2)
     return std::nullopt;
   out.suffix = arch.substr(i);
-  if (!out.suffix.empty() && out.suffix != "a" && out.suffix != "f")
+  // Arch-specific ('a') targets exist from sm_90 on, family ('f') targets from sm_100 on: NVRTC
+  // refuses sm_80a, and the PTX would silently say sm_80.
+  if (!out.suffix.empty() && !(out.suffix == "a" && out.number >= 90) &&
+      !(out.suffix == "f" && out.number >= 100))
     return std::nullopt;
   return out;
 }
@@ -244,7 +247,8 @@ bool check_cuda_archs(const std::vector<std::string> &archs, std::vector<ir::Dia
                         0,
                         0,
                         fmt::format("target 'cuda:{}': '{}' is not a CUDA architecture (sm_NN, "
-                                    "sm_NNa or sm_NNf, e.g. sm_80, sm_90a)",
+                                    "e.g. sm_80, sm_90; arch-specific sm_NNa from sm_90a; "
+                                    "family sm_NNf from sm_100f)",
                                     arch, arch),
                         {}});
       return false;

@@ -295,7 +295,8 @@ ir::Hash128 entry_key(const ir::Hash128 &hash, std::string_view options) {
 std::optional<int64_t> parse_unix_seconds(std::string_view text) {
   int64_t seconds = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
-  if (ec != std::errc() || end != text.data() + text.size() || seconds < 0)
+  if (ec != std::errc() || end != text.data() + text.size() || seconds < 0 ||
+      seconds > kLatestUnixSeconds)
     return std::nullopt;
   return seconds;
 }
@@ -308,11 +309,13 @@ Metadata current_metadata(std::string created_by, const Provenance &provenance) 
   } else if (const char *epoch = std::getenv("SOURCE_DATE_EPOCH"); epoch && *epoch) {
     std::optional<int64_t> seconds = parse_unix_seconds(epoch);
     if (!seconds)
-      throw runtime::Error(runtime::ErrorKind::InvalidArgument,
-                           fmt::format("SOURCE_DATE_EPOCH is '{}', not a number of seconds since "
-                                       "1970; set it to one (e.g. the last commit's time: git "
-                                       "log -1 --format=%ct) or unset it",
-                                       epoch));
+      throw runtime::Error(
+          runtime::ErrorKind::InvalidArgument,
+          fmt::format(
+              "SOURCE_DATE_EPOCH is '{}', not a number of seconds since "
+              "1970 up to the end of year 9999; set it to one (e.g. the last commit's time: git "
+              "log -1 --format=%ct) or unset it",
+              epoch));
     m.created_unix = *seconds;
   }
   if (provenance.record_host) {

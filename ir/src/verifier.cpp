@@ -168,6 +168,7 @@ private:
 
   void verify_kernel(const Kernel &k) {
     size_t errors_before = diags_.size();
+    local_bytes_ = 0;
     const auto &wg = k.workgroup_size();
     uint64_t invocations = uint64_t{wg[0]} * wg[1] * wg[2]; // meaningful once each dim <= 1024
     if (wg[0] == 0 || wg[1] == 0 || wg[2] == 0)
@@ -599,6 +600,17 @@ private:
       if (role != RegionRole::KernelBody)
         return error(&op, "must be at the top level of the kernel body (memory is allocated "
                           "once per workgroup or invocation, not per branch or iteration)");
+      if (want == TypeKind::Local) {
+        // Every invocation holds its own copy: a kernel over the limit would fail at launch on
+        // every device (out of memory, or no code at all), so it is refused here.
+        const uint64_t before = local_bytes_;
+        local_bytes_ += result().array_bytes();
+        if (before <= kMaxLocalBytes && local_bytes_ > kMaxLocalBytes)
+          return error(&op, fmt::format("the kernel's local arrays reach {} bytes per invocation "
+                                        "with this one; the limit is {} (512 KiB, CUDA's local "
+                                        "memory): keep large arrays in shared memory or a buffer",
+                                        local_bytes_, kMaxLocalBytes));
+      }
       return;
     }
     case Signature::Builtin3:
@@ -900,6 +912,8 @@ private:
   const Kernel *kernel_ = nullptr;
   std::vector<Diagnostic> diags_;
   detail::ValueFlags visible_;
+  /// The bytes of the local arrays met so far in the kernel being verified.
+  uint64_t local_bytes_ = 0;
 };
 
 } // namespace

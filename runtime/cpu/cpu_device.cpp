@@ -281,8 +281,7 @@ public:
     info_.device_class = DeviceClass::Cpu;
     info_.features = codegen::cpu_features(level_);
     info_.subgroup_size = info_.features.subgroup_size;
-    long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
-    info_.max_buffer_bytes = pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 1ull << 40;
+    info_.max_buffer_bytes = host_memory_bytes();
     info_.timestamp_period_ns = 1;
   }
 

@@ -117,14 +117,24 @@ public:
     f.max_param_block_bytes = 4096;
     f.max_workgroup_invocations = kMaxWorkgroupInvocations;
     f.max_workgroup_size[0] = f.max_workgroup_size[1] = f.max_workgroup_size[2] = kMaxWorkgroupSize;
-    info_.max_buffer_bytes = uint64_t(1) << 40;
+    info_.max_buffer_bytes = host_memory_bytes();
     info_.timestamp_period_ns = 0; // the times reported are host times
   }
 
   const DeviceInfo &info() const override { return info_; }
 
   DeviceMemory allocate(uint64_t bytes) override {
-    auto *memory = new HostMemory{nullptr, std::vector<uint8_t>(bytes)};
+    if (bytes > info_.max_buffer_bytes)
+      throw Error(ErrorKind::OutOfMemory,
+                  fmt::format("interp: out of memory: {} bytes are more than the host's {}", bytes,
+                              info_.max_buffer_bytes));
+    HostMemory *memory = nullptr;
+    try {
+      memory = new HostMemory{nullptr, std::vector<uint8_t>(bytes)};
+    } catch (const std::bad_alloc &) {
+      throw Error(ErrorKind::OutOfMemory,
+                  fmt::format("interp: out of memory: {} bytes could not be allocated", bytes));
+    }
     memory->data = memory->owned.data();
     return DeviceMemory{memory, bytes};
   }

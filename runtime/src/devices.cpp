@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <unistd.h>
 
 namespace cubecc::runtime {
 
@@ -95,6 +96,11 @@ std::unique_ptr<Device> open_device(const std::string &name) {
   }
   throw Error(ErrorKind::NoDevice,
               fmt::format("no device: unknown device '{}' (known: {})", wanted, known));
+}
+
+uint64_t host_memory_bytes() {
+  long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : uint64_t(1) << 40;
 }
 
 } // namespace cubecc::runtime

@@ -305,7 +305,21 @@ Buffer StreamState::allocate(ir::Scalar element, size_t count) {
   if (element == ir::Scalar::Bool)
     throw Error(ErrorKind::InvalidArgument,
                 "cannot allocate a buffer of bool: buffers hold numbers (use u8 or u32)");
-  uint64_t bytes = uint64_t(count) * (ir::scalar_bits(element) / 8);
+  const uint64_t element_bytes = ir::scalar_bits(element) / 8;
+  uint64_t bytes = 0;
+  if (__builtin_mul_overflow(uint64_t(count), element_bytes, &bytes))
+    throw Error(ErrorKind::InvalidArgument,
+                fmt::format("allocate: {} elements of {} are more than 2^64 bytes", count,
+                            ir::scalar_name(element)));
+  const DeviceInfo &info = context->device->info();
+  if (info.max_buffer_bytes && bytes > info.max_buffer_bytes)
+    throw Error(
+        ErrorKind::OutOfMemory,
+        fmt::format(
+            "allocate: out of memory: {} elements of {} ({} bytes) are more than the largest "
+            "buffer of {} ({}), {} bytes",
+            count, ir::scalar_name(element), bytes, info.backend, info.name,
+            info.max_buffer_bytes));
   Buffer b;
   b.memory_ = context->pool->acquire(bytes, pool_id);
   b.pool_ = context->pool;
@@ -867,6 +881,13 @@ Buffer Runtime::adopt_memory(const ExternalMemory &memory, ir::Scalar element,
                             "({} bytes each)",
                             memory.bytes, what, ir::scalar_name(element), element_bytes));
   bool is_pointer = memory.kind != ExternalMemory::Kind::Vulkan;
+  if (uint64_t end = 0; __builtin_add_overflow(is_pointer ? uint64_t(memory.handle) : memory.offset,
+                                               memory.bytes, &end))
+    throw Error(ErrorKind::InvalidArgument,
+                fmt::format("adopt_memory: {} bytes at {} {:#x} wrap around the end of the "
+                            "address space",
+                            memory.bytes, is_pointer ? what : "the VkBuffer offset",
+                            is_pointer ? memory.handle : memory.offset));
   if (is_pointer ? memory.handle % element_bytes : memory.offset % element_bytes)
     throw Error(ErrorKind::InvalidArgument,
                 fmt::format("adopt_memory: {} {:#x} is not aligned to the {} bytes of a {} "

@@ -17,6 +17,7 @@
 #include "vulkan_test_buffer.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -401,6 +402,41 @@ int main(int argc, char **argv) {
     }
     EXPECT_ERROR(cubecc_buffer_allocate(rt, CUBECC_DTYPE_BOOL, 4, &nobuffer),
                  CUBECC_ERROR_INVALID_ARGUMENT, "buffers cannot hold bool");
+
+    /* Hostile sizes and values (an adversarial review found each): a count whose bytes overflow
+     * (it once gave an 8-byte buffer that launches indexed far past), more than the device holds,
+     * enum values outside the enum, and an argument count no kernel has. */
+    EXPECT_ERROR(cubecc_buffer_allocate(rt, CUBECC_DTYPE_F64, SIZE_MAX / 8 + 2, &nobuffer),
+                 CUBECC_ERROR_INVALID_ARGUMENT, "elements of f64 are more than 2^64 bytes");
+    EXPECT_ERROR(cubecc_buffer_allocate(rt, CUBECC_DTYPE_F32, SIZE_MAX, &nobuffer),
+                 CUBECC_ERROR_INVALID_ARGUMENT, "more than 2^64 bytes");
+    EXPECT_ERROR(cubecc_buffer_allocate(rt, CUBECC_DTYPE_F64, (size_t)1 << 56, &nobuffer),
+                 CUBECC_ERROR_OUT_OF_MEMORY, "are more than the largest buffer of");
+    EXPECT_ERROR(cubecc_buffer_allocate(rt, (cubecc_dtype)1234, 4, &nobuffer),
+                 CUBECC_ERROR_INVALID_ARGUMENT, "1234 is not a cubecc_dtype");
+    EXPECT_ERROR(cubecc_buffer_allocate(rt, (cubecc_dtype)-5, 4, &nobuffer),
+                 CUBECC_ERROR_INVALID_ARGUMENT, "-5 is not a cubecc_dtype");
+    static float adopted_host[4];
+    EXPECT_ERROR(cubecc_buffer_adopt_host(rt, adopted_host, CUBECC_DTYPE_F32, SIZE_MAX / 2, NULL,
+                                          NULL, &nobuffer),
+                 vulkan ? CUBECC_ERROR_UNSUPPORTED : CUBECC_ERROR_INVALID_ARGUMENT,
+                 vulkan ? "host memory" : "more than 2^64 bytes");
+    if (!vulkan)
+      EXPECT_ERROR(cubecc_buffer_adopt_host(rt, (void *)(uintptr_t)(UINTPTR_MAX - 15),
+                                            CUBECC_DTYPE_F32, 1024, NULL, NULL, &nobuffer),
+                   CUBECC_ERROR_INVALID_ARGUMENT, "wrap around the end of the address space");
+    cubecc_arg odd_kind[7] = {buffer_arg(dx), u32_arg(N), u32_arg(1), buffer_arg(dy),
+                              u32_arg(N),     u32_arg(1), f32_arg(1)};
+    odd_kind[1].kind = (cubecc_arg_kind)77;
+    EXPECT_ERROR(cubecc_launch(rt, axpy, grid, odd_kind, 7), CUBECC_ERROR_INVALID_ARGUMENT,
+                 "kind 77 is not CUBECC_ARG_BUFFER");
+    odd_kind[1] = u32_arg(N);
+    odd_kind[1].dtype = (cubecc_dtype)-1;
+    EXPECT_ERROR(cubecc_launch(rt, axpy, grid, odd_kind, 7), CUBECC_ERROR_INVALID_ARGUMENT,
+                 "-1 is not a cubecc_dtype");
+    EXPECT_ERROR(cubecc_launch(rt, axpy, grid, six, SIZE_MAX), CUBECC_ERROR_INVALID_ARGUMENT,
+                 "argument(s) given, the kernel has 7 parameter(s)");
+    CHECK(nobuffer == NULL);
     EXPECT_ERROR(cubecc_buffer_write(rt, dy, y, sizeof y + 4), CUBECC_ERROR_INVALID_ARGUMENT,
                  "4004 bytes do not fit a buffer of 4000 bytes");
   }

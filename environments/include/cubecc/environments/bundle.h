@@ -110,7 +110,11 @@ struct Provenance {
 /// $SOURCE_DATE_EPOCH is needed but is not a non-negative number of seconds.
 Metadata current_metadata(std::string created_by, const Provenance &provenance = {});
 
-/// `text` as a creation time: a non-negative number of seconds since 1970, nothing else.
+/// The last second of year 9999 (UTC): the latest creation time a bundle records.
+inline constexpr int64_t kLatestUnixSeconds = 253402300799;
+
+/// `text` as a creation time: a number of seconds since 1970, from 0 to kLatestUnixSeconds,
+/// nothing else.
 std::optional<int64_t> parse_unix_seconds(std::string_view text);
 
 /// The file's bytes. Throws runtime::Error when two entries have the same key or two tuning

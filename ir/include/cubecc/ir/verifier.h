@@ -19,6 +19,10 @@
 
 namespace cubecc::ir {
 
+/// The most bytes a kernel's local arrays (local.alloc) may hold per invocation: 512 KiB, CUDA's
+/// local memory per thread, the smallest limit of the targets; the verifier refuses more.
+inline constexpr uint64_t kMaxLocalBytes = uint64_t(512) * 1024;
+
 /// All problems found in `module` (empty when it is well formed).
 std::vector<Diagnostic> verify(const Module &module, const SourceMap *source_map = nullptr);
 /// The problems of one kernel (of its module).

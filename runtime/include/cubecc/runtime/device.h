@@ -70,6 +70,10 @@ enum class DeviceClass : uint8_t { Gpu, Cpu, Software };
 /// "GPU", "CPU", "software".
 const char *device_class_name(DeviceClass c);
 
+/// The host's physical memory in bytes (1 TiB where the system does not say): the largest buffer
+/// a device that allocates host memory (interp, cpu) can hold.
+uint64_t host_memory_bytes();
+
 /// What a device can do, as reported by its driver.
 struct DeviceInfo {
   std::string backend; ///< "vulkan", "interp", "cuda", "hip", "cpu"
