@@ -26,6 +26,7 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <link.h>
 #include <sys/mman.h>
 #include <unistd.h>
 #if defined(__x86_64__)
@@ -54,6 +55,35 @@ constexpr uint64_t kAlignment = 64;
 constexpr size_t kWorkerStackBytes = size_t(32) << 20;
 
 std::atomic<uint64_t> compiles{0};
+
+/// Whether `bytes` at `address` lie inside one loaded segment of the object `map` describes,
+/// mapped with the access `flag` (PF_R, PF_X).
+bool segment_holds(const link_map *map, const void *address, size_t bytes, uint32_t flag) {
+  struct Query {
+    const link_map *map;
+    uintptr_t begin, end;
+    uint32_t flag;
+    bool found = false;
+  } query{map, reinterpret_cast<uintptr_t>(address), reinterpret_cast<uintptr_t>(address) + bytes,
+          flag};
+  ::dl_iterate_phdr(
+      [](dl_phdr_info *info, size_t, void *data) {
+        auto &q = *static_cast<Query *>(data);
+        if (info->dlpi_addr != q.map->l_addr || !info->dlpi_name || !q.map->l_name ||
+            std::strcmp(info->dlpi_name, q.map->l_name) != 0)
+          return 0;
+        for (ElfW(Half) i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr) &p = info->dlpi_phdr[i];
+          uintptr_t begin = info->dlpi_addr + p.p_vaddr, end = begin + p.p_memsz;
+          if (p.p_type == PT_LOAD && (p.p_flags & q.flag) && q.begin >= begin && q.end <= end &&
+              q.begin < q.end)
+            q.found = true;
+        }
+        return 1;
+      },
+      &query);
+  return query.found;
+}
 
 //===- The host ------------------------------------------------------------------------------===//
 
@@ -603,29 +633,43 @@ private:
                   fmt::format("cpu: kernel '{}': its object does not load: {}", name,
                               error ? error : "dlopen failed"));
     }
-    auto symbol = [&](const char *symbol_name) {
+    link_map *map = nullptr;
+    if (::dlinfo(kernel->handle, RTLD_DI_LINKMAP, &map) != 0 || !map)
+      throw Error(ErrorKind::Environment,
+                  fmt::format("cpu: kernel '{}': the loader does not describe its object", name));
+    // An export is read (or called) only where the object's own segments map it with that
+    // access: a damaged symbol table must not send this process to an arbitrary address.
+    auto symbol = [&](const char *symbol_name, size_t bytes, bool code) {
       ::dlerror();
       void *address = ::dlsym(kernel->handle, symbol_name);
       if (!address)
         throw Error(
             ErrorKind::Environment,
             fmt::format("cpu: kernel '{}': its object does not export {}", name, symbol_name));
+      if (!segment_holds(map, address, bytes, code ? PF_X : PF_R))
+        throw Error(ErrorKind::Environment,
+                    fmt::format("cpu: kernel '{}': its object's {} lies outside its {} segments "
+                                "(a damaged object): rebuild it",
+                                name, symbol_name, code ? "executable" : "readable"));
       return address;
     };
-    uint32_t version = *static_cast<const uint32_t *>(symbol(CUBECC_CPU_ABI_VERSION_SYMBOL));
+    uint32_t version =
+        *static_cast<const uint32_t *>(symbol(CUBECC_CPU_ABI_VERSION_SYMBOL, 4, false));
     if (version != CUBECC_CPU_ABI_VERSION)
       throw Error(ErrorKind::Environment,
                   fmt::format("cpu: kernel '{}': its object follows CPU ABI version {}, this "
                               "runtime calls version {}",
                               name, version, CUBECC_CPU_ABI_VERSION));
-    kernel->subgroup_size = *static_cast<const uint32_t *>(symbol(CUBECC_CPU_SUBGROUP_SIZE_SYMBOL));
+    kernel->subgroup_size =
+        *static_cast<const uint32_t *>(symbol(CUBECC_CPU_SUBGROUP_SIZE_SYMBOL, 4, false));
     uint32_t expected = codegen::cpu_features(level).subgroup_size;
     if (kernel->subgroup_size != expected)
       throw Error(ErrorKind::Environment,
                   fmt::format("cpu: kernel '{}': its object has subgroups of {} lanes, but {} "
                               "has {}",
                               name, kernel->subgroup_size, level, expected));
-    kernel->function = reinterpret_cast<cubecc_cpu_kernel_fn>(symbol(CUBECC_CPU_KERNEL_SYMBOL));
+    kernel->function =
+        reinterpret_cast<cubecc_cpu_kernel_fn>(symbol(CUBECC_CPU_KERNEL_SYMBOL, 1, true));
     return kernel;
   }
 
