@@ -45,18 +45,26 @@ std::string launch_shape_difference(const KernelAbi &actual, std::string_view ac
   if (a != e)
     return fmt::format("{}'s workgroup size ({}, {}, {}) is not {}'s ({}, {}, {})", actual_name,
                        a[0], a[1], a[2], expected_name, e[0], e[1], e[2]);
-  bool same = actual.num_buffers == expected.num_buffers &&
-              actual.param_block_bytes == expected.param_block_bytes &&
-              actual.params.size() == expected.params.size();
-  for (size_t i = 0; same && i < actual.params.size(); ++i) {
+  // The first difference, named: a parameter's type or place, then the counts.
+  auto slot = [](const ParamSlot &p) {
+    return p.kind == ParamSlot::Buffer ? fmt::format("{} at binding {}", p.type.str(), p.binding)
+                                       : fmt::format("{} at byte {} ({} bytes a lane)",
+                                                     p.type.str(), p.offset, p.lane_bytes);
+  };
+  for (size_t i = 0; i < std::min(actual.params.size(), expected.params.size()); ++i) {
     const ParamSlot &p = actual.params[i], &q = expected.params[i];
-    same = p.kind == q.kind && p.type == q.type && p.binding == q.binding && p.offset == q.offset &&
-           p.lane_bytes == q.lane_bytes;
+    if (p.kind != q.kind || p.type != q.type || p.binding != q.binding || p.offset != q.offset ||
+        p.lane_bytes != q.lane_bytes)
+      return fmt::format("{}'s parameter {} is {}, {}'s is {}", actual_name, i, slot(p),
+                         expected_name, slot(q));
   }
-  if (!same)
-    return fmt::format("{}'s parameters ({} buffers, {} bytes of values) are not {}'s ({} "
-                       "buffers, {} bytes)",
-                       actual_name, actual.num_buffers, actual.param_block_bytes, expected_name,
+  if (actual.params.size() != expected.params.size() ||
+      actual.num_buffers != expected.num_buffers ||
+      actual.param_block_bytes != expected.param_block_bytes)
+    return fmt::format("{}'s parameters ({}: {} buffers, {} bytes of values) are not {}'s ({}: "
+                       "{} buffers, {} bytes)",
+                       actual_name, actual.params.size(), actual.num_buffers,
+                       actual.param_block_bytes, expected_name, expected.params.size(),
                        expected.num_buffers, expected.param_block_bytes);
   return {};
 }

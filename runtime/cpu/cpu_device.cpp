@@ -708,6 +708,19 @@ std::string cpu_device_level(std::string *why) {
   return "";
 #else
   std::string level = codegen::host_cpu_level();
+  // A CUBECC_CPU_LEVEL the level does not follow (not a level, or above this CPU's) is said, as
+  // `compile --target cpu:native` says it, rather than silently ignored.
+  if (const char *env = std::getenv("CUBECC_CPU_LEVEL"); env && *env && level != env) {
+    if (why)
+      *why = level_rank(env) < 0
+                 ? fmt::format("CUBECC_CPU_LEVEL={} is not a CPU level (x86-64-v2, x86-64-v3, "
+                               "x86-64-v4): set one or unset it",
+                               env)
+                 : fmt::format("CUBECC_CPU_LEVEL={} is above this CPU's level ({}): set that or a "
+                               "lower one, or unset it",
+                               env, level);
+    return "";
+  }
   if (level_rank(level) < 0) {
     if (why)
       *why = level.empty() ? "this CPU is below x86-64-v2 (SSE4.2, POPCNT), the oldest level "
