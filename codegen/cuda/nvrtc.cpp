@@ -133,7 +133,10 @@ const Nvrtc &nvrtc() {
     }
     if (!lib)
       return n;
-    SymbolTable symbols(lib, CUBECC_NVRTC_SONAME);
+    // Named as loaded: the file CUBECC_NVRTC chose is the one whose symbols are missing.
+    const std::string loaded =
+        chosen && *chosen ? fmt::format("CUBECC_NVRTC={}", chosen) : CUBECC_NVRTC_SONAME;
+    SymbolTable symbols(lib, loaded.c_str());
     symbols.get(n->Version, "nvrtcVersion");
     symbols.get(n->GetErrorString, "nvrtcGetErrorString");
     symbols.get(n->GetNumSupportedArchs, "nvrtcGetNumSupportedArchs");
