@@ -23,6 +23,8 @@
 //===-----------------------------------------------------------------------------------------===//
 #include "llvm/lowering.h"
 
+#include "cubecc/codegen/cpu_abi.h"
+
 #include "cubecc/ir/subgroup_combine.h"
 
 #include <functional>
@@ -528,10 +530,12 @@ void Lowering::emit_entry() {
   // Parameters: buffers by binding; values from the parameter block (kernel_abi.h).
   unsigned binding = 0;
   uint32_t offset = 0;
+  std::string parameters; // cubecc_cpu_interface's part for them
   for (unsigned i = 0; i < kernel_.num_parameters(); ++i) {
     const ir::Value *p = kernel_.parameter(i);
     ir::Type t = p->type();
     if (t.kind() == ir::TypeKind::Buffer) {
+      parameters += fmt::format("; {} binding {}", t.str(), binding);
       MemInfo mem;
       mem.kind = MemInfo::Buffer;
       mem.element = t.element();
@@ -544,6 +548,7 @@ void Lowering::emit_entry() {
     }
     uint32_t lane_bytes = ir::scalar_bits(t.element()) == 64 ? 8 : 4;
     offset = (offset + lane_bytes - 1) / lane_bytes * lane_bytes;
+    parameters += fmt::format("; {} at {} x{}", t.str(), offset, lane_bytes);
     Parts parts;
     for (unsigned l = 0; l < t.lanes(); ++l) {
       Type *slot = B_.getIntNTy(lane_bytes * 8);
@@ -586,6 +591,9 @@ void Lowering::emit_entry() {
     }
     memory_[op->result()] = mem;
   }
+  const auto &wg = kernel_.workgroup_size();
+  interface_ = fmt::format("workgroup {} {} {}; shared {}{}", wg[0], wg[1], wg[2], shared_offset,
+                           parameters);
   plan_storage();
   // The workgroup loop: [first, end), x fastest.
   BasicBlock *header = block("workgroup"), *body = block("workgroup.body"), *done = block("done");
@@ -621,13 +629,19 @@ std::unique_ptr<llvm::Module> Lowering::run() {
   decide_shapes();
   assign_segments(kernel_.body());
   auto *i32 = llvm::Type::getInt32Ty(ctx_);
-  for (auto [name, value] : {std::pair<const char *, uint32_t>{"cubecc_cpu_abi_version", 1u},
-                             {"cubecc_cpu_subgroup_size", W_}}) {
+  for (auto [name, value] :
+       {std::pair<const char *, uint32_t>{CUBECC_CPU_ABI_VERSION_SYMBOL, CUBECC_CPU_ABI_VERSION},
+        {CUBECC_CPU_SUBGROUP_SIZE_SYMBOL, W_}}) {
     auto *g = new llvm::GlobalVariable(*module_, i32, true, llvm::GlobalValue::ExternalLinkage,
                                        llvm::ConstantInt::get(i32, value), name);
     g->setVisibility(llvm::GlobalValue::DefaultVisibility);
   }
   emit_entry();
+  llvm::Constant *text = llvm::ConstantDataArray::getString(ctx_, interface_, true);
+  auto *g =
+      new llvm::GlobalVariable(*module_, text->getType(), true, llvm::GlobalValue::ExternalLinkage,
+                               text, CUBECC_CPU_INTERFACE_SYMBOL);
+  g->setVisibility(llvm::GlobalValue::DefaultVisibility);
   return std::move(module_);
 }
 

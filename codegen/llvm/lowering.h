@@ -358,6 +358,8 @@ private:
   std::vector<LoopContext> loops_;
   std::vector<WgLoop> wg_loops_;
   std::vector<Value *> heap_; ///< local arrays too big for the stack
+  /// The exported cubecc_cpu_interface text (cpu_abi.h), written as the entry reads parameters.
+  std::string interface_;
 };
 
 /// Local arrays up to this size live on the calling thread's stack, bigger ones on the heap.

@@ -56,6 +56,18 @@ constexpr size_t kWorkerStackBytes = size_t(32) << 20;
 
 std::atomic<uint64_t> compiles{0};
 
+/// The cubecc_cpu_interface text (cpu_abi.h) of code built for launches of `abi`.
+std::string cpu_interface_text(const codegen::KernelAbi &abi) {
+  const auto &wg = abi.workgroup_size;
+  std::string text =
+      fmt::format("workgroup {} {} {}; shared {}", wg[0], wg[1], wg[2], abi.shared_bytes);
+  for (const codegen::ParamSlot &p : abi.params)
+    text += p.kind == codegen::ParamSlot::Buffer
+                ? fmt::format("; {} binding {}", p.type.str(), p.binding)
+                : fmt::format("; {} at {} x{}", p.type.str(), p.offset, p.lane_bytes);
+  return text;
+}
+
 /// Whether `bytes` at `address` lie inside one loaded segment of the object `map` describes,
 /// mapped with the access `flag` (PF_R, PF_X).
 bool segment_holds(const link_map *map, const void *address, size_t bytes, uint32_t flag) {
@@ -668,6 +680,16 @@ private:
                   fmt::format("cpu: kernel '{}': its object has subgroups of {} lanes, but {} "
                               "has {}",
                               name, kernel->subgroup_size, level, expected));
+    // The interface the code was built for must be the launch metadata's: metadata that
+    // disagrees (a bundle's, damaged behind its checksums) would run the code on wrong memory.
+    const std::string interface = cpu_interface_text(abi);
+    const char *built_for =
+        static_cast<const char *>(symbol(CUBECC_CPU_INTERFACE_SYMBOL, interface.size() + 1, false));
+    if (std::memcmp(built_for, interface.c_str(), interface.size() + 1) != 0)
+      throw Error(ErrorKind::Environment,
+                  fmt::format("cpu: kernel '{}': its object's code was not built for its launch "
+                              "metadata ({}): rebuild it",
+                              name, interface));
     kernel->function =
         reinterpret_cast<cubecc_cpu_kernel_fn>(symbol(CUBECC_CPU_KERNEL_SYMBOL, 1, true));
     return kernel;

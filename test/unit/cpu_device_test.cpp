@@ -354,6 +354,36 @@ TEST(CpuDevice, an_object_whose_subgroups_disagree_with_its_level_is_refused) {
                         HasSubstr("subgroups of 8 lanes, but x86-64-v2 has 4"))));
 }
 
+TEST(CpuDevice, launch_metadata_that_disagrees_with_the_objects_code_is_refused) {
+  // A bundle's metadata edited behind its checksums (an adversarial review changed y's element
+  // type from f32 to f16: the code then wrote 4 bytes an element into 2-byte ones, corrupting the
+  // heap). The object says what it was built for (cubecc_cpu_interface); anything else is refused.
+  Fixture f;
+  auto device = open_cpu();
+  std::string object = fixture_object(4);
+  EXPECT_NO_THROW(device->load_binary(binary_of(object, "x86-64-v2", f.abi())));
+  auto refused = [&](codegen::KernelAbi abi, const char *interface) {
+    EXPECT_THAT([&] { device->load_binary(binary_of(object, "x86-64-v2", abi)); },
+                ::testing::ThrowsMessage<Error>(
+                    AllOf(HasSubstr("kernel 'staged_axpy'"),
+                          HasSubstr("its object's code was not built for its launch metadata"),
+                          HasSubstr(interface))));
+  };
+  codegen::KernelAbi abi = f.abi();
+  abi.params[1].type = ir::Type::buffer(ir::Scalar::F16, ir::Access::ReadWrite);
+  refused(abi, "buffer<f16, readwrite> binding 1");
+  abi = f.abi();
+  abi.shared_bytes = 128;
+  refused(abi, "shared 128");
+  abi = f.abi();
+  abi.workgroup_size = {32, 2, 1};
+  refused(abi, "workgroup 32 2 1");
+  abi = f.abi();
+  abi.params[2].offset = 4;
+  abi.param_block_bytes = 8;
+  refused(abi, "f32 at 4 x4");
+}
+
 TEST(CpuDevice, a_damaged_or_foreign_binary_is_refused_naming_the_kernel_and_why) {
   Fixture f;
   auto device = open_cpu();

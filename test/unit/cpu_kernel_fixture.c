@@ -19,6 +19,9 @@
 __attribute__((visibility("default"))) const uint32_t cubecc_cpu_abi_version =
     CUBECC_CPU_ABI_VERSION;
 __attribute__((visibility("default"))) const uint32_t cubecc_cpu_subgroup_size = SUBGROUP_SIZE;
+__attribute__((visibility("default"))) const char cubecc_cpu_interface[] =
+    "workgroup 64 1 1; shared 256; buffer<f32, read> binding 0; buffer<f32, readwrite> binding 1; "
+    "f32 at 0 x4";
 
 enum { kWorkgroupSize = 64 };
 

@@ -7,6 +7,14 @@
 //                          uint64_t end_group, void *shared);
 //   const uint32_t cubecc_cpu_abi_version;   // CUBECC_CPU_ABI_VERSION
 //   const uint32_t cubecc_cpu_subgroup_size; // lanes per subgroup: the SIMD width it was built for
+//   const char cubecc_cpu_interface[];       // the launch interface its code was built for
+//
+// cubecc_cpu_interface is NUL-terminated text, "; "-separated: "workgroup X Y Z", "shared N" (the
+// shared bytes the code uses), then per parameter in order "<type> binding B" (a buffer) or
+// "<type> at OFFSET xLANE_BYTES" (a value in the parameter block), types as the IR prints them:
+//   "workgroup 64 1 1; shared 256; buffer<f32, read> binding 0; f32 at 0 x4"
+// The device compares it with the launch metadata it was given (a bundle's entry), so metadata
+// that disagrees with the code is refused instead of running the code on wrong memory.
 //
 // cubecc_cpu_kernel runs the workgroups with linear ids [first_group, end_group) (x fastest, then
 // y, then z, over launch->num_workgroups), each one whole, one after another, on the calling
@@ -29,10 +37,11 @@
 extern "C" {
 #endif
 
-#define CUBECC_CPU_ABI_VERSION 1u
+#define CUBECC_CPU_ABI_VERSION 2u
 #define CUBECC_CPU_KERNEL_SYMBOL "cubecc_cpu_kernel"
 #define CUBECC_CPU_ABI_VERSION_SYMBOL "cubecc_cpu_abi_version"
 #define CUBECC_CPU_SUBGROUP_SIZE_SYMBOL "cubecc_cpu_subgroup_size"
+#define CUBECC_CPU_INTERFACE_SYMBOL "cubecc_cpu_interface"
 
 /// Checked mode: the first out-of-bounds access of a launch. The kernel claims the record with an
 /// atomic compare-and-swap of `kind` from 0 and fills it; later faults of the launch are dropped.
