@@ -7,6 +7,8 @@
 
 #include <cstdint>
 #include <cstring>
+#include <optional>
+#include <tuple>
 #include <vector>
 
 namespace cubecc::codegen {
@@ -40,6 +42,103 @@ template <class T> T read_at(std::string_view bytes, uint64_t offset) {
   T value;
   std::memcpy(&value, bytes.data() + offset, sizeof(T)); // the bytes need not be aligned
   return value;
+}
+
+/// The file offset of `size` bytes at address `address`, if one PT_LOAD holds them in its file
+/// bytes.
+std::optional<uint64_t> file_offset(const std::vector<Elf64_Phdr> &loads, uint64_t address,
+                                    uint64_t size) {
+  for (const Elf64_Phdr &load : loads)
+    if (address >= load.p_vaddr && address - load.p_vaddr <= load.p_filesz &&
+        size <= load.p_filesz - (address - load.p_vaddr))
+      return load.p_offset + (address - load.p_vaddr);
+  return std::nullopt;
+}
+
+/// Whether `size` bytes at `address` lie in one PT_LOAD's memory.
+bool in_memory(const std::vector<Elf64_Phdr> &loads, uint64_t address, uint64_t size) {
+  for (const Elf64_Phdr &load : loads)
+    if (address >= load.p_vaddr && address - load.p_vaddr <= load.p_memsz &&
+        size <= load.p_memsz - (address - load.p_vaddr))
+      return true;
+  return false;
+}
+
+/// The tables the loader reads through the dynamic section before any check of its own: the
+/// hash tables (glibc asserts on a malformed GNU hash header) and the relocations (each one a
+/// write into the object's memory). Each must lie in the object's loaded bytes.
+std::string dynamic_tables_problem(std::string_view bytes, const Elf64_Phdr &dynamic,
+                                   const std::vector<Elf64_Phdr> &loads) {
+  uint64_t rela = 0, rela_size = 0, jmprel = 0, jmprel_size = 0;
+  bool has_rela = false, has_jmprel = false;
+  for (uint64_t at = dynamic.p_offset; at < dynamic.p_offset + dynamic.p_filesz;
+       at += sizeof(Elf64_Dyn)) {
+    const auto entry = read_at<Elf64_Dyn>(bytes, at);
+    const uint64_t value = entry.d_un.d_val;
+    switch (entry.d_tag) {
+    case DT_NULL:
+      at = dynamic.p_offset + dynamic.p_filesz; // the loop ends
+      break;
+    case DT_GNU_HASH: {
+      std::optional<uint64_t> header = file_offset(loads, value, 16);
+      if (!header)
+        return fmt::format("DT_GNU_HASH {:#x} lies outside the loaded bytes", value);
+      const uint32_t buckets = read_at<uint32_t>(bytes, *header),
+                     bloom_words = read_at<uint32_t>(bytes, *header + 8),
+                     bloom_shift = read_at<uint32_t>(bytes, *header + 12);
+      if (buckets == 0 || bloom_words == 0 || (bloom_words & (bloom_words - 1)) != 0 ||
+          bloom_shift >= 64 ||
+          !file_offset(loads, value, 16 + 8 * uint64_t(bloom_words) + 4 * uint64_t(buckets)))
+        return fmt::format("the GNU hash table at {:#x} is malformed ({} buckets, {} bloom words, "
+                           "shift {})",
+                           value, buckets, bloom_words, bloom_shift);
+      break;
+    }
+    case DT_HASH:
+      if (std::optional<uint64_t> header = file_offset(loads, value, 8);
+          !header || !file_offset(loads, value,
+                                  8 + 4 * (uint64_t(read_at<uint32_t>(bytes, *header)) +
+                                           read_at<uint32_t>(bytes, *header + 4))))
+        return fmt::format("the hash table at {:#x} lies outside the loaded bytes", value);
+      break;
+    case DT_SYMTAB:
+    case DT_STRTAB:
+      if (!file_offset(loads, value, 1))
+        return fmt::format("the dynamic {} at {:#x} lies outside the loaded bytes",
+                           entry.d_tag == DT_SYMTAB ? "symbol table" : "string table", value);
+      break;
+    case DT_RELA:
+      rela = value, has_rela = true;
+      break;
+    case DT_RELASZ:
+      rela_size = value;
+      break;
+    case DT_JMPREL:
+      jmprel = value, has_jmprel = true;
+      break;
+    case DT_PLTRELSZ:
+      jmprel_size = value;
+      break;
+    default:
+      break;
+    }
+  }
+  for (auto [has, address, size, what] :
+       {std::tuple{has_rela, rela, rela_size, "DT_RELA"},
+        std::tuple{has_jmprel, jmprel, jmprel_size, "DT_JMPREL"}}) {
+    if (!has)
+      continue;
+    std::optional<uint64_t> table = file_offset(loads, address, size);
+    if (!table || size % sizeof(Elf64_Rela) != 0)
+      return fmt::format("the {} relocations [{:#x}, +{}) lie outside the loaded bytes", what,
+                         address, size);
+    for (uint64_t r = 0; r < size; r += sizeof(Elf64_Rela))
+      if (const auto rel = read_at<Elf64_Rela>(bytes, *table + r);
+          !in_memory(loads, rel.r_offset, 8))
+        return fmt::format("a {} relocation writes at {:#x}, outside the object's memory", what,
+                           rel.r_offset);
+  }
+  return "";
 }
 
 const char *segment_name(uint32_t type) {
@@ -180,7 +279,7 @@ std::string elf_shared_object_problem(std::string_view bytes) {
     }
   if (!terminated)
     return "the dynamic section has no DT_NULL entry to end it";
-  return "";
+  return dynamic_tables_problem(bytes, dynamic, loads);
 }
 
 } // namespace cubecc::codegen

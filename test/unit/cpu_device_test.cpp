@@ -141,6 +141,52 @@ TEST(CpuElfCheck, every_truncation_of_an_object_is_refused) {
         << "a truncation to " << length << " of " << object.size() << " bytes passed";
 }
 
+TEST(CpuElfCheck, malformed_hash_tables_and_relocations_are_refused_before_the_loader_sees_them) {
+  // glibc's loader asserts on a GNU hash header whose bloom size is not a power of two, and
+  // applies relocations wherever they point (an adversarial review crashed it both ways).
+  const std::string object = fixture_object(8);
+  Elf64_Ehdr header;
+  std::memcpy(&header, object.data(), sizeof header);
+  std::vector<Elf64_Phdr> loads;
+  Elf64_Phdr dynamic{};
+  for (unsigned i = 0; i < header.e_phnum; ++i) {
+    Elf64_Phdr p;
+    std::memcpy(&p, object.data() + header.e_phoff + i * sizeof p, sizeof p);
+    if (p.p_type == PT_LOAD)
+      loads.push_back(p);
+    else if (p.p_type == PT_DYNAMIC)
+      dynamic = p;
+  }
+  auto offset_of = [&](uint64_t address) -> uint64_t {
+    for (const Elf64_Phdr &l : loads)
+      if (address >= l.p_vaddr && address < l.p_vaddr + l.p_filesz)
+        return l.p_offset + (address - l.p_vaddr);
+    ADD_FAILURE() << "address " << address << " is in no PT_LOAD";
+    return 0;
+  };
+  uint64_t gnu_hash = 0, rela = 0;
+  for (uint64_t at = dynamic.p_offset; at < dynamic.p_offset + dynamic.p_filesz; at += 16) {
+    Elf64_Dyn d;
+    std::memcpy(&d, object.data() + at, sizeof d);
+    if (d.d_tag == DT_GNU_HASH)
+      gnu_hash = offset_of(d.d_un.d_ptr);
+    if (d.d_tag == DT_RELA)
+      rela = offset_of(d.d_un.d_ptr);
+  }
+  ASSERT_NE(gnu_hash, 0u) << "the fixture (gcc -shared) has a GNU hash table";
+  ASSERT_NE(rela, 0u) << "the fixture (gcc -shared) has relocations";
+  std::string bytes = object;
+  uint32_t three = 3;
+  std::memcpy(bytes.data() + gnu_hash + 8, &three, 4); // the bloom filter's word count
+  EXPECT_THAT(codegen::elf_shared_object_problem(bytes), HasSubstr("is malformed ("))
+      << "a bloom filter of 3 words";
+  bytes = object;
+  uint64_t far = uint64_t(1) << 40;
+  std::memcpy(bytes.data() + rela, &far, 8); // the first relocation's r_offset
+  EXPECT_THAT(codegen::elf_shared_object_problem(bytes),
+              HasSubstr("relocation writes at 0x10000000000, outside the object's memory"));
+}
+
 TEST(CpuElfCheck, garbled_headers_are_refused_with_what_is_wrong) {
   const std::string object = fixture_object(8);
   auto with = [&](auto change) {
