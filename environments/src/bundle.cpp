@@ -992,8 +992,15 @@ Bundle::find_named_kernel(std::string_view library, std::string_view kernel,
     has = "the bundle records no library names (it was built by an older cubecc, or from IR "
           "files): rebuild it from the kernel library with `cubecc env build`";
   }
-  result.lookup.why = fmt::format("no {}: {}{}", wanted, has,
-                                  damaged.empty() ? "" : fmt::format(" ({} was skipped)", damaged));
+  if (!damaged.empty()) {
+    // The damaged entry may be the kernel asked for: the bundle is at fault, not the name.
+    result.lookup.outcome = runtime::EnvironmentLookup::Rejected;
+    result.lookup.why = fmt::format("no sound {}: {}, and it may have been that one; rebuild the "
+                                    "bundle ({})",
+                                    wanted, damaged, has);
+    return result;
+  }
+  result.lookup.why = fmt::format("no {}: {}", wanted, has);
   return result;
 }
 

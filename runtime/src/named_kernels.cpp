@@ -51,6 +51,9 @@ NamedKernelLookup find_named(const EnvironmentSource *environment, Device &devic
                   fmt::format("environment {}: {}", environment->name(), found.lookup.why));
     [[fallthrough]];
   case EnvironmentLookup::Rejected:
+    if (!found.entry_found) // no sound entry: a damaged one may have been the kernel's
+      throw Error(ErrorKind::Environment,
+                  fmt::format("environment {}: {}", environment->name(), found.lookup.why));
     break;
   }
   throw Error(ErrorKind::Environment,

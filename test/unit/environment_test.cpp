@@ -700,6 +700,37 @@ TEST(NamedKernels, the_index_name_table_finds_every_kernel_and_a_lying_one_chang
   EXPECT_EQ(found.hash, w.hash);
 }
 
+TEST(NamedKernels, a_damaged_entry_that_may_be_the_kernel_is_an_environment_error_not_a_miss) {
+  auto module = traced_examples();
+  std::string build_id, message;
+  std::string bytes = environments::serialize_bundle(build_library(*module, {"interp"}, build_id));
+  auto intact = environments::Bundle::from_bytes(bytes, "intact");
+  size_t axpy = intact->num_entries();
+  for (size_t i = 0; i < intact->num_entries(); ++i) {
+    std::string error;
+    if (auto e = intact->read_entry(i, error); e && e->name == "axpy")
+      axpy = i;
+  }
+  ASSERT_LT(axpy, intact->num_entries());
+  bytes[intact->entry_offset(axpy) + intact->entry_bytes(axpy) / 2] ^= 0x20; // not resealed
+  std::string path = temp_file("named-damaged.cubeenv");
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << bytes;
+  }
+  runtime::Runtime rt = runtime::Runtime::open("interp");
+  rt.use_environment(path, {.fallback_to_jit = false});
+  EXPECT_EQ(error_kind_of([&] { rt.kernel_from_environment("examples", "axpy", "config of axpy"); },
+                          message),
+            runtime::ErrorKind::Environment);
+  EXPECT_NE(message.find("no sound kernel 'axpy'"), std::string::npos) << message;
+  EXPECT_NE(message.find("is damaged"), std::string::npos) << message;
+  EXPECT_NE(message.find("it may have been that one; rebuild the bundle"), std::string::npos)
+      << message;
+  // The others are served as before.
+  EXPECT_NO_THROW(rt.kernel_from_environment("examples", "reduce_sum", "config of reduce_sum"));
+}
+
 TEST(NamedKernels, the_library_build_changes_with_any_kernel_and_not_with_their_order) {
   auto module = traced_examples();
   std::vector<environments::KernelInput> inputs;

@@ -196,7 +196,8 @@ public:
   /// through the index's name table (a binary search; that entry alone is verified, its binaries
   /// are not copied); then answers as find_kernel does for its hash. A miss, or a bundle without
   /// a name table, scans every entry (each verified once) and says what the bundle holds for
-  /// that library.
+  /// that library; Rejected (not a miss) when an entry was too damaged to read, since it may
+  /// have been the kernel's.
   runtime::NamedKernelLookup
   find_named_kernel(std::string_view library, std::string_view kernel,
                     std::string_view configuration, std::string_view options,
