@@ -311,15 +311,14 @@ Buffer StreamState::allocate(ir::Scalar element, size_t count) {
     throw Error(ErrorKind::InvalidArgument,
                 fmt::format("allocate: {} elements of {} are more than 2^64 bytes", count,
                             ir::scalar_name(element)));
-  const DeviceInfo &info = context->device->info();
-  if (info.max_buffer_bytes && bytes > info.max_buffer_bytes)
-    throw Error(
-        ErrorKind::OutOfMemory,
-        fmt::format(
-            "allocate: out of memory: {} elements of {} ({} bytes) are more than the largest "
-            "buffer of {} ({}), {} bytes",
-            count, ir::scalar_name(element), bytes, info.backend, info.name,
-            info.max_buffer_bytes));
+  // Each device refuses what it cannot hold (OutOfMemory): a Vulkan buffer may be larger than
+  // the largest range a shader binds (DeviceInfo::max_buffer_bytes), bound in parts. Past 2^62
+  // bytes no device holds it, and the pool's size classes (powers of two) would overflow.
+  if (bytes > uint64_t(1) << 62)
+    throw Error(ErrorKind::OutOfMemory,
+                fmt::format("allocate: out of memory: {} elements of {} ({} bytes) are more than "
+                            "any device holds",
+                            count, ir::scalar_name(element), bytes));
   Buffer b;
   b.memory_ = context->pool->acquire(bytes, pool_id);
   b.pool_ = context->pool;
