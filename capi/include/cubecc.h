@@ -40,44 +40,44 @@ extern "C" {
  *  (cubecc_tensor, CUBECC_ARG_TENSOR) and cubecc_kernel_parameter_name. */
 #define CUBECC_C_API_VERSION 2
 
-/** Declares an enum that C++ sees with `int` as its fixed underlying type, so that any int a C
- *  caller passes (an unknown dtype, a garbage kind) is a value the implementation may read and
- *  refuse, not undefined behaviour. C sees a plain enum: the same size and representation. */
+/** After an enum's name: in C++, `int` as its fixed underlying type, so that any int a C caller
+ *  passes (an unknown dtype, a garbage kind) is a value the implementation may read and refuse,
+ *  not undefined behaviour. C sees a plain enum: the same size and representation. */
 #ifdef __cplusplus
-#define CUBECC_ENUM(name) enum name : int
+#define CUBECC_ENUM_INT : int
 #else
-#define CUBECC_ENUM(name) enum name
+#define CUBECC_ENUM_INT
 #endif
 
 /*===- Status codes and errors
  * -----------------------------------------------------------------===*/
 
-typedef CUBECC_ENUM(cubecc_status){
-    CUBECC_SUCCESS = 0,
-    /** A NULL handle or pointer, a value out of range, a buffer or kernel of another runtime, an
-     *  argument that does not match the kernel's parameter. */
-    CUBECC_ERROR_INVALID_ARGUMENT = 1,
-    /** No kernel of that name (or configuration) in the library; a library file that is missing. */
-    CUBECC_ERROR_NOT_FOUND = 2,
-    /** The device asked for does not open (no driver, no GPU, backend not built). */
-    CUBECC_ERROR_NO_DEVICE = 3,
-    /** A kernel did not trace, optimize or compile for the device. */
-    CUBECC_ERROR_COMPILE = 4,
-    /** An environment bundle is missing, damaged or of another toolchain, or (strict mode) does not
-     *  hold a kernel. */
-    CUBECC_ERROR_ENVIRONMENT = 5,
-    /** The device or the host ran out of memory. */
-    CUBECC_ERROR_OUT_OF_MEMORY = 6,
-    /** Something this runtime's device cannot do: memory of another backend, a dtype DLPack or the
-     *  kernel cannot hold, Vulkan handles of a non-Vulkan device. */
-    CUBECC_ERROR_UNSUPPORTED = 7,
-    /** A bug in cubecc: the message says where. To test an application's handling of it, set the
-     *  environment variable CUBECC_TEST_INTERNAL_ERROR=1: cubecc_runtime_statistics then fails
-     *  with this status (a test hook; never set it in production). */
-    CUBECC_ERROR_INTERNAL = 8,
-    /** The device failed while running work: a kernel that faulted (an out-of-bounds access
-     *  found in checked mode, CUBECC_CHECKED=1), a lost device. The message names the kernel. */
-    CUBECC_ERROR_DEVICE_FAILURE = 9,
+typedef enum cubecc_status CUBECC_ENUM_INT {
+  CUBECC_SUCCESS = 0,
+  /** A NULL handle or pointer, a value out of range, a buffer or kernel of another runtime, an
+   *  argument that does not match the kernel's parameter. */
+  CUBECC_ERROR_INVALID_ARGUMENT = 1,
+  /** No kernel of that name (or configuration) in the library; a library file that is missing. */
+  CUBECC_ERROR_NOT_FOUND = 2,
+  /** The device asked for does not open (no driver, no GPU, backend not built). */
+  CUBECC_ERROR_NO_DEVICE = 3,
+  /** A kernel did not trace, optimize or compile for the device. */
+  CUBECC_ERROR_COMPILE = 4,
+  /** An environment bundle is missing, damaged or of another toolchain, or (strict mode) does not
+   *  hold a kernel. */
+  CUBECC_ERROR_ENVIRONMENT = 5,
+  /** The device or the host ran out of memory. */
+  CUBECC_ERROR_OUT_OF_MEMORY = 6,
+  /** Something this runtime's device cannot do: memory of another backend, a dtype DLPack or the
+   *  kernel cannot hold, Vulkan handles of a non-Vulkan device. */
+  CUBECC_ERROR_UNSUPPORTED = 7,
+  /** A bug in cubecc: the message says where. To test an application's handling of it, set the
+   *  environment variable CUBECC_TEST_INTERNAL_ERROR=1: cubecc_runtime_statistics then fails
+   *  with this status (a test hook; never set it in production). */
+  CUBECC_ERROR_INTERNAL = 8,
+  /** The device failed while running work: a kernel that faulted (an out-of-bounds access
+   *  found in checked mode, CUBECC_CHECKED=1), a lost device. The message names the kernel. */
+  CUBECC_ERROR_DEVICE_FAILURE = 9,
 } cubecc_status;
 
 /** "CUBECC_SUCCESS", "CUBECC_ERROR_INVALID_ARGUMENT", ...; "unknown status" for other values. A
@@ -94,26 +94,26 @@ const char *cubecc_version(void);
 /*===- Element types
  * ---------------------------------------------------------------------------===*/
 
-typedef CUBECC_ENUM(cubecc_dtype){
-    CUBECC_DTYPE_BOOL = 0, /**< scalar arguments only: buffers cannot hold bool */
-    CUBECC_DTYPE_I8,
-    CUBECC_DTYPE_I16,
-    CUBECC_DTYPE_I32,
-    CUBECC_DTYPE_I64,
-    CUBECC_DTYPE_U8,
-    CUBECC_DTYPE_U16,
-    CUBECC_DTYPE_U32,
-    CUBECC_DTYPE_U64,
-    CUBECC_DTYPE_F16,
-    CUBECC_DTYPE_BF16,
-    CUBECC_DTYPE_F32,
-    CUBECC_DTYPE_F64,
-    /** Storage floats (docs/ir.md §2.1): one byte each; kernels load, store and convert them.
-     * DLPack 0.6 has no codes for them: they do not cross cubecc_*_dlpack. */
-    CUBECC_DTYPE_E4M3,
-    CUBECC_DTYPE_E5M2,
-    CUBECC_DTYPE_E2M1,
-    CUBECC_DTYPE_UE8M0,
+typedef enum cubecc_dtype CUBECC_ENUM_INT {
+  CUBECC_DTYPE_BOOL = 0, /**< scalar arguments only: buffers cannot hold bool */
+  CUBECC_DTYPE_I8,
+  CUBECC_DTYPE_I16,
+  CUBECC_DTYPE_I32,
+  CUBECC_DTYPE_I64,
+  CUBECC_DTYPE_U8,
+  CUBECC_DTYPE_U16,
+  CUBECC_DTYPE_U32,
+  CUBECC_DTYPE_U64,
+  CUBECC_DTYPE_F16,
+  CUBECC_DTYPE_BF16,
+  CUBECC_DTYPE_F32,
+  CUBECC_DTYPE_F64,
+  /** Storage floats (docs/ir.md §2.1): one byte each; kernels load, store and convert them.
+   * DLPack 0.6 has no codes for them: they do not cross cubecc_*_dlpack. */
+  CUBECC_DTYPE_E4M3,
+  CUBECC_DTYPE_E5M2,
+  CUBECC_DTYPE_E2M1,
+  CUBECC_DTYPE_UE8M0,
 } cubecc_dtype;
 
 /** "bool", "i8", ..., "f64" (the IR's names); "unknown dtype" otherwise. A static string. */
@@ -359,11 +359,11 @@ cubecc_status cubecc_kernel_parameter_name(cubecc_kernel kernel, size_t index, c
 /*===- Launches
  * --------------------------------------------------------------------------------===*/
 
-typedef CUBECC_ENUM(cubecc_arg_kind){
-    CUBECC_ARG_BUFFER = 0,
-    CUBECC_ARG_SCALAR = 1,
-    /** A tensor (value.tensor) for all the IR parameters of one DSL Tensor parameter. */
-    CUBECC_ARG_TENSOR = 2,
+typedef enum cubecc_arg_kind CUBECC_ENUM_INT {
+  CUBECC_ARG_BUFFER = 0,
+  CUBECC_ARG_SCALAR = 1,
+  /** A tensor (value.tensor) for all the IR parameters of one DSL Tensor parameter. */
+  CUBECC_ARG_TENSOR = 2,
 } cubecc_arg_kind;
 
 /** The most dimensions a tensor has (as a DSL Tensor<T, Rank>). */

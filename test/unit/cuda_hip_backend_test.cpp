@@ -276,8 +276,12 @@ TEST(CudaBackend, features_and_architectures) {
     return errors.empty() ? std::string("<accepted>") : errors.front().str();
   };
   EXPECT_EQ(refused("sm_75"), "error: target 'cuda:sm_75': cubecc compiles for sm_80 and newer");
-  EXPECT_EQ(refused("compute_90"), "error: target 'cuda:compute_90': 'compute_90' is not a CUDA "
-                                   "architecture (sm_NN, sm_NNa or sm_NNf, e.g. sm_80, sm_90a)");
+  EXPECT_EQ(refused("compute_90"),
+            "error: target 'cuda:compute_90': 'compute_90' is not a CUDA architecture (sm_NN, "
+            "e.g. sm_80, sm_90; arch-specific sm_NNa from sm_90a; family sm_NNf from sm_100f)");
+  for (const char *arch : {"sm_80a", "sm_89a", "sm_90f", "sm_090", "sm_100x"})
+    EXPECT_NE(refused(arch).find("is not a CUDA architecture"), std::string::npos) << arch;
+  EXPECT_TRUE(codegen::cuda_detail::parse_cuda_arch("sm_100f").has_value());
   EXPECT_EQ(refused("sm_990").find("error: target 'cuda:sm_990': NVRTC " +
                                    codegen::nvrtc_version() +
                                    " does not know sm_990 (it knows: sm_"),
