@@ -64,20 +64,22 @@ bool in_memory(const std::vector<Elf64_Phdr> &loads, uint64_t address, uint64_t 
   return false;
 }
 
-/// The tables the loader reads through the dynamic section before any check of its own: the
-/// hash tables (glibc asserts on a malformed GNU hash header) and the relocations (each one a
-/// write into the object's memory). Each must lie in the object's loaded bytes.
+/// The dynamic section, walked once as the loader walks it (to DT_NULL, which it must have), and
+/// the tables the loader reads through it before any check of its own: the hash tables (glibc
+/// asserts on a malformed GNU hash header) and the relocations (each one a write into the
+/// object's memory). Each must lie in the object's loaded bytes.
 std::string dynamic_tables_problem(std::string_view bytes, const Elf64_Phdr &dynamic,
                                    const std::vector<Elf64_Phdr> &loads) {
   uint64_t rela = 0, rela_size = 0, jmprel = 0, jmprel_size = 0;
-  bool has_rela = false, has_jmprel = false;
-  for (uint64_t at = dynamic.p_offset; at < dynamic.p_offset + dynamic.p_filesz;
+  bool has_rela = false, has_jmprel = false, ended = false;
+  // The loader walks the dynamic section until DT_NULL, which must come within its bytes.
+  for (uint64_t at = dynamic.p_offset; !ended && at < dynamic.p_offset + dynamic.p_filesz;
        at += sizeof(Elf64_Dyn)) {
     const auto entry = read_at<Elf64_Dyn>(bytes, at);
     const uint64_t value = entry.d_un.d_val;
     switch (entry.d_tag) {
     case DT_NULL:
-      at = dynamic.p_offset + dynamic.p_filesz; // the loop ends
+      ended = true;
       break;
     case DT_GNU_HASH: {
       std::optional<uint64_t> header = file_offset(loads, value, 16);
@@ -123,6 +125,8 @@ std::string dynamic_tables_problem(std::string_view bytes, const Elf64_Phdr &dyn
       break;
     }
   }
+  if (!ended)
+    return "the dynamic section has no DT_NULL entry to end it";
   for (auto [has, address, size, what] :
        {std::tuple{has_rela, rela, rela_size, "DT_RELA"},
         std::tuple{has_jmprel, jmprel, jmprel_size, "DT_JMPREL"}}) {
@@ -269,16 +273,6 @@ std::string elf_shared_object_problem(std::string_view bytes) {
   if (!within_a_load)
     return fmt::format("PT_DYNAMIC [{:#x}, {:#x}) lies inside no PT_LOAD", dynamic.p_vaddr,
                        dynamic.p_vaddr + dynamic.p_memsz);
-  // The dynamic section must end with DT_NULL within its bytes (the loader walks it until then).
-  bool terminated = false;
-  for (uint64_t at = dynamic.p_offset; at < dynamic.p_offset + dynamic.p_filesz;
-       at += sizeof(Elf64_Dyn))
-    if (read_at<Elf64_Dyn>(bytes, at).d_tag == DT_NULL) {
-      terminated = true;
-      break;
-    }
-  if (!terminated)
-    return "the dynamic section has no DT_NULL entry to end it";
   return dynamic_tables_problem(bytes, dynamic, loads);
 }
 
