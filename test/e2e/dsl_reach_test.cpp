@@ -256,6 +256,20 @@ void views_and_slices(dsl::Tensor<const uint8_t> raw, dsl::Tensor<uint32_t> word
   });
 }
 
+// A view of a slice counts from the slice's start: shifted[i] = raw's bytes
+// start + 4i .. start + 4i + 3 as one uint32_t (start a multiple of 4), and twice shifted[0] is
+// written through a float view of a slice of `shifted` at its element 15.
+void view_of_a_slice(dsl::Tensor<const uint8_t> raw, dsl::Tensor<uint32_t> shifted,
+                     dsl::Scalar<uint32_t> start) {
+  dsl::Val<uint32_t> i = dsl::global_id().x;
+  auto words = dsl::view<uint32_t>(dsl::slice(raw, start, raw.size() - start));
+  dsl::if_(i < words.size() && i < 15u, [&] { shifted[i] = words[i]; });
+  dsl::if_(i == 0u, [&] {
+    auto last = dsl::view<float>(dsl::slice(shifted, 15u, 1u));
+    last[0u] = dsl::bitcast<float>(words[0u]) * 2.0f;
+  });
+}
+
 std::unique_ptr<cubecc::ir::Module> traced(dsl::TraceResult result) {
   EXPECT_TRUE(result.module) << cubecc::ir::to_string(result.errors);
   return std::move(result.module);
@@ -681,6 +695,30 @@ TEST_P(DslReach, views_as_another_element_type_and_slices_of_runtime_length) {
       want = 7.0f;
     EXPECT_EQ(std::bit_cast<uint32_t>(got[k]), std::bit_cast<uint32_t>(want)) << "out " << k;
   }
+}
+
+TEST_P(DslReach, a_view_of_a_slice_reads_and_writes_from_the_slices_start) {
+  auto module = traced(dsl::trace<view_of_a_slice>("view_of_slice", {.workgroup = {64, 1, 1}}));
+  ASSERT_TRUE(module);
+  std::vector<uint8_t> raw(64);
+  for (uint32_t k = 0; k < 64; ++k)
+    raw[k] = static_cast<uint8_t>(k * 7 + 1);
+  const uint32_t start = 8;
+  Args args;
+  args.tensor(cubecc::ir::Scalar::U8, raw, 64);
+  size_t shifted = args.tensor(cubecc::ir::Scalar::U32, std::vector<uint32_t>(16, 0xdeadu), 16);
+  args.scalar(start);
+  run(*module->kernels()[0], args, 1);
+  std::vector<uint32_t> got = args.read<uint32_t>(shifted);
+  for (uint32_t k = 0; k < 14; ++k) {
+    uint32_t want;
+    std::memcpy(&want, raw.data() + start + 4 * k, 4);
+    EXPECT_EQ(got[k], want) << "shifted " << k;
+  }
+  EXPECT_EQ(got[14], 0xdeadu); // past the view's 14 words
+  uint32_t first;
+  std::memcpy(&first, raw.data() + start, 4);
+  EXPECT_EQ(got[15], std::bit_cast<uint32_t>(std::bit_cast<float>(first) * 2.0f));
 }
 
 TEST_P(DslReach, tensor_shape_and_stride_by_a_runtime_dimension) {

@@ -131,6 +131,15 @@ void carried_sum(dsl::Tensor<const dsl::f16> a, dsl::Tensor<const dsl::f16> iden
   dsl::if_(dsl::local_index() == 0u, [&] { count[0u] = n; });
 }
 
+/// Matrices loaded from and stored to slices (a runtime start; a slice of a slice): the index
+/// counts from the slice's start. D = A B with A, B and D `at` elements into their tensors.
+void mma_on_slices(dsl::Tensor<const dsl::f16> a, dsl::Tensor<const dsl::f16> b,
+                   dsl::Tensor<float> d, dsl::Scalar<uint32_t> at) {
+  A16 ma = A16::load(dsl::slice(a, at, 256u), 0u, 16u);
+  B8 mb = B8::load(dsl::slice(dsl::slice(b, 8u, 1000u), at - 8u, 128u), 0u, 16u, dsl::ColMajor);
+  dsl::mma(ma, mb, Acc8::fill(0.0f)).store(dsl::slice(d, at, 128u), 0u, 8u);
+}
+
 TEST(MatrixDsl, products_chain_and_convert_as_the_host_computes_them) {
   auto traced = dsl::trace<mma_chain>("mma_chain", {.workgroup = {32, 1, 1}});
   ASSERT_TRUE(traced.module) << ir::to_string(traced.errors);
@@ -163,6 +172,34 @@ TEST(MatrixDsl, products_chain_and_convert_as_the_host_computes_them) {
       }
       EXPECT_EQ(f32_at(bd, i * 8 + j), static_cast<float>(dsum)) << "D[" << i << "][" << j << "]";
       EXPECT_EQ(f32_at(be, i * 8 + j), static_cast<float>(esum)) << "E[" << i << "][" << j << "]";
+    }
+}
+
+TEST(MatrixDsl, loads_and_stores_through_slices_count_from_the_slices_start) {
+  auto traced = dsl::trace<mma_on_slices>("mma_on_slices", {.workgroup = {32, 1, 1}});
+  ASSERT_TRUE(traced.module) << ir::to_string(traced.errors);
+  auto module = optimized(std::move(traced.module));
+  const auto f16 = ir::Scalar::F16;
+  const uint32_t at = 64;
+  std::vector<uint16_t> a = random_matrix(f16, at + 256, 3), b = random_matrix(f16, at + 128, 4);
+  ir::HostBuffer ba = buffer16(f16, a), bb = buffer16(f16, b),
+                 bd = buffer32(std::vector<float>(at + 128, -1.0f));
+  std::vector<ir::Argument> args;
+  for (ir::HostBuffer *x : {&ba, &bb, &bd})
+    args.insert(args.end(), {buf(*x), u32(x->size()), u32(1)});
+  args.push_back(u32(at));
+  auto errors = ir::interpret(*module->kernels()[0], args, ir::LaunchConfig{});
+  ASSERT_TRUE(errors.empty()) << ir::to_string(errors);
+  for (uint32_t k = 0; k < at; ++k)
+    EXPECT_EQ(f32_at(bd, k), -1.0f) << "D[" << k << "], before the slice";
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 8; ++j) {
+      double sum = 0;
+      for (int k = 0; k < 16; ++k)
+        sum += static_cast<double>(from_bits(f16, a[at + i * 16 + k])) *
+               static_cast<double>(from_bits(f16, b[at + j * 16 + k]));
+      EXPECT_EQ(f32_at(bd, at + i * 8 + j), static_cast<float>(sum))
+          << "D[" << i << "][" << j << "]";
     }
 }
 

@@ -72,13 +72,14 @@ public:
 
   /// Loads element (r, c) from memory[index + r * stride + c] (RowMajor) or
   /// memory[index + c * stride + r] (ColMajor). `memory` is a Tensor, Array or Shared array of
-  /// T; index and stride are uint32_t, the same in the whole subgroup.
+  /// T, or a Slice of one (index counts from the slice's start); index and stride are uint32_t,
+  /// the same in the whole subgroup.
   template <class Memory, class I, class S>
   static Matrix load(const Memory &memory, const I &index, const S &stride,
                      Layout layout = RowMajor, const Loc &loc = Loc::current()) {
     check_memory<Memory>();
     ir::Value *v = detail::emit_matrix_access(
-        ir::Opcode::MatrixLoad, memory.memory(), detail::node_as<uint32_t>(index).emit(loc),
+        ir::Opcode::MatrixLoad, memory.memory(), first_element(memory, index, loc),
         detail::node_as<uint32_t>(stride).emit(loc), nullptr, ir_type(), layout, loc);
     return Matrix(v);
   }
@@ -92,11 +93,19 @@ public:
                   "cubecc: cannot store a matrix to read-only memory (drop the const of the "
                   "tensor's element type)");
     detail::emit_matrix_access(
-        ir::Opcode::MatrixStore, memory.memory(), detail::node_as<uint32_t>(index).emit(loc),
+        ir::Opcode::MatrixStore, memory.memory(), first_element(memory, index, loc),
         detail::node_as<uint32_t>(stride).emit(loc), value_, ir_type(), layout, loc);
   }
 
 private:
+  /// `index` in the underlying memory: a Slice's start added.
+  template <class Memory, class I>
+  static ir::Value *first_element(const Memory &memory, const I &index, const Loc &loc) {
+    if constexpr (requires { memory.start(); })
+      return (memory.start() + detail::node_as<uint32_t>(index)).emit(loc);
+    else
+      return detail::node_as<uint32_t>(index).emit(loc);
+  }
   template <class Memory> static void check_memory() {
     static_assert(
         requires { typename Memory::dsl_element_type; },

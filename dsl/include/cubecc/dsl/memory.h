@@ -481,11 +481,11 @@ template <class U, class H> class View {
 public:
   explicit View(const H &memory) : memory_(memory) {}
   template <class I> auto operator[](const I &i) const {
-    if constexpr (N == 1) {
-      auto index = detail::index_node(i);
-      return ViewRef<U, T, N, decltype(index)>(memory_.memory(), index);
+    auto index = element_of(i);
+    if constexpr (requires { memory_.start(); }) { // a Slice: from its start
+      auto from_start = memory_.start() + index;
+      return ViewRef<U, T, N, decltype(from_start)>(memory_.memory(), from_start);
     } else {
-      auto index = detail::index_node(i) * static_cast<uint32_t>(N);
       return ViewRef<U, T, N, decltype(index)>(memory_.memory(), index);
     }
   }
@@ -497,6 +497,13 @@ public:
   }
 
 private:
+  /// The memory's element holding the first lane of element i.
+  template <class I> static auto element_of(const I &i) {
+    if constexpr (N == 1)
+      return detail::index_node(i);
+    else
+      return detail::index_node(i) * static_cast<uint32_t>(N);
+  }
   H memory_;
 };
 
