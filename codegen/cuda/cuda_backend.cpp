@@ -3,10 +3,9 @@
 #include "cubecc/codegen/cuda.h"
 
 #include "common/c_emitter.h"
+#include "cuda/nvrtc_internal.h"
 
 #include <fmt/format.h>
-
-#include <regex>
 
 namespace cubecc::codegen {
 namespace {
@@ -19,15 +18,13 @@ public:
 
   std::optional<std::string> parse_target(std::string_view target,
                                           std::string &error) const override {
-    static const std::regex sm(R"(cuda:sm_(\d{2,4})[af]?)");
     std::string name(target);
-    std::smatch m;
-    if (!std::regex_match(name, m, sm)) {
+    if (!name.starts_with("cuda:sm_")) {
       error = unknown_target_message(target);
       return std::nullopt;
     }
-    if (std::stoi(m[1]) < 80) {
-      error = fmt::format("target '{}': cubecc compiles for sm_80 and newer", name);
+    if (std::optional<std::string> problem = cuda_detail::cuda_arch_problem(name.substr(5))) {
+      error = *problem;
       return std::nullopt;
     }
     return name;

@@ -54,6 +54,17 @@ std::optional<CudaArch> parse_cuda_arch(const std::string &arch) {
   return out;
 }
 
+std::optional<std::string> cuda_arch_problem(const std::string &arch) {
+  auto parsed = parse_cuda_arch(arch);
+  if (!parsed)
+    return fmt::format("target 'cuda:{}': '{}' is not a CUDA architecture (sm_NN, e.g. sm_80, "
+                       "sm_90; arch-specific sm_NNa from sm_90a; family sm_NNf from sm_100f)",
+                       arch, arch);
+  if (parsed->number < 80)
+    return fmt::format("target 'cuda:{}': cubecc compiles for sm_80 and newer", arch);
+  return std::nullopt;
+}
+
 std::string ptx_arch(const std::vector<std::string> &archs) {
   unsigned lowest = 0;
   for (const std::string &a : archs)
@@ -244,26 +255,11 @@ bool check_cuda_archs(const std::vector<std::string> &archs, std::vector<ir::Dia
     return false;
   }
   for (const std::string &arch : archs) {
+    if (std::optional<std::string> problem = cuda_arch_problem(arch)) {
+      errors.push_back({"", 0, 0, *problem, {}});
+      return false;
+    }
     auto parsed = parse_cuda_arch(arch);
-    if (!parsed) {
-      errors.push_back({"",
-                        0,
-                        0,
-                        fmt::format("target 'cuda:{}': '{}' is not a CUDA architecture (sm_NN, "
-                                    "e.g. sm_80, sm_90; arch-specific sm_NNa from sm_90a; "
-                                    "family sm_NNf from sm_100f)",
-                                    arch, arch),
-                        {}});
-      return false;
-    }
-    if (parsed->number < 80) {
-      errors.push_back({"",
-                        0,
-                        0,
-                        fmt::format("target 'cuda:{}': cubecc compiles for sm_80 and newer", arch),
-                        {}});
-      return false;
-    }
     if (!nvrtc_supports(parsed->number)) {
       errors.push_back({"",
                         0,

@@ -19,6 +19,10 @@ struct CudaArch {
 /// Parses "sm_NN", "sm_NNa" or "sm_NNf"; nothing for anything else.
 std::optional<CudaArch> parse_cuda_arch(const std::string &arch);
 
+/// What is wrong with `arch` as a cubecc target (not an architecture name, or older than sm_80),
+/// as an error message naming the target; nothing when it is fine. Needs no NVRTC.
+std::optional<std::string> cuda_arch_problem(const std::string &arch);
+
 /// Checks that every arch is well formed, sm_80 or newer and known to the NVRTC found; on
 /// failure appends an error naming the arch and returns false.
 bool check_cuda_archs(const std::vector<std::string> &archs, std::vector<ir::Diagnostic> &errors);
