@@ -38,6 +38,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -255,13 +256,25 @@ rt::Tensor copy_host_dlpack(rt::Runtime &runtime, rt::Stream *stream, const DLTe
   }
   if (!t.data)
     fail(rt::ErrorKind::InvalidArgument, what + ": the tensor's data is NULL");
-  std::vector<uint8_t> host(count * bytes);
-  const auto *base = static_cast<const uint8_t *>(t.data) + t.byte_offset;
+  // The strides come from the producer: the farthest element from the first, in bytes, must be
+  // a number (gather's arithmetic may not overflow) before any memory is read.
   std::vector<int64_t> strides(t.ndim);
+  int64_t reach = 0;
   for (int64_t d = t.ndim, s = 1; d-- > 0;) {
     strides[d] = t.strides ? t.strides[d] : s;
     s *= t.shape[d];
+    int64_t step = 0;
+    if (strides[d] == INT64_MIN ||
+        __builtin_mul_overflow(t.shape[d] - 1, strides[d] < 0 ? -strides[d] : strides[d], &step) ||
+        __builtin_add_overflow(reach, step, &reach) ||
+        reach > std::numeric_limits<int64_t>::max() / static_cast<int64_t>(bytes) ||
+        t.byte_offset > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      fail(rt::ErrorKind::InvalidArgument,
+           what + ": the tensor's strides and byte offset reach past 2^63 bytes (dimension " +
+               std::to_string(d) + ", stride " + std::to_string(strides[d]) + ")");
   }
+  std::vector<uint8_t> host(count * bytes);
+  const auto *base = static_cast<const uint8_t *>(t.data) + t.byte_offset;
   gather(base, std::span<const int64_t>(t.shape, t.ndim), strides, bytes, host.data());
   rt::Buffer buffer =
       stream ? stream->allocate(*element, count) : runtime.allocate(*element, count);

@@ -173,3 +173,42 @@ def test_grid_for_errors(axpy):
     with pytest.raises(cubecc.InvalidArgumentError, match="more than a launch can have"):
         axpy.grid_for(2**45)
     assert axpy.grid_for(np.int64(1000), np.uint32(3)) == (4, 3, 1)
+
+
+def test_dlpack_strides_that_reach_past_memory_are_refused_before_a_read(interp):
+    """A producer's strides are untrusted: a copy whose farthest element lies 2^63 bytes away is
+    refused by name, never gathered (the offset arithmetic would overflow)."""
+    import ctypes
+
+    class DLTensor(ctypes.Structure):
+        _fields_ = [("data", ctypes.c_void_p), ("device_type", ctypes.c_int32),
+                    ("device_id", ctypes.c_int32), ("ndim", ctypes.c_int32),
+                    ("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16),
+                    ("shape", ctypes.POINTER(ctypes.c_int64)),
+                    ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+    class DLManagedTensor(ctypes.Structure):
+        _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p),
+                    ("deleter", ctypes.c_void_p)]  # NULL: nothing to free (DLPack allows it)
+
+    new_capsule = ctypes.pythonapi.PyCapsule_New
+    new_capsule.restype = ctypes.py_object
+    new_capsule.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+    data = (ctypes.c_float * 4)(1, 2, 3, 4)
+    keep = []
+
+    def producer(shape, strides, byte_offset=0):
+        shape_a = (ctypes.c_int64 * len(shape))(*shape)
+        strides_a = (ctypes.c_int64 * len(strides))(*strides)
+        managed = DLManagedTensor(DLTensor(ctypes.cast(data, ctypes.c_void_p), 1, 0, len(shape),
+                                           2, 32, 1, shape_a, strides_a, byte_offset), None, None)
+        keep.extend([shape_a, strides_a, managed])
+        return FakeProducer(new_capsule(ctypes.addressof(managed), b"dltensor", None))
+
+    for shape, strides, offset in [((2, 2), (2**62, 1), 0), ((2,), (-(2**63),), 0),
+                                   ((3, 2), (2**61, 2**61), 0), ((2,), (1,), 2**63)]:
+        with pytest.raises(cubecc.InvalidArgumentError, match="reach past 2\\^63 bytes"):
+            interp.tensor(producer(shape, strides, offset), copy=True)
+    # The same producer with sound strides is copied: a transposed 2x2 view.
+    np.testing.assert_array_equal(interp.tensor(producer((2, 2), (1, 2)), copy=True).numpy(),
+                                  [[1, 3], [2, 4]])
