@@ -582,11 +582,24 @@ void Lowering::emit_entry() {
       if (bytes <= kMaxStackLocalBytes) {
         mem.base = entry_alloca(elem_type(t.element()), copies * mem.n * W_, "local");
       } else {
-        // Too big for the calling thread's stack: from the heap, once per call.
+        // Too big for the calling thread's stack: from the heap, once per call. Without the
+        // memory the call runs no workgroup: it records fault kind 4 (cpu_abi.h) with the bytes
+        // asked for, frees what it had, and returns.
         llvm::FunctionCallee alloc =
             module_->getOrInsertFunction("malloc", llvm::FunctionType::get(ptr, {i64}, false));
         mem.base = B_.CreateCall(alloc, {B_.getInt64(bytes)});
         heap_.push_back(mem.base);
+        BasicBlock *failed = block("local.nomem"), *ok = block("local.ok");
+        B_.CreateCondBr(B_.CreateIsNull(mem.base), failed, ok);
+        B_.SetInsertPoint(failed);
+        free_heap();
+        B_.CreateCall(fault_function(),
+                      {launch_, B_.getInt32(CUBECC_CPU_FAULT_NO_MEMORY), B_.getInt32(0),
+                       B_.getInt64(0), B_.getInt64(bytes), B_.getInt32(op->location().line),
+                       B_.getInt32(op->location().col)});
+        B_.CreateRetVoid();
+        B_.SetInsertPoint(ok);
+        entry = ok;
       }
     }
     memory_[op->result()] = mem;
@@ -612,13 +625,17 @@ void Lowering::emit_entry() {
   group->addIncoming(B_.CreateAdd(group, B_.getInt64(1)), B_.GetInsertBlock());
   B_.CreateBr(header);
   B_.SetInsertPoint(done);
-  if (!heap_.empty()) {
-    llvm::FunctionCallee release =
-        module_->getOrInsertFunction("free", llvm::FunctionType::get(B_.getVoidTy(), {ptr}, false));
-    for (Value *p : heap_)
-      B_.CreateCall(release, {p});
-  }
+  free_heap();
   B_.CreateRetVoid();
+}
+
+void Lowering::free_heap() {
+  if (heap_.empty())
+    return;
+  llvm::FunctionCallee release = module_->getOrInsertFunction(
+      "free", llvm::FunctionType::get(B_.getVoidTy(), {B_.getPtrTy()}, false));
+  for (Value *p : heap_)
+    B_.CreateCall(release, {p}); // free(NULL) does nothing
 }
 
 std::unique_ptr<llvm::Module> Lowering::run() {

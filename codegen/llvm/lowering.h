@@ -358,6 +358,8 @@ private:
   std::vector<LoopContext> loops_;
   std::vector<WgLoop> wg_loops_;
   std::vector<Value *> heap_; ///< local arrays too big for the stack
+  /// Frees the heap local arrays (at the insertion point): before every return of the kernel.
+  void free_heap();
   /// The exported cubecc_cpu_interface text (cpu_abi.h), written as the entry reads parameters.
   std::string interface_;
 };

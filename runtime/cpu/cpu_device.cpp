@@ -556,6 +556,12 @@ private:
 
   std::string fault_message(const CpuKernel &k, const cubecc_cpu_fault &fault) const {
     const codegen::KernelAbi &abi = k.abi();
+    if (fault.kind == CUBECC_CPU_FAULT_NO_MEMORY)
+      return fmt::format("cpu: kernel '{}': its local arrays need {} bytes of heap per call (one "
+                         "copy per invocation of a workgroup) and the allocation failed: the "
+                         "launch did not run; give the kernel smaller local arrays or a smaller "
+                         "workgroup",
+                         abi.name, fault.count);
     std::string parameter = fmt::format("parameter {}", fault.param);
     if (fault.param < k.parameter_names.size() && !k.parameter_names[fault.param].empty())
       parameter += fmt::format(" ('{}')", k.parameter_names[fault.param]);

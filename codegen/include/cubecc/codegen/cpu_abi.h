@@ -43,11 +43,15 @@ extern "C" {
 #define CUBECC_CPU_SUBGROUP_SIZE_SYMBOL "cubecc_cpu_subgroup_size"
 #define CUBECC_CPU_INTERFACE_SYMBOL "cubecc_cpu_interface"
 
-/// Checked mode: the first out-of-bounds access of a launch. The kernel claims the record with an
-/// atomic compare-and-swap of `kind` from 0 and fills it; later faults of the launch are dropped.
-/// A faulting load gives 0 and a faulting store or atomic does nothing (as the bounds-check pass).
+/// The first fault of a launch. The kernel claims the record with an atomic compare-and-swap of
+/// `kind` from 0 and fills it; later faults of the launch are dropped. In checked mode, an
+/// out-of-bounds access (kinds 1-3): a faulting load gives 0 and a faulting store or atomic does
+/// nothing (as the bounds-check pass). In any mode, a call whose local arrays too big for the
+/// stack could not be allocated (kind 4, `count` the bytes asked for, `param` and `index` 0) runs
+/// none of its workgroups.
+#define CUBECC_CPU_FAULT_NO_MEMORY 4u
 typedef struct cubecc_cpu_fault {
-  uint32_t kind;  ///< 0 none, 1 load, 2 store, 3 atomic
+  uint32_t kind;  ///< 0 none, 1 load, 2 store, 3 atomic, 4 no memory for the local arrays
   uint32_t param; ///< the kernel parameter (its index in the IR signature) accessed
   uint64_t index; ///< the element index used
   uint64_t count; ///< the buffer's element count (the bound it broke)
@@ -61,7 +65,7 @@ typedef struct cubecc_cpu_launch {
   const void *params;            ///< the parameter block (KernelAbi::param_block_bytes)
   uint32_t num_workgroups[3];
   uint32_t reserved;
-  cubecc_cpu_fault *fault; ///< checked mode: where the first fault goes; null otherwise
+  cubecc_cpu_fault *fault; ///< where the first fault goes (null: faults are not recorded)
 } cubecc_cpu_launch;
 
 typedef void (*cubecc_cpu_kernel_fn)(const cubecc_cpu_launch *launch, uint64_t first_group,
