@@ -160,12 +160,18 @@ void control_and_primitives(dsl::Tensor<const uint32_t> x, dsl::Tensor<uint32_t>
   dsl::grid_stride_for(doubled.size(), [&](dsl::Val<uint32_t> k) { doubled[k] = k * 2u; });
 }
 
-// A rank-3 tensor's shape and strides by a runtime dimension (1 and 0 past the rank).
+// A rank-3 tensor's shape and strides by a runtime dimension (1 and 0 past the rank), then its
+// element count (the shape's product) and its buffer's.
 void runtime_dims(dsl::Tensor<float, 3> t, dsl::Tensor<uint32_t> out) {
   dsl::Val<uint32_t> d = dsl::global_id().x;
-  dsl::if_(d < out.size() / 2u, [&] {
+  dsl::Val<uint32_t> dims = (out.size() - 2u) / 2u;
+  dsl::if_(d < dims, [&] {
     out[d * 2u] = t.shape(d);
     out[d * 2u + 1u] = t.stride(d);
+  });
+  dsl::if_(d == 0u, [&] {
+    out[dims * 2u] = t.size();
+    out[dims * 2u + 1u] = t.buffer_size();
   });
 }
 
@@ -728,11 +734,12 @@ TEST_P(DslReach, tensor_shape_and_stride_by_a_runtime_dimension) {
   const uint32_t dims = 5; // two past the rank
   Args args;
   args.tensor(cubecc::ir::Scalar::F32, std::vector<float>(100), {2, 3, 4}, {40, 10, 1});
-  size_t out =
-      args.tensor(cubecc::ir::Scalar::U32, std::vector<uint32_t>(2 * dims, 0xeeeeeeee), 2 * dims);
+  size_t out = args.tensor(cubecc::ir::Scalar::U32, std::vector<uint32_t>(2 * dims + 2, 0xeeeeeeee),
+                           2 * dims + 2);
   run(*module->kernels()[0], args, 1);
   std::vector<uint32_t> got = args.read<uint32_t>(out);
-  EXPECT_EQ(got, (std::vector<uint32_t>{2, 40, 3, 10, 4, 1, 1, 0, 1, 0}));
+  // size() is the shape's 24 elements; buffer_size() the 100 of the padded buffer.
+  EXPECT_EQ(got, (std::vector<uint32_t>{2, 40, 3, 10, 4, 1, 1, 0, 1, 0, 24, 100}));
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, DslReach,

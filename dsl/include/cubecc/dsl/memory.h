@@ -246,6 +246,12 @@ public:
       n = detail::emit(ir::Opcode::Mul, {n, shape_[d]}, ir_type<uint32_t>(), loc);
     return Val<uint32_t>::from_ir(n);
   }
+  /// The element count of the buffer the tensor views (what flat `t[i]` may reach), which a
+  /// strided or padded view may make larger than size().
+  Val<uint32_t> buffer_size(const Loc &loc = Loc::current()) const {
+    return Val<uint32_t>::from_ir(
+        detail::emit(ir::Opcode::BufferSize, {buffer_}, ir_type<uint32_t>(), loc));
+  }
   /// The element at coordinates (i0, i1, ...): sum of i_d * stride(d).
   /// Coordinates are uint32_t values or C++ integers.
   template <class... I> auto operator()(const I &...i) const {
