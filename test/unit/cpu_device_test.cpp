@@ -675,30 +675,12 @@ TEST(CpuDevice, a_second_start_takes_the_compiled_kernel_from_the_cache_and_comp
 }
 
 // 1024 invocations with a local<f32, 1024> each and a barrier: the workgroup's local arrays take
-// 4 MiB of the stack of the thread that runs it (one copy per subgroup, docs/cpu.md), as much as
-// oneTBB gives its workers by default.
-constexpr std::string_view kBigLocalArrays = R"(
-module @m {
-  kernel @big_local(%out: buffer<f32, write>) workgroup(1024, 1, 1) {
-    %l = local.alloc : local<f32, 1024>
-    %gid = global_id : u32x3
-    %i = vec.extract %gid {lane = 0} : u32
-    %lid3 = local_id : u32x3
-    %lid = vec.extract %lid3 {lane = 0} : u32
-    %f = cast %i : f32
-    store %l, %lid, %f
-    barrier
-    %v = load %l, %lid : f32
-    store %out, %i, %v
-    return
-  }
-}
-)";
-
+// 4 MiB (one copy per subgroup, docs/cpu.md), from the heap of the thread that runs it, on every
+// worker thread at once.
 TEST(CpuDevice, workgroups_with_megabytes_of_local_arrays_run_on_every_thread) {
   if (std::string why; codegen::llvm_version(&why).empty())
     GTEST_SKIP() << "the LLVM backend is not available: " << why;
-  auto module = test::parse_valid(kBigLocalArrays);
+  auto module = test::parse_valid(test::local_arrays_kernel("big_local", 1024));
   runtime::Runtime rt = runtime::Runtime::open("cpu");
   runtime::KernelHandle k = rt.load(*module->kernels().front());
   const uint32_t groups = 16;

@@ -30,29 +30,6 @@ extern "C" __attribute__((used)) const char *__asan_default_options() {
 namespace cubecc {
 namespace {
 
-/// `elements` f32 per invocation (at least 1024: invocation i writes its element i), 1024
-/// invocations and a barrier: one copy per invocation, so 4 KiB x elements per workgroup call,
-/// from the heap above 64 KiB.
-std::string kernel_with_locals(const std::string &name, unsigned elements) {
-  return "module @m {\n  kernel @" + name +
-         "(%out: buffer<f32, write>) workgroup(1024, 1, 1) {\n"
-         "    %l = local.alloc : local<f32, " +
-         std::to_string(elements) + R"(>
-    %gid = global_id : u32x3
-    %i = vec.extract %gid {lane = 0} : u32
-    %lid3 = local_id : u32x3
-    %lid = vec.extract %lid3 {lane = 0} : u32
-    %f = cast %i : f32
-    store %l, %lid, %f
-    barrier
-    %v = load %l, %lid : f32
-    store %out, %i, %v
-    return
-  }
-}
-)";
-}
-
 /// Caps the address space at what the process maps now plus `headroom` bytes (not under ASan,
 /// whose shadow memory is most of the address space).
 void cap_address_space(uint64_t headroom) {
@@ -74,8 +51,9 @@ void cap_address_space(uint64_t headroom) {
 TEST(CpuDevice, a_kernel_whose_heap_local_arrays_cannot_be_allocated_fails_its_launch_cleanly) {
   if (std::string why; codegen::llvm_version(&why).empty())
     GTEST_SKIP() << "the LLVM backend is not available: " << why;
-  auto huge = test::parse_valid(kernel_with_locals("huge_local", 131072)); // 512 MiB per call
-  auto fits = test::parse_valid(kernel_with_locals("fits", 1024));         // 4 MiB per call
+  auto huge =
+      test::parse_valid(test::local_arrays_kernel("huge_local", 131072)); // 512 MiB per call
+  auto fits = test::parse_valid(test::local_arrays_kernel("fits", 1024)); // 4 MiB per call
   runtime::Runtime rt = runtime::Runtime::open("cpu");
   runtime::KernelHandle big = rt.load(*huge->kernels().front());
   runtime::KernelHandle small = rt.load(*fits->kernels().front());

@@ -55,6 +55,29 @@ inline std::unique_ptr<ir::Module> parse_valid(std::string_view text) {
   return std::move(r.module);
 }
 
+/// A kernel of 1024 invocations (one workgroup of them per 1024 elements of `out`) with a
+/// barrier and a local<f32, elements> each (elements >= 1024: invocation i writes and reads back
+/// its element i), so that it needs 4 KiB x elements of local memory per workgroup: out[i] = i.
+inline std::string local_arrays_kernel(const std::string &name, unsigned elements) {
+  return "module @m {\n  kernel @" + name +
+         "(%out: buffer<f32, write>) workgroup(1024, 1, 1) {\n"
+         "    %l = local.alloc : local<f32, " +
+         std::to_string(elements) + R"(>
+    %gid = global_id : u32x3
+    %i = vec.extract %gid {lane = 0} : u32
+    %lid3 = local_id : u32x3
+    %lid = vec.extract %lid3 {lane = 0} : u32
+    %f = cast %i : f32
+    store %l, %lid, %f
+    barrier
+    %v = load %l, %lid : f32
+    store %out, %i, %v
+    return
+  }
+}
+)";
+}
+
 /// The first error message from parsing and verifying `text` (empty when it is valid).
 inline std::string first_error(std::string_view text) {
   ir::ParseResult r = ir::parse_module(text, "test.cir");
