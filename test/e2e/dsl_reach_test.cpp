@@ -23,6 +23,7 @@
 #include <cstring>
 #include <deque>
 #include <limits>
+#include <numbers>
 
 namespace dsl = cubecc::dsl;
 
@@ -276,6 +277,36 @@ void view_of_a_slice(dsl::Tensor<const uint8_t> raw, dsl::Tensor<uint32_t> shift
   });
 }
 
+// The conveniences written with other ops (recip, degrees, radians, rhypot, powi, magnitude,
+// normalize), a lane replaced at a runtime index, and a rank-2 tensor's coordinates of a flat
+// index. out[8k ..] gets the math of x[4k ..], lanes[4k ..] the vector with lane pick[k] set to
+// 100, coords[2i], coords[2i + 1] the row and column of flat index i of the 3 x 5 `grid`.
+void conveniences(dsl::Tensor<const float> x, dsl::Tensor<const uint32_t> pick,
+                  dsl::Tensor<float> out, dsl::Tensor<float> lanes,
+                  dsl::Tensor<const float, 2> grid, dsl::Tensor<uint32_t> coords) {
+  dsl::Val<uint32_t> k = dsl::global_id().x;
+  dsl::if_(k < pick.size(), [&] {
+    dsl::Val<float> a = x[k * 4u], b = x[k * 4u + 1u];
+    dsl::Val<dsl::Vec<float, 4>> v = x.load<4>(k * 4u);
+    dsl::Val<uint32_t> n = pick[k];
+    out[k * 8u] = dsl::recip(a);
+    out[k * 8u + 1u] = dsl::degrees(a);
+    out[k * 8u + 2u] = dsl::radians(a);
+    out[k * 8u + 3u] = dsl::rhypot(a, b);
+    out[k * 8u + 4u] = dsl::powi(a, n);
+    out[k * 8u + 5u] = dsl::magnitude(v);
+    dsl::Val<dsl::Vec<float, 4>> unit = dsl::normalize(v);
+    out[k * 8u + 6u] = unit.lane<1>();
+    out[k * 8u + 7u] = dsl::powi(b, 3);
+    lanes.store<4>(k * 4u, dsl::with_lane(v, n, 100.0f));
+  });
+  dsl::Val<uint32_t> one = 1u; // a runtime dimension
+  dsl::if_(k < grid.size(), [&] {
+    coords[k * 2u] = grid.coordinate(k, 0);
+    coords[k * 2u + 1u] = grid.coordinate(k, one);
+  });
+}
+
 std::unique_ptr<cubecc::ir::Module> traced(dsl::TraceResult result) {
   EXPECT_TRUE(result.module) << cubecc::ir::to_string(result.errors);
   return std::move(result.module);
@@ -316,6 +347,18 @@ private:
   std::deque<cubecc::ir::HostBuffer> buffers_;
   std::vector<cubecc::ir::Argument> args_;
 };
+
+/// Four floats per k < n (in [-4, 4.25], never 0) and a pick k % 6 per k (lanes 0-3, then two
+/// out of range; as an exponent 0-5).
+std::pair<std::vector<float>, std::vector<uint32_t>> vectors_and_picks(uint32_t n) {
+  std::vector<float> x(4 * n);
+  std::vector<uint32_t> pick(n);
+  for (uint32_t k = 0; k < 4 * n; ++k)
+    x[k] = static_cast<float>((k * 37) % 23) * 0.375f - 4;
+  for (uint32_t k = 0; k < n; ++k)
+    pick[k] = k % 6;
+  return {x, pick};
+}
 
 class DslReach : public ::testing::TestWithParam<std::string> {
 protected:
@@ -409,12 +452,7 @@ TEST_P(DslReach, vectors_from_lanes_a_lane_by_runtime_index_and_horizontal_opera
   auto module = traced(dsl::trace<vectors>("vectors", {.workgroup = {64, 1, 1}}));
   ASSERT_TRUE(module);
   const uint32_t n = 40;
-  std::vector<float> x(4 * n);
-  std::vector<uint32_t> pick(n);
-  for (uint32_t k = 0; k < 4 * n; ++k)
-    x[k] = static_cast<float>((k * 37) % 23) * 0.375f - 4;
-  for (uint32_t k = 0; k < n; ++k)
-    pick[k] = k % 6;
+  auto [x, pick] = vectors_and_picks(n);
   Args args;
   args.tensor(cubecc::ir::Scalar::F32, x, 4 * n);
   args.tensor(cubecc::ir::Scalar::U32, pick, n);
@@ -725,6 +763,48 @@ TEST_P(DslReach, a_view_of_a_slice_reads_and_writes_from_the_slices_start) {
   uint32_t first;
   std::memcpy(&first, raw.data() + start, 4);
   EXPECT_EQ(got[15], std::bit_cast<uint32_t>(std::bit_cast<float>(first) * 2.0f));
+}
+
+TEST_P(DslReach, conveniences_a_lane_set_by_runtime_index_and_tensor_coordinates) {
+  auto module = traced(dsl::trace<conveniences>("conveniences", {.workgroup = {64, 1, 1}}));
+  ASSERT_TRUE(module);
+  const uint32_t n = 40;
+  auto [x, pick] = vectors_and_picks(n);
+  Args args;
+  args.tensor(cubecc::ir::Scalar::F32, x, 4 * n);
+  args.tensor(cubecc::ir::Scalar::U32, pick, n);
+  size_t out = args.tensor(cubecc::ir::Scalar::F32, std::vector<float>(8 * n), 8 * n);
+  size_t lanes = args.tensor(cubecc::ir::Scalar::F32, std::vector<float>(4 * n), 4 * n);
+  args.tensor(cubecc::ir::Scalar::F32, std::vector<float>(15), {3, 5}, {5, 1});
+  size_t coords = args.tensor(cubecc::ir::Scalar::U32, std::vector<uint32_t>(30), 30);
+  run(*module->kernels()[0], args, 1);
+  std::vector<float> got = args.read<float>(out), got_lanes = args.read<float>(lanes);
+  // Division, pow, sqrt and rsqrt are within a few ULP on every device (docs/precision.md).
+  auto near = [](float got, double want) {
+    return std::abs(got - want) <= 1e-5 * std::abs(want) + 1e-30;
+  };
+  for (uint32_t k = 0; k < n; ++k) {
+    const float *v = &x[4 * k];
+    double dot = ((double(v[0] * v[0]) + v[1] * v[1]) + v[2] * v[2]) + v[3] * v[3];
+    double want[8] = {1.0 / v[0],
+                      v[0] * (180.0 / std::numbers::pi),
+                      v[0] * (std::numbers::pi / 180.0),
+                      1.0 / std::hypot(double(v[0]), double(v[1])),
+                      std::pow(double(v[0]), double(pick[k])),
+                      std::sqrt(dot),
+                      v[1] / std::sqrt(dot),
+                      double(v[1]) * v[1] * v[1]};
+    for (int j = 0; j < 8; ++j)
+      EXPECT_TRUE(near(got[8 * k + j], want[j]))
+          << "result " << j << " at " << k << ": " << got[8 * k + j] << ", want " << want[j];
+    for (uint32_t l = 0; l < 4; ++l)
+      EXPECT_EQ(got_lanes[4 * k + l], l == pick[k] ? 100.0f : v[l]) << "lane " << l << " at " << k;
+  }
+  std::vector<uint32_t> got_coords = args.read<uint32_t>(coords);
+  for (uint32_t i = 0; i < 15; ++i) {
+    EXPECT_EQ(got_coords[2 * i], i / 5) << "row of " << i;
+    EXPECT_EQ(got_coords[2 * i + 1], i % 5) << "column of " << i;
+  }
 }
 
 TEST_P(DslReach, tensor_shape_and_stride_by_a_runtime_dimension) {

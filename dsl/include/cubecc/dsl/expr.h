@@ -654,4 +654,84 @@ auto dot(const A &a, const B &b) {
   return hsum(a * b);
 }
 
+/// A copy of `v` with lane `k` replaced by `x`, k a kernel integer (a runtime index); `v`
+/// unchanged when k is out of range. A select per lane: a comptime lane is with_lane<L>(v, x).
+template <class V, class K, class X>
+Val<value_of<V>> with_lane(const V &v, const K &k, const X &x, const Loc &loc = Loc::current()) {
+  using T = value_of<V>;
+  static_assert(lanes_of<T> > 1, "cubecc: with_lane needs a vector, not a scalar");
+  static_assert(ExprLike<K>, "cubecc: with_lane's runtime lane must be a kernel integer; a "
+                             "comptime lane is with_lane<L>(v, x)");
+  if constexpr (ExprLike<K>)
+    static_assert(IntegerType<value_of<K>> && lanes_of<value_of<K>> == 1,
+                  "cubecc: with_lane's lane must be a kernel integer scalar");
+  using S = scalar_of<T>;
+  // Each materialized once (a Val already is).
+  auto materialize = [&]<class U>(std::type_identity<U>, const auto &e) {
+    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(e)>, Val<U>>)
+      return e;
+    else
+      return Val<U>(detail::node_as<U>(e), loc);
+  };
+  Val<T> in = materialize(std::type_identity<T>{}, v);
+  Val<S> value = materialize(std::type_identity<S>{}, x);
+  return [&]<int... L>(std::integer_sequence<int, L...>) {
+    return Val<T>(vec<S>(select(k == L, value, in.template lane<L>(loc))...), loc);
+  }
+  (std::make_integer_sequence<int, lanes_of<T>>{});
+}
+
+//===- Conveniences written with the operations above (no ops of their own) ------------------===//
+
+/// 1 / x, one rounded division (floats; vectors lane by lane).
+template <ExprLike A> auto recip(const A &x) {
+  using T = value_of<A>;
+  detail::check_class<detail::Need::Float, T>();
+  return detail::make_node<ir::Opcode::Div, T>(detail::make_const<T>(1.0), x.dsl_node());
+}
+/// x radians in degrees: x * (180 / pi), one rounded product.
+template <ExprLike A> auto degrees(const A &x) {
+  using T = value_of<A>;
+  detail::check_class<detail::Need::Float, T>();
+  return detail::make_node<ir::Opcode::Mul, T>(x.dsl_node(),
+                                               detail::make_const<T>(57.295779513082320876798));
+}
+/// x degrees in radians: x * (pi / 180), one rounded product.
+template <ExprLike A> auto radians(const A &x) {
+  using T = value_of<A>;
+  detail::check_class<detail::Need::Float, T>();
+  return detail::make_node<ir::Opcode::Mul, T>(x.dsl_node(),
+                                               detail::make_const<T>(0.017453292519943295769237));
+}
+/// 1 / hypot(x, y) (two roundings: hypot's, then the division's).
+template <class A, class B>
+requires detail::BinaryOperands<A, B>
+auto rhypot(const A &x, const B &y) {
+  return recip(hypot(x, y));
+}
+/// x to the integer power n (a kernel integer, or a C++ one): pow(x, n as x's type), so pow's
+/// rules hold (a negative x to an odd n is negative, to an even n positive).
+template <ExprLike A, class N> auto powi(const A &x, const N &n) {
+  using T = value_of<A>;
+  detail::check_class<detail::Need::Float, T>();
+  if constexpr (ExprLike<N>) {
+    static_assert(IntegerType<value_of<N>>, "cubecc: powi's exponent is an integer");
+    return pow(x, cast<T>(n));
+  } else {
+    static_assert(std::is_integral_v<N>, "cubecc: powi's exponent is an integer");
+    return pow(x, detail::make_const<T>(n));
+  }
+}
+/// The length of float vector v: sqrt(dot(v, v)) (the dot's left-to-right sum, then sqrt).
+template <ExprLike A> auto magnitude(const A &v) {
+  static_assert(lanes_of<value_of<A>> > 1, "cubecc: magnitude takes a vector (abs for a scalar)");
+  return sqrt(dot(v, v));
+}
+/// v scaled to length 1: v * rsqrt(dot(v, v)) (lanes of inf or NaN for a zero vector).
+template <ExprLike A> auto normalize(const A &v) {
+  using T = value_of<A>;
+  static_assert(lanes_of<T> > 1, "cubecc: normalize takes a vector");
+  return v * splat<lanes_of<T>>(rsqrt(dot(v, v)));
+}
+
 } // namespace cubecc::dsl

@@ -246,6 +246,13 @@ public:
       n = detail::emit(ir::Opcode::Mul, {n, shape_[d]}, ir_type<uint32_t>(), loc);
     return Val<uint32_t>::from_ir(n);
   }
+  /// The coordinate along dimension `d` (a C++ int or a runtime uint32_t) of the element at flat
+  /// index `i`: (i / stride(d)) % shape(d). For a view whose strides order its dimensions
+  /// (row-major, say); for a dimension of stride 0 (a broadcast) the value is unspecified.
+  template <class I, class D>
+  Val<uint32_t> coordinate(const I &i, const D &d, const Loc &loc = Loc::current()) const {
+    return Val<uint32_t>((detail::index_node(i) / stride(d, loc)) % shape(d, loc), loc);
+  }
   /// The element count of the buffer the tensor views (what flat `t[i]` may reach), which a
   /// strided or padded view may make larger than size().
   Val<uint32_t> buffer_size(const Loc &loc = Loc::current()) const {
