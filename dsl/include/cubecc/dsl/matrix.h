@@ -101,10 +101,7 @@ private:
   /// `index` in the underlying memory: a Slice's start added.
   template <class Memory, class I>
   static ir::Value *first_element(const Memory &memory, const I &index, const Loc &loc) {
-    if constexpr (requires { memory.start(); })
-      return (memory.start() + detail::node_as<uint32_t>(index)).emit(loc);
-    else
-      return detail::node_as<uint32_t>(index).emit(loc);
+    return detail::from_start(memory, detail::node_as<uint32_t>(index)).emit(loc);
   }
   template <class Memory> static void check_memory() {
     static_assert(

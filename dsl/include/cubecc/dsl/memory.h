@@ -439,6 +439,17 @@ private:
   Val<uint32_t> start_, length_;
 };
 
+namespace detail {
+/// `index` (an element of `memory`) as an index into the underlying buffer or array: a Slice's
+/// start added, any other handle's index as it is.
+template <class M, class I> auto from_start(const M &memory, const I &index) {
+  if constexpr (requires { memory.start(); })
+    return memory.start() + index;
+  else
+    return index;
+}
+} // namespace detail
+
 /// The elements [start, start + length) of a Tensor (flat), Array, Shared or Local array, or
 /// Slice, as a Slice.
 template <class H, class S, class L>
@@ -494,13 +505,8 @@ template <class U, class H> class View {
 public:
   explicit View(const H &memory) : memory_(memory) {}
   template <class I> auto operator[](const I &i) const {
-    auto index = element_of(i);
-    if constexpr (requires { memory_.start(); }) { // a Slice: from its start
-      auto from_start = memory_.start() + index;
-      return ViewRef<U, T, N, decltype(from_start)>(memory_.memory(), from_start);
-    } else {
-      return ViewRef<U, T, N, decltype(index)>(memory_.memory(), index);
-    }
+    auto index = detail::from_start(memory_, element_of(i));
+    return ViewRef<U, T, N, decltype(index)>(memory_.memory(), index);
   }
   Val<uint32_t> size(const Loc &loc = Loc::current()) const {
     if constexpr (N == 1)
