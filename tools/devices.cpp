@@ -42,6 +42,7 @@ std::vector<std::pair<const char *, bool>> feature_flags(const codegen::TargetFe
           {"float32_atomics", f.float32_atomics},
           {"float32_atomic_min_max", f.float32_atomic_min_max},
           {"float64_atomic_add", f.float64_atomic_add},
+          {"narrow_atomics", f.narrow_atomics},
           {"subgroup_arithmetic", f.subgroup_arithmetic},
           {"subgroup_shuffle", f.subgroup_shuffle},
           {"subgroup_ballot", f.subgroup_ballot}};

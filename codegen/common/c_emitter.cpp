@@ -385,6 +385,7 @@ private:
   void emit_async(const ir::Operation &op);
   void emit_builtin(const ir::Operation &op);
   void emit_atomic(const ir::Operation &op);
+  void emit_narrow_atomic(const ir::Operation &op);
   void emit_subgroup(const ir::Operation &op);
   void emit_matrix(const ir::Operation &op);
   bool check_matrix(const ir::Operation &op);
@@ -401,7 +402,7 @@ bool CEmitter::check(const ir::Operation &op) {
   const ir::OpInfo &info = op.info();
   if (info.signature == ir::Signature::AtomicLoad || info.signature == ir::Signature::AtomicStore) {
     Scalar e = op.operand(0)->type().element();
-    if (ir::scalar_bits(e) < 32)
+    if (ir::scalar_bits(e) < 32 && !features_.narrow_atomics)
       return refuse(op,
                     fmt::format("atomics on {} (32- and 64-bit atomics only)", ir::scalar_name(e)));
   }
@@ -409,9 +410,11 @@ bool CEmitter::check(const ir::Operation &op) {
       info.signature == ir::Signature::AtomicCmpXchg) {
     Scalar e = op.result()->type().element();
     bool add = op.opcode() == Opcode::AtomicAdd;
-    if (ir::scalar_bits(e) < 32)
+    if (ir::scalar_bits(e) < 32 && !features_.narrow_atomics)
       return refuse(op,
                     fmt::format("atomics on {} (32- and 64-bit atomics only)", ir::scalar_name(e)));
+    if (ir::scalar_bits(e) < 32)
+      return true; // a compare-and-swap loop on the element's word: every op, every type
     if (e == Scalar::F32 && add && !features_.float32_atomic_add)
       return refuse(op, "atomic add on f32");
     bool min_max = op.opcode() == Opcode::AtomicMin || op.opcode() == Opcode::AtomicMax;
@@ -1101,10 +1104,50 @@ void CEmitter::emit_builtin(const ir::Operation &op) {
 }
 
 /// Atomics, through the vendor functions (64-bit signed values as unsigned long long).
+/// An atomic on an 8- or 16-bit element: a volatile access of its bits for load and store, the
+/// prelude's compare-and-swap loop on its 32-bit word for the others, which computes the new
+/// value with the same expression as the non-atomic op (so f16 and bf16 round as `add` does).
+void CEmitter::emit_narrow_atomic(const ir::Operation &op) {
+  const Opcode opc = op.opcode();
+  const ir::Value *r = op.num_results() ? op.result() : nullptr;
+  const Scalar s = op.operand(0)->type().element();
+  const std::string bits = unsigned_of(s); // u8 or u16
+  const std::string ref = "&" + element_ref(op.operand(0), name_of(op.operand(1)));
+  if (opc == Opcode::AtomicLoad) {
+    line(fmt::format("const {} {} = {};", reg(s), name_of(r),
+                     from_bits(s, fmt::format("*(volatile {} *){}", bits, ref))));
+    return;
+  }
+  const std::string v = name_of(op.operand(2));
+  if (opc == Opcode::AtomicStore) {
+    line(fmt::format("*(volatile {} *){} = ({})({});", bits, ref, bits, bits_of(s, v)));
+    return;
+  }
+  const std::string old = from_bits(s, "cubecc_b");
+  std::string next;
+  switch (opc) {
+  case Opcode::AtomicXchg:
+    next = v;
+    break;
+  case Opcode::AtomicCmpXchg:
+    next = fmt::format("({} == {} ? {} : {})", old, v, name_of(op.operand(3)), old);
+    break;
+  default:
+    next = binary(ir::atomic_combine(opc), s, old, v);
+    break;
+  }
+  line(fmt::format("const {} {} = {};", reg(s), name_of(r),
+                   from_bits(s, fmt::format("cubecc_atomic_narrow<{0}>({1}, [&]({0} cubecc_b) {{ "
+                                            "return ({0})({2}); }})",
+                                            bits, ref, bits_of(s, next)))));
+}
+
 void CEmitter::emit_atomic(const ir::Operation &op) {
   const Opcode opc = op.opcode();
   const ir::Value *r = op.num_results() ? op.result() : nullptr;
   Scalar rs = r ? r->type().element() : Scalar::U32;
+  if (ir::scalar_bits(op.operand(0)->type().element()) < 32)
+    return emit_narrow_atomic(op);
   switch (op.info().signature) {
   case ir::Signature::AtomicLoad: // an aligned 32- or 64-bit access is one instruction
     line(fmt::format("const {} {} = *(volatile {} *)&{};", reg(rs), name_of(r), reg(rs),
@@ -1141,7 +1184,9 @@ void CEmitter::emit_atomic(const ir::Operation &op) {
         call = fmt::format("cubecc_atomic_min_max<{}>({}, {})",
                            opc == Opcode::AtomicMax ? "true" : "false", ref, v);
       else if (wide && ir::is_signed(rs))
-        call = fmt::format("(unsigned long long){}((long long *){}, (long long){})", fn, ref, v);
+        call = fmt::format("(unsigned long long)cubecc_atomic_min_max_i64<{}>((long long *){}, "
+                           "(long long){})",
+                           opc == Opcode::AtomicMax ? "true" : "false", ref, v);
       else
         call = fmt::format("{}({}, {})", fn, p, val);
       break;

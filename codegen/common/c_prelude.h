@@ -107,6 +107,26 @@ template <bool kMax> __device__ inline f64 cubecc_atomic_min_max(f64 *p, f64 v) 
   return __longlong_as_double((i64)old);
 }
 
+// 8- and 16-bit atomics (the GPUs have 32- and 64-bit ones): a compare-and-swap loop on the
+// aligned 32-bit word that holds the element; `next` maps the element's old bits to its new
+// ones. Returns the old bits. The word's other bytes are written back as they were read, and a
+// change to them between the read and the swap makes the swap fail and retry (the word never
+// leaves the element's page, so reading it past a buffer's end cannot fault).
+template <class Bits, class Next> __device__ inline Bits cubecc_atomic_narrow(void *p, Next next) {
+  u32 *word = (u32 *)((unsigned long long)p & ~3ull);
+  u32 shift = (u32)((unsigned long long)p & 3ull) * 8u;
+  u32 mask = (sizeof(Bits) == 1 ? 0xffu : 0xffffu) << shift;
+  u32 old = *(volatile u32 *)word, seen;
+  do {
+    seen = old;
+    u32 desired = (seen & ~mask) | (((u32)next((Bits)((seen & mask) >> shift)) << shift) & mask);
+    if (desired == seen)
+      break;
+    old = atomicCAS(word, seen, desired);
+  } while (old != seen);
+  return (Bits)((old & mask) >> shift);
+}
+
 // Warp collectives over the lanes active here (the IR's active set).
 template <class T> __device__ inline T cubecc_shfl(cubecc_mask m, T v, u32 lane) {
   if constexpr (sizeof(T) == 8) {
@@ -199,6 +219,11 @@ __device__ inline float cubecc_bf16_to_f32_rounded(__nv_bfloat16 h) { return __b
 __device__ inline __nv_bfloat16 cubecc_f32_to_bf16_rounded(float x) {
   return __float2bfloat16_rn(x);
 }
+// Signed 64-bit atomic min and max (atom.min.s64 / atom.max.s64).
+template <bool kMax> __device__ inline long long cubecc_atomic_min_max_i64(long long *p,
+                                                                           long long v) {
+  return kMax ? atomicMax(p, v) : atomicMin(p, v);
+}
 )CUBECC";
 
 inline constexpr const char *kCPreludeHip = R"CUBECC(
@@ -238,6 +263,21 @@ __device__ inline float cubecc_bf16_to_f32_rounded(cubecc_bf16_storage h) {
 __device__ inline cubecc_bf16_storage cubecc_f32_to_bf16_rounded(float x) {
   unsigned int u = __float_as_uint(x);
   return {(unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16)};
+}
+// Signed 64-bit atomic min and max: HIP has atomicMin/atomicMax on unsigned long long only, so
+// a compare-and-swap loop.
+template <bool kMax> __device__ inline long long cubecc_atomic_min_max_i64(long long *p,
+                                                                           long long v) {
+  unsigned long long *bits = (unsigned long long *)p;
+  unsigned long long old = *(volatile unsigned long long *)bits, seen;
+  do {
+    seen = old;
+    long long cur = (long long)seen;
+    if (kMax ? cur >= v : cur <= v)
+      break;
+    old = atomicCAS(bits, seen, (unsigned long long)v);
+  } while (old != seen);
+  return (long long)old;
 }
 )CUBECC";
 

@@ -85,6 +85,7 @@ TargetFeatures cuda_features(const std::string &arch) {
   f.float32_atomics = true;        // atomicExch(float *)
   f.float32_atomic_min_max = true; // a compare-and-swap loop
   f.float64_atomic_add = true;     // atomicAdd(double *), sm_60 and newer
+  f.narrow_atomics = true;         // a compare-and-swap loop on the 32-bit word (c_prelude.h)
   f.fused_fma = true;              // fmaf/fma/__hfma round once
   f.signed_zero_inf_nan_preserve = true;
   f.subgroup_arithmetic = f.subgroup_extended_types = true;

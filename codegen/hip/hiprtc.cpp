@@ -66,6 +66,7 @@ TargetFeatures hip_features(const std::string &arch) {
   f.float32_atomics = true;
   f.float32_atomic_min_max = true; // a compare-and-swap loop
   f.float64_atomic_add = true;
+  f.narrow_atomics = true; // a compare-and-swap loop on the 32-bit word (c_prelude.h)
   f.fused_fma = true; // fma/fmaf/__hfma are v_fma_* (one rounding); -ffp-contract=off elsewhere
   f.signed_zero_inf_nan_preserve = true;
   f.subgroup_arithmetic = f.subgroup_extended_types = true;

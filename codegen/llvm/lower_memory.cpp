@@ -340,6 +340,24 @@ void Lowering::emit_atomic(const ir::Operation *op) {
     Value *old = nullptr;
     bool flt = ir::is_float(s);
     Type *int_type = B_.getIntNTy(ir::scalar_bits(s));
+    // f16/bf16 add, min and max: a compare-exchange loop on the bits, the new value computed as
+    // the non-atomic op computes it (rounded once; min and max as docs/ir.md §4.2).
+    auto half_cas_loop = [&] {
+      Value *initial = B_.CreateAlignedLoad(t, ptr, align);
+      llvm::cast<llvm::LoadInst>(initial)->setAtomic(order);
+      BasicBlock *before = B_.GetInsertBlock(), *loop = block("atomic.cas"),
+                 *done = block("atomic.cas.done");
+      B_.CreateBr(loop);
+      B_.SetInsertPoint(loop);
+      llvm::PHINode *current = B_.CreatePHI(t, 2);
+      current->addIncoming(initial, before);
+      Value *next = float_arith(ir::atomic_combine(op->opcode()), s, current, val, nullptr);
+      Value *pair = B_.CreateAtomicCmpXchg(ptr, current, next, align, order, order);
+      current->addIncoming(B_.CreateExtractValue(pair, 0), B_.GetInsertBlock());
+      B_.CreateCondBr(B_.CreateExtractValue(pair, 1), done, loop);
+      B_.SetInsertPoint(done);
+      return static_cast<Value *>(current);
+    };
     switch (op->opcode()) {
     case Opcode::AtomicAdd:
       if (!flt) {
@@ -347,21 +365,7 @@ void Lowering::emit_atomic(const ir::Operation *op) {
       } else if (!is_half(s)) {
         old = B_.CreateAtomicRMW(llvm::AtomicRMWInst::FAdd, ptr, val, align, order);
       } else {
-        // f16/bf16: a compare-exchange loop on the bits, the sum rounded once.
-        Value *initial = B_.CreateAlignedLoad(t, ptr, align);
-        llvm::cast<llvm::LoadInst>(initial)->setAtomic(order);
-        BasicBlock *before = B_.GetInsertBlock(), *loop = block("atomic.cas"),
-                   *done = block("atomic.cas.done");
-        B_.CreateBr(loop);
-        B_.SetInsertPoint(loop);
-        llvm::PHINode *current = B_.CreatePHI(t, 2);
-        current->addIncoming(initial, before);
-        Value *sum = from_f32(s, B_.CreateFAdd(to_f32(s, current), to_f32(s, val)));
-        Value *pair = B_.CreateAtomicCmpXchg(ptr, current, sum, align, order, order);
-        current->addIncoming(B_.CreateExtractValue(pair, 0), loop);
-        B_.CreateCondBr(B_.CreateExtractValue(pair, 1), done, loop);
-        B_.SetInsertPoint(done);
-        old = current;
+        old = half_cas_loop();
       }
       break;
     case Opcode::AtomicSub:
@@ -375,8 +379,10 @@ void Lowering::emit_atomic(const ir::Operation *op) {
                                  ptr, val, align, order);
         break;
       }
-      if (flt)
-        fail(op, "atomic min/max on f16 or bf16");
+      if (flt) {
+        old = half_cas_loop();
+        break;
+      }
       old = B_.CreateAtomicRMW(
           is_min ? (ir::is_signed(s) ? llvm::AtomicRMWInst::Min : llvm::AtomicRMWInst::UMin)
                  : (ir::is_signed(s) ? llvm::AtomicRMWInst::Max : llvm::AtomicRMWInst::UMax),

@@ -430,7 +430,12 @@ bool Writer::check_features() {
         info.signature == ir::Signature::AtomicStore) {
       Scalar e = op->operand(0)->type().element();
       unsigned bits = ir::scalar_bits(e);
-      if (ir::is_float(e)) {
+      if (bits < 32) {
+        unsupported(*op, fmt::format("atomics on {} ({})", ir::scalar_name(e),
+                                     ir::is_float(e)
+                                         ? "cubecc writes Vulkan float atomics on f32 and f64 only"
+                                         : "Vulkan has 32- and 64-bit atomics only"));
+      } else if (ir::is_float(e)) {
         bool add = op->opcode() == Opcode::AtomicAdd;
         bool min_max = op->opcode() == Opcode::AtomicMin || op->opcode() == Opcode::AtomicMax;
         bool load_store = op->opcode() == Opcode::AtomicLoad || op->opcode() == Opcode::AtomicStore;
@@ -453,11 +458,6 @@ bool Writer::check_features() {
           unsupported(*op, "atomic exchange on f32 (shaderBufferFloat32Atomics)");
         else if (e == Scalar::F64 && !(add && features_.float64_atomic_add))
           unsupported(*op, fmt::format("atomic {} on f64", add ? "add" : "exchange"));
-        else if (e == Scalar::F16 || e == Scalar::BF16)
-          unsupported(*op, fmt::format("atomics on {}", ir::scalar_name(e)));
-      } else if (bits < 32) {
-        unsupported(*op, fmt::format("atomics on {} (Vulkan has 32- and 64-bit atomics only)",
-                                     ir::scalar_name(e)));
       } else if (bits == 64 && !features_.int64_atomics) {
         unsupported(*op, "64-bit atomics (shaderBufferInt64Atomics)");
       }

@@ -79,6 +79,9 @@ Type Builder::infer_result_type(Opcode opcode, std::span<Value *const> operands)
     return Type::scalar(Scalar::U32);
   case Signature::AtomicRmw:
   case Signature::AtomicCmpXchg:
+    if (operands.size() > 2)
+      return operands[2]->type(); // the value's type: a vector value makes one atomic per lane
+    break;
   case Signature::AtomicLoad:
     if (operands.empty())
       break;

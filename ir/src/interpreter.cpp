@@ -836,17 +836,21 @@ private:
       return;
     }
     case Signature::AtomicLoad: { // invocations run one op at a time: every access is atomic
-      Scalar s = op.result()->type().element();
-      uint8_t *p =
-          address(&op, op.operand(0), inv, get(op.operand(1), inv), op.operand(1)->type(), 1);
-      set(op.result(), inv, 0, read_element(p, s));
+      Type t = op.result()->type();
+      uint8_t *p = address(&op, op.operand(0), inv, get(op.operand(1), inv), op.operand(1)->type(),
+                           t.lanes());
+      size_t bytes = scalar_bits(t.element()) / 8;
+      for (unsigned l = 0; l < t.lanes(); ++l)
+        set(op.result(), inv, l, read_element(p + l * bytes, t.element()));
       return;
     }
     case Signature::AtomicStore: {
-      Scalar s = op.operand(2)->type().element();
-      uint8_t *p =
-          address(&op, op.operand(0), inv, get(op.operand(1), inv), op.operand(1)->type(), 1);
-      write_element(p, s, get(op.operand(2), inv));
+      Type t = op.operand(2)->type();
+      uint8_t *p = address(&op, op.operand(0), inv, get(op.operand(1), inv), op.operand(1)->type(),
+                           t.lanes());
+      size_t bytes = scalar_bits(t.element()) / 8;
+      for (unsigned l = 0; l < t.lanes(); ++l)
+        write_element(p + l * bytes, t.element(), get(op.operand(2), inv, l));
       return;
     }
     case Signature::BufferSize:
@@ -862,45 +866,23 @@ private:
       return;
     case Signature::AtomicRmw:
     case Signature::AtomicCmpXchg: {
-      Type elem = op.result()->type();
-      Scalar s = elem.element();
-      uint8_t *p =
-          address(&op, op.operand(0), inv, get(op.operand(1), inv), op.operand(1)->type(), 1);
-      uint64_t old = read_element(p, s);
-      uint64_t v = get(op.operand(2), inv), next = old;
-      switch (o) {
-      case Opcode::AtomicAdd:
-        next = evaluate_lane(Opcode::Add, s, old, v, 0);
-        break;
-      case Opcode::AtomicSub:
-        next = evaluate_lane(Opcode::Sub, s, old, v, 0);
-        break;
-      case Opcode::AtomicMin:
-        next = evaluate_lane(Opcode::Min, s, old, v, 0);
-        break;
-      case Opcode::AtomicMax:
-        next = evaluate_lane(Opcode::Max, s, old, v, 0);
-        break;
-      case Opcode::AtomicAnd:
-        next = old & v;
-        break;
-      case Opcode::AtomicOr:
-        next = old | v;
-        break;
-      case Opcode::AtomicXor:
-        next = old ^ v;
-        break;
-      case Opcode::AtomicXchg:
-        next = v;
-        break;
-      case Opcode::AtomicCmpXchg:
-        next = old == v ? get(op.operand(3), inv) : old;
-        break;
-      default:
-        break;
+      Type t = op.result()->type(); // a vector: one atomic per lane, lane l on element index + l
+      Scalar s = t.element();
+      uint8_t *base = address(&op, op.operand(0), inv, get(op.operand(1), inv),
+                              op.operand(1)->type(), t.lanes());
+      for (unsigned l = 0; l < t.lanes(); ++l) {
+        uint8_t *p = base + l * (scalar_bits(s) / 8);
+        uint64_t old = read_element(p, s);
+        uint64_t v = get(op.operand(2), inv, l), next = old;
+        if (o == Opcode::AtomicXchg)
+          next = v;
+        else if (o == Opcode::AtomicCmpXchg)
+          next = old == v ? get(op.operand(3), inv, l) : old;
+        else // integer and, or, xor act on the bits as the plain ops do
+          next = evaluate_lane(atomic_combine(o), s, old, v, 0);
+        write_element(p, s, next);
+        set(op.result(), inv, l, old);
       }
-      write_element(p, s, next);
-      set(op.result(), inv, 0, old);
       return;
     }
     default:

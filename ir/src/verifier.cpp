@@ -417,6 +417,11 @@ private:
     return text;
   }
 
+  /// An atomic's value type: the memory's element, or a vector of it (one atomic per lane).
+  static bool atomic_type_fits(Type t, Type elem) {
+    return t == elem || (t.is_vector() && t.element_type() == elem);
+  }
+
   bool want_index(const Operation &op, unsigned i) {
     Type t = op.operand(i)->type();
     if (t.is_scalar() && is_integer(t.element()))
@@ -676,12 +681,11 @@ private:
       if (!want_index(op, 1))
         return;
       Type elem = mem.element_type();
-      if (!load && operand(2) != elem)
-        return error(&op, fmt::format("the value is {}, expected the element type {}",
-                                      operand(2).str(), elem.str()));
-      if (load && result() != elem)
-        return error(&op, fmt::format("result must be the element type {}, not {}", elem.str(),
-                                      result().str()));
+      Type t = load ? result() : operand(2);
+      if (!atomic_type_fits(t, elem))
+        return error(&op,
+                     fmt::format("the {} is {}, expected the element type {} or a vector of it",
+                                 load ? "result" : "value", t.str(), elem.str()));
       check_class(op, elem);
       return;
     }
@@ -695,13 +699,15 @@ private:
       if (!want_index(op, 1))
         return;
       Type elem = mem.element_type();
+      bool cmpxchg = op.info().signature == Signature::AtomicCmpXchg;
+      if (cmpxchg ? result() != elem : !atomic_type_fits(result(), elem))
+        return error(&op, fmt::format("result must be the element type {}{}, not {}", elem.str(),
+                                      cmpxchg ? "" : " or a vector of it", result().str()));
       for (unsigned i = 2; i < op.num_operands(); ++i)
-        if (operand(i) != elem)
-          return error(&op, fmt::format("operand {} is {}, expected the element type {}", i,
-                                        operand(i).str(), elem.str()));
-      if (result() != elem)
-        return error(&op, fmt::format("result must be the element type {}, not {}", elem.str(),
-                                      result().str()));
+        if (operand(i) != result())
+          return error(&op, fmt::format("operand {} is {}, expected {}", i, operand(i).str(),
+                                        result() == elem ? "the element type " + elem.str()
+                                                         : result().str() + " (the result type)"));
       check_class(op, elem);
       return;
     }

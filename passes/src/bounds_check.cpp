@@ -26,11 +26,8 @@ bool is_access(const ir::Operation &op) {
 
 /// Elements the access touches from its index.
 unsigned lanes_of(const ir::Operation &op) {
-  if (op.info().signature == ir::Signature::Load)
-    return op.result()->type().lanes();
-  if (op.info().signature == ir::Signature::Store)
-    return op.operand(2)->type().lanes();
-  return 1;
+  // a vector load, store or atomic touches one element per lane; stores have no result
+  return op.num_results() ? op.result()->type().lanes() : op.operand(2)->type().lanes();
 }
 
 /// Zero of a value type (splatted for vectors), inserted before `before`.

@@ -19,6 +19,8 @@
 //           it overflowed
 //   cast to or from a storage float (e4m3, e5m2, e2m1, ue8m0; every target): the source decoded
 //           exactly to f32 bits (or f64), rounded once in integer ops into the destination
+//   atomic.<op> on a vector: one scalar atomic per lane (the IR's meaning; every target)
+//   atomic.sub on floats: atomic.add of the negated value (every target)
 //   async.copy (no asynchronous copies): if inside { load } else { zeros }, then a store;
 //           async.commit and async.wait are dropped
 //
@@ -929,6 +931,61 @@ Value *drop(Rewriter &, ir::Operation &) {
   return nullptr;
 }
 
+//===--- Atomics ---------------------------------------------------------------------------===//
+
+/// A vector atomic (docs/ir.md §4.11): one scalar atomic per lane, lane k on element index + k,
+/// the old values gathered into a vector. That is the IR's meaning (no atomicity across lanes),
+/// so every target gets it; the index is widened first where index + k could wrap.
+Value *split_vector_atomic(Rewriter &r, ir::Operation &op) {
+  ir::Builder &b = r.builder();
+  const bool store = op.opcode() == Opcode::AtomicStore; // the one without a result
+  const Type t = (store ? op.operand(2) : op.result())->type();
+  const Type lane_type = t.element_type();
+  Value *index = op.operand(1);
+  Scalar is = index->type().element();
+  if (ir::scalar_bits(is) < 64)
+    index = r.cast(index, Type::scalar(ir::is_signed(is) ? Scalar::I64 : Scalar::U64));
+  // float atomic.sub becomes atomic.add here too: the ops made here are not visited again
+  const bool negate = op.opcode() == Opcode::AtomicSub && ir::is_float(t.element());
+  const Opcode opcode = negate ? Opcode::AtomicAdd : op.opcode();
+  std::vector<Value *> olds;
+  for (unsigned k = 0; k < t.lanes(); ++k) {
+    std::vector<Value *> operands = {
+        op.operand(0), k ? r.op(Opcode::Add, {index, r.bits(index->type(), k)}) : index};
+    for (unsigned i = 2; i < op.num_operands(); ++i)
+      operands.push_back(b.create(Opcode::VecExtract, {op.operand(i)}, {lane_type},
+                                  {{"lane", static_cast<int64_t>(k)}})
+                             ->result());
+    if (negate)
+      operands[2] = r.op(Opcode::Neg, {operands[2]});
+    ir::Operation *lane = b.create(
+        opcode, operands, store ? std::span<const Type>() : std::span<const Type>(&lane_type, 1));
+    if (!store)
+      olds.push_back(lane->result());
+  }
+  if (store)
+    return nullptr;
+  return b.create(Opcode::VecBuild, olds, std::span<const Type>(&t, 1))->result();
+}
+
+bool is_vector_atomic(const ir::Operation &op, const LegalizeTarget &) {
+  const Value *v = op.num_results() ? op.result() : op.operand(2);
+  return v->type().is_vector();
+}
+
+bool is_float_atomic_sub(const ir::Operation &op, const LegalizeTarget &) {
+  Type t = op.result()->type(); // a vector is split first, its lanes made additions there
+  return t.is_scalar() && ir::is_float(t.element());
+}
+/// atomic.sub on floats: atomic.add of the negated value (old - v and old + (-v) are the same
+/// IEEE result, signed zeros included); no target has a float atomic subtraction.
+Value *rewrite_float_atomic_sub(Rewriter &r, ir::Operation &op) {
+  return r.builder()
+      .create(Opcode::AtomicAdd, {op.operand(0), op.operand(1), r.op(Opcode::Neg, {op.operand(2)})},
+              {op.result()->type()})
+      ->result();
+}
+
 //===--- The table ------------------------------------------------------------------------===//
 
 struct Pattern {
@@ -994,6 +1051,18 @@ const Pattern kPatterns[] = {
      rewrite_storage_cast},
     {Opcode::Hypot, "hypot expanded",
      [](const ir::Operation &, const LegalizeTarget &t) { return !t.native_libm; }, rewrite_hypot},
+    {Opcode::AtomicSub, "float atomic subtractions made additions", is_float_atomic_sub,
+     rewrite_float_atomic_sub},
+    {Opcode::AtomicAdd, "vector atomics split into lanes", is_vector_atomic, split_vector_atomic},
+    {Opcode::AtomicSub, "vector atomics split into lanes", is_vector_atomic, split_vector_atomic},
+    {Opcode::AtomicMin, "vector atomics split into lanes", is_vector_atomic, split_vector_atomic},
+    {Opcode::AtomicMax, "vector atomics split into lanes", is_vector_atomic, split_vector_atomic},
+    {Opcode::AtomicAnd, "vector atomics split into lanes", is_vector_atomic, split_vector_atomic},
+    {Opcode::AtomicOr, "vector atomics split into lanes", is_vector_atomic, split_vector_atomic},
+    {Opcode::AtomicXor, "vector atomics split into lanes", is_vector_atomic, split_vector_atomic},
+    {Opcode::AtomicXchg, "vector atomics split into lanes", is_vector_atomic, split_vector_atomic},
+    {Opcode::AtomicLoad, "vector atomics split into lanes", is_vector_atomic, split_vector_atomic},
+    {Opcode::AtomicStore, "vector atomics split into lanes", is_vector_atomic, split_vector_atomic},
     {Opcode::AsyncCopy, "asynchronous copies done at once", lacks_async_copy, rewrite_async_copy},
     {Opcode::AsyncCommit, "asynchronous copy groups dropped", lacks_async_copy, drop},
     {Opcode::AsyncWait, "asynchronous copy groups dropped", lacks_async_copy, drop},
@@ -1033,6 +1102,19 @@ bool is_legal(const ir::Operation &op) {
     return safe_shift(op);
   case Opcode::Cast:
     return (!is_float_to_int(op) || safe_cast(op)) && !converts_storage_float(op);
+  case Opcode::AtomicSub:
+    return !is_float_atomic_sub(op, LegalizeTarget::portable()) &&
+           !is_vector_atomic(op, LegalizeTarget::portable());
+  case Opcode::AtomicAdd:
+  case Opcode::AtomicMin:
+  case Opcode::AtomicMax:
+  case Opcode::AtomicAnd:
+  case Opcode::AtomicOr:
+  case Opcode::AtomicXor:
+  case Opcode::AtomicXchg:
+  case Opcode::AtomicLoad:
+  case Opcode::AtomicStore:
+    return !is_vector_atomic(op, LegalizeTarget::portable());
   default:
     return true;
   }

@@ -134,6 +134,35 @@ void atomics_reach(dsl::Tensor<const float> x, dsl::Tensor<float> extremes,
   });
 }
 
+// Vector atomics (one atomic per lane: lane l on element i + l) and float atomic_sub.
+void vector_atomics(dsl::Tensor<const float> x, dsl::Tensor<float> sums,
+                    dsl::Tensor<float> extremes, dsl::Tensor<float> cells,
+                    dsl::Tensor<float> loaded) {
+  dsl::Val<uint32_t> i = dsl::global_id().x;
+  dsl::if_(i * 4u < x.size(), [&] {
+    dsl::Val<dsl::Vec<float, 4>> v = x.load<4>(i * 4u);
+    dsl::atomic_add(sums[0u], v);
+    dsl::atomic_sub(sums[4u], v);
+    dsl::atomic_max(extremes[0u], v);
+    dsl::atomic_store(cells[i * 4u], v * dsl::splat<4>(2.0f));
+    loaded.store<4>(i * 4u, dsl::atomic_load<4>(cells[i * 4u]));
+  });
+}
+
+// 8- and 16-bit atomics: four u8 counters in one 32-bit word (neighbours contend for it), i16
+// max, f16 and bf16 sums.
+void narrow_atomics(dsl::Tensor<const uint32_t> x, dsl::Tensor<uint8_t> bytes,
+                    dsl::Tensor<int16_t> shorts, dsl::Tensor<dsl::f16> halves,
+                    dsl::Tensor<dsl::bf16> brains) {
+  dsl::Val<uint32_t> i = dsl::global_id().x;
+  dsl::if_(i < x.size(), [&] {
+    dsl::atomic_add(bytes[i % 4u], dsl::cast<uint8_t>(x[i]));
+    dsl::atomic_max(shorts[i % 2u], dsl::cast<int16_t>(x[i]) - int16_t{500});
+    dsl::atomic_add(halves[i % 2u], 1.0f);
+    dsl::atomic_sub(brains[0u], 1.0f);
+  });
+}
+
 // switch_ over an integer, a grid-stride loop and the workgroup primitives: their subgroup paths
 // (named ops), their shared-memory trees (a lambda), and calls in a loop.
 void control_and_primitives(dsl::Tensor<const uint32_t> x, dsl::Tensor<uint32_t> out,
@@ -573,6 +602,75 @@ TEST_P(DslReach, float_atomic_min_max_and_atomic_load_store) {
   std::vector<uint32_t> loaded = args.read<uint32_t>(out);
   for (uint32_t k = 0; k < n; ++k)
     EXPECT_EQ(loaded[k], k * 3 + 1) << "element " << k;
+}
+
+TEST_P(DslReach, vector_atomics_act_lane_by_lane_and_float_atomic_sub_subtracts) {
+  auto module = traced(dsl::trace<vector_atomics>("vector_atomics", {.workgroup = {64, 1, 1}}));
+  ASSERT_TRUE(module);
+  const uint32_t n = 100; // vectors
+  std::vector<float> x(4 * n);
+  for (uint32_t k = 0; k < 4 * n; ++k) // multiples of 1/4: every partial sum is exact
+    x[k] = static_cast<float>((k * 37) % 41) * 0.25f - 5.0f;
+  Args args;
+  args.tensor(cubecc::ir::Scalar::F32, x, 4 * n);
+  size_t sums = args.tensor(cubecc::ir::Scalar::F32, std::vector<float>(8, 1.0f), 8);
+  size_t extremes = args.tensor(cubecc::ir::Scalar::F32, std::vector<float>(4, -100.0f), 4);
+  args.tensor(cubecc::ir::Scalar::F32, std::vector<float>(4 * n), 4 * n);
+  size_t loaded = args.tensor(cubecc::ir::Scalar::F32, std::vector<float>(4 * n), 4 * n);
+  run(*module->kernels()[0], args, (n + 63) / 64);
+  std::vector<float> got_sums = args.read<float>(sums), got_max = args.read<float>(extremes),
+                     got_loaded = args.read<float>(loaded);
+  for (uint32_t l = 0; l < 4; ++l) {
+    float sum = 0, max = -100.0f;
+    for (uint32_t k = 0; k < n; ++k) {
+      sum += x[4 * k + l];
+      max = std::max(max, x[4 * k + l]);
+    }
+    EXPECT_EQ(got_sums[l], 1.0f + sum) << "lane " << l;
+    EXPECT_EQ(got_sums[4 + l], 1.0f - sum) << "lane " << l;
+    EXPECT_EQ(got_max[l], max) << "lane " << l;
+  }
+  for (uint32_t k = 0; k < 4 * n; ++k)
+    EXPECT_EQ(got_loaded[k], 2.0f * x[k]) << "element " << k;
+}
+
+TEST_P(DslReach, narrow_atomics_on_bytes_shorts_f16_and_bf16) {
+  auto module = traced(dsl::trace<narrow_atomics>("narrow_atomics", {.workgroup = {64, 1, 1}}));
+  ASSERT_TRUE(module);
+  const uint32_t n = 300;
+  std::vector<uint32_t> x(n);
+  for (uint32_t k = 0; k < n; ++k)
+    x[k] = (k * 2654435761u) >> 21; // 0 .. 2047
+  Args args;
+  args.tensor(cubecc::ir::Scalar::U32, x, n);
+  size_t bytes = args.tensor(cubecc::ir::Scalar::U8, std::vector<uint8_t>{1, 2, 3, 4}, 4);
+  size_t shorts =
+      args.tensor(cubecc::ir::Scalar::I16, std::vector<int16_t>{INT16_MIN, INT16_MIN}, 2);
+  size_t halves = args.tensor(cubecc::ir::Scalar::F16, std::vector<uint16_t>{0, 0x3c00}, 2);
+  size_t brains = args.tensor(cubecc::ir::Scalar::BF16, std::vector<uint16_t>{0x4316}, 1);
+  cubecc::ir::LaunchConfig config;
+  config.num_workgroups = {(n + 63) / 64, 1, 1};
+  std::vector<cubecc::ir::Diagnostic> problems = cubecc::test::run_on_device(
+      cubecc::test::shared_device(GetParam()), *module->kernels()[0], args.args(), config);
+  if (GetParam() == "vulkan") { // no 8- or 16-bit atomics in Vulkan: refused, by name
+    ASSERT_FALSE(problems.empty());
+    EXPECT_NE(cubecc::ir::to_string(problems).find("atomics on u8"), std::string::npos)
+        << cubecc::ir::to_string(problems);
+    return;
+  }
+  ASSERT_TRUE(problems.empty()) << cubecc::ir::to_string(problems);
+  uint8_t want_bytes[4] = {1, 2, 3, 4};
+  int16_t want_shorts[2] = {INT16_MIN, INT16_MIN};
+  for (uint32_t k = 0; k < n; ++k) {
+    want_bytes[k % 4] = static_cast<uint8_t>(want_bytes[k % 4] + (x[k] & 0xff));
+    want_shorts[k % 2] = std::max<int16_t>(want_shorts[k % 2], static_cast<int16_t>(x[k] - 500));
+  }
+  EXPECT_EQ(args.read<uint8_t>(bytes), std::vector<uint8_t>(want_bytes, want_bytes + 4));
+  EXPECT_EQ(args.read<int16_t>(shorts), std::vector<int16_t>(want_shorts, want_shorts + 2));
+  // 150 adds of 1 to 0 and to 1 (f16: 150 = 0x58b0, 151 = 0x58b8); 150 - 300 in bf16 (0x4316 is
+  // 150, 0xc316 is -150; every partial result is an integer below 2^8, exact in bf16).
+  EXPECT_EQ(args.read<uint16_t>(halves), (std::vector<uint16_t>{0x58b0, 0x58b8}));
+  EXPECT_EQ(args.read<uint16_t>(brains), std::vector<uint16_t>{0xc316});
 }
 
 TEST_P(DslReach, switch_grid_stride_loop_and_workgroup_primitives) {

@@ -1270,6 +1270,17 @@ OpCase builtins_case(const std::string &case_name, std::array<uint32_t, 3> wg,
 //===--- 7. Atomics
 //----------------------------------------------------------------------------===//
 
+/// 8- and 16-bit atomics (f16 and bf16 included) are refused where the target lacks them
+/// (Vulkan: no API has them; lavapipe has no f16 atomics); none for wider types.
+decltype(OpCase::refusal_for) narrow_atomics_refusal(Scalar s) {
+  if (bits(s) >= 32)
+    return {};
+  std::string message = fmt::format("atomics on {}", name(s));
+  return [message](const codegen::TargetFeatures &f) {
+    return f.narrow_atomics ? std::vector<std::string>{} : std::vector<std::string>{message};
+  };
+}
+
 /// Integer atomics on a buffer (shared = false) or a shared array: order-independent counters,
 /// unique tickets from atomic.add, xchg and cmpxchg on each invocation's own element, and a
 /// cmpxchg loop that increments one counter.
@@ -1284,7 +1295,7 @@ OpCase atomics_case(Scalar s, bool shared) {
   uint64_t m = mask(s), top = uint64_t(1) << (bits(s) - 1);
   std::vector<uint64_t> v(total), own(total), w(total), e(total), des(total), inc(total);
   for (size_t k = 0; k < total; ++k) {
-    v[k] = rng() % 8 == 0 ? (rng() & m) : rng() % 1000;
+    v[k] = (rng() % 8 == 0 ? (rng() & m) : rng() % 1000) & m;
     own[k] = rng() & m;
     w[k] = rng() & m;
     e[k] = k % 2 ? own[k] : (own[k] + 1) & m; // odd invocations expect the right value
@@ -1377,6 +1388,8 @@ OpCase atomics_case(Scalar s, bool shared) {
   std::string ticket =
       body.op(fmt::format("atomic.add {}, {}, {}", counter_mem, body.constant("7", "u32"), one), T);
   std::string ticket_index = ticket;
+  if (!shared && s == Scalar::I8) // 256 tickets wrap to negative i8: index by the u8 bits
+    ticket_index = body.op("cast " + ticket, "u8");
   if (shared) // tickets count per workgroup: flags[wid * W + ticket]
     ticket_index = body.op(
         fmt::format("add {}, {}", body.op("cast " + ticket, "u32"),
@@ -1420,65 +1433,74 @@ OpCase atomics_case(Scalar s, bool shared) {
   std::string params;
   bind_buffers(c, params);
   c.text = module_text(c.name, params, body.text(), {W, 1, 1});
+  c.refusal_for = narrow_atomics_refusal(s);
   return c;
 }
 
-/// f32 atomic.add on dyadic values (every partial sum exact: any order gives the same result)
-/// and atomic.xchg on each invocation's own element; buffer and shared.
-OpCase atomics_f32_case() {
+/// f32, f16 or bf16 atomic.add on dyadic values (every partial sum exact: any order gives the
+/// same result; -1, 0 and 1 for f16 and bf16, whose partial sums stay below 2^8) and atomic.xchg
+/// on each invocation's own element; buffer and shared.
+OpCase atomics_float_case(Scalar s) {
   constexpr uint32_t W = 64, G = 2;
   OpCase c;
-  c.name = "atomics_f32";
+  const std::string T = name(s);
+  c.name = "atomics_" + T;
   c.grid = {G, 1, 1};
   std::vector<uint64_t> v(W * G), w(W * G), own(W * G);
-  std::mt19937_64 rng(0xf32);
+  std::mt19937_64 rng(s == Scalar::F32 ? 0xf32 : 0xf16 + static_cast<unsigned>(s));
   for (size_t k = 0; k < v.size(); ++k) {
-    v[k] = fval(Scalar::F32, std::ldexp(double(int(rng() % 64) - 32), -3));
-    w[k] = random_float(Scalar::F32, rng);
-    own[k] = random_float(Scalar::F32, rng);
+    v[k] = s == Scalar::F32 ? fval(s, std::ldexp(double(int(rng() % 64) - 32), -3))
+                            : fval(s, double(int(rng() % 3) - 1));
+    w[k] = random_float(s, rng);
+    own[k] = random_float(s, rng);
   }
-  c.buffers = {input("v", Scalar::F32, v), input("w", Scalar::F32, w)};
-  Buffer sum = output("sum", Scalar::F32, 1 + G, 0);
-  sum.init[0] = fval(Scalar::F32, 0.5);
-  sum.ranges.push_back(Range{"atomic.add f32 buffer (dyadic: exact in any order)", 0, 1, {}, {}});
-  sum.ranges.push_back(Range{"atomic.add f32 shared (dyadic)", 1, G, {}, {}});
-  Buffer own_buf = output("own", Scalar::F32, W * G);
+  c.buffers = {input("v", s, v), input("w", s, w)};
+  Buffer sum = output("sum", s, 1 + G, 0);
+  sum.init[0] = fval(s, s == Scalar::F32 ? 0.5 : 1.0);
+  sum.ranges.push_back(
+      Range{"atomic.add " + T + " buffer (dyadic: exact in any order)", 0, 1, {}, {}});
+  sum.ranges.push_back(Range{"atomic.add " + T + " shared (dyadic)", 1, G, {}, {}});
+  Buffer own_buf = output("own", s, W * G);
   own_buf.init = own;
-  own_buf.ranges.push_back(Range{"atomic.xchg f32 own element", 0, W * G, {}, {}});
-  Buffer olds = output("olds", Scalar::F32, W * G, 0);
-  olds.ranges.push_back(Range{"atomic.xchg f32 old values", 0, W * G, {}, {}});
+  own_buf.ranges.push_back(Range{"atomic.xchg " + T + " own element", 0, W * G, {}, {}});
+  Buffer olds = output("olds", s, W * G, 0);
+  olds.ranges.push_back(Range{"atomic.xchg " + T + " old values", 0, W * G, {}, {}});
   c.buffers.push_back(std::move(sum));
   c.buffers.push_back(std::move(own_buf));
   c.buffers.push_back(std::move(olds));
   Body body;
-  body.line("%ssum = shared.alloc : shared<f32, 1>");
+  body.line(fmt::format("%ssum = shared.alloc : shared<{}, 1>", T));
   std::string i = global_index(body);
   std::string li = body.op("local_index", "u32");
   std::string zero_u = body.constant("0", "u32");
   std::string first = body.op(fmt::format("eq {}, {}", li, zero_u), "bool");
   body.line("if " + first + " {");
-  body.line(fmt::format("store %ssum, {}, {}", zero_u, body.constant("0.0", "f32")));
+  body.line(fmt::format("store %ssum, {}, {}", zero_u, body.constant("0.0", T)));
   body.line("yield");
   body.line("}");
   body.line("barrier");
-  std::string x = body.op("load %v, " + i, "f32");
-  body.op(fmt::format("atomic.add %sum, {}, {}", zero_u, x), "f32");
-  body.op(fmt::format("atomic.add %ssum, {}, {}", zero_u, x), "f32");
+  std::string x = body.op("load %v, " + i, T);
+  body.op(fmt::format("atomic.add %sum, {}, {}", zero_u, x), T);
+  body.op(fmt::format("atomic.add %ssum, {}, {}", zero_u, x), T);
   body.line(fmt::format(
       "store %olds, {}, {}", i,
-      body.op(fmt::format("atomic.xchg %own, {}, {}", i, body.op("load %w, " + i, "f32")), "f32")));
+      body.op(fmt::format("atomic.xchg %own, {}, {}", i, body.op("load %w, " + i, T)), T)));
   body.line("barrier");
   body.line("if " + first + " {");
   std::string wid =
       body.op("vec.extract " + body.op("workgroup_id", "u32x3") + " {lane = 0}", "u32");
   body.line(fmt::format("store %sum, {}, {}",
                         body.op(fmt::format("add {}, {}", wid, body.constant("1", "u32")), "u32"),
-                        body.op("load %ssum, " + zero_u, "f32")));
+                        body.op("load %ssum, " + zero_u, T)));
   body.line("yield");
   body.line("}");
   std::string params;
   bind_buffers(c, params);
   c.text = module_text(c.name, params, body.text(), {W, 1, 1});
+  if (s != Scalar::F32) {
+    c.refusal_for = narrow_atomics_refusal(s);
+    return c;
+  }
   c.refusal_for = [](const codegen::TargetFeatures &f) -> std::vector<std::string> {
     if (!f.float32_atomic_add)
       return {"atomic add on f32"};
@@ -1529,46 +1551,49 @@ OpCase atomics_load_store_case(Scalar s) {
   std::string params;
   bind_buffers(c, params);
   c.text = module_text(c.name, params, body.text(), {W, 1, 1});
+  c.refusal_for = narrow_atomics_refusal(s);
   return c;
 }
 
-/// atomic.min and atomic.max on f32, on a buffer and in shared memory: the result is the minimum
-/// or maximum of every value whatever the order (a NaN operand is skipped, docs/ir.md §4.2).
-OpCase atomics_f32_min_max_case() {
+/// atomic.min and atomic.max on f32, f16 or bf16, on a buffer and in shared memory: the result is
+/// the minimum or maximum of every value whatever the order (a NaN operand is skipped, docs/ir.md
+/// §4.2).
+OpCase atomics_float_min_max_case(Scalar s) {
+  const std::string T = name(s);
   constexpr uint32_t W = 64, G = 2;
   OpCase c;
-  c.name = "atomics_f32_min_max";
+  c.name = "atomics_" + T + "_min_max";
   c.grid = {G, 1, 1};
   std::vector<uint64_t> v(W * G);
-  std::mt19937_64 rng(0xf3232);
+  std::mt19937_64 rng(0xf3232 + (s == Scalar::F32 ? 0 : static_cast<unsigned>(s)));
   for (uint64_t &x : v)
-    x = random_float(Scalar::F32, rng);
-  v[17] = fval(Scalar::F32, kNaN);
-  c.buffers = {input("v", Scalar::F32, v)};
-  Buffer mm = output("mm", Scalar::F32, 2 + 2 * G, 0);
-  mm.init[0] = fval(Scalar::F32, kInf);
-  mm.init[1] = fval(Scalar::F32, -kInf);
-  mm.ranges.push_back(Range{"atomic.min f32 buffer", 0, 1, {}, {}});
-  mm.ranges.push_back(Range{"atomic.max f32 buffer", 1, 1, {}, {}});
-  mm.ranges.push_back(Range{"atomic.min/max f32 shared", 2, 2 * G, {}, {}});
+    x = random_float(s, rng);
+  v[17] = fval(s, kNaN);
+  c.buffers = {input("v", s, v)};
+  Buffer mm = output("mm", s, 2 + 2 * G, 0);
+  mm.init[0] = fval(s, kInf);
+  mm.init[1] = fval(s, -kInf);
+  mm.ranges.push_back(Range{"atomic.min " + T + " buffer", 0, 1, {}, {}});
+  mm.ranges.push_back(Range{"atomic.max " + T + " buffer", 1, 1, {}, {}});
+  mm.ranges.push_back(Range{"atomic.min/max " + T + " shared", 2, 2 * G, {}, {}});
   c.buffers.push_back(std::move(mm));
   Body body;
-  body.line("%smm = shared.alloc : shared<f32, 2>");
+  body.line(fmt::format("%smm = shared.alloc : shared<{}, 2>", T));
   std::string i = global_index(body);
   std::string li = body.op("local_index", "u32");
   std::string zero = body.constant("0", "u32"), one = body.constant("1", "u32");
   std::string first = body.op(fmt::format("eq {}, {}", li, zero), "bool");
   body.line("if " + first + " {");
-  body.line(fmt::format("store %smm, {}, {}", zero, body.constant("inf", "f32")));
-  body.line(fmt::format("store %smm, {}, {}", one, body.constant("-inf", "f32")));
+  body.line(fmt::format("store %smm, {}, {}", zero, body.constant("inf", T)));
+  body.line(fmt::format("store %smm, {}, {}", one, body.constant("-inf", T)));
   body.line("yield");
   body.line("}");
   body.line("barrier");
-  std::string x = body.op("load %v, " + i, "f32");
-  body.op(fmt::format("atomic.min %mm, {}, {}", zero, x), "f32");
-  body.op(fmt::format("atomic.max %mm, {}, {}", one, x), "f32");
-  body.op(fmt::format("atomic.min %smm, {}, {}", zero, x), "f32");
-  body.op(fmt::format("atomic.max %smm, {}, {}", one, x), "f32");
+  std::string x = body.op("load %v, " + i, T);
+  body.op(fmt::format("atomic.min %mm, {}, {}", zero, x), T);
+  body.op(fmt::format("atomic.max %mm, {}, {}", one, x), T);
+  body.op(fmt::format("atomic.min %smm, {}, {}", zero, x), T);
+  body.op(fmt::format("atomic.max %smm, {}, {}", one, x), T);
   body.line("barrier");
   body.line("if " + first + " {");
   std::string wid =
@@ -1578,19 +1603,114 @@ OpCase atomics_f32_min_max_case() {
                           body.op(fmt::format("mul {}, {}", wid, body.constant("2", "u32")), "u32"),
                           body.constant("2", "u32")),
               "u32");
-  body.line(fmt::format("store %mm, {}, {}", slot, body.op("load %smm, " + zero, "f32")));
+  body.line(fmt::format("store %mm, {}, {}", slot, body.op("load %smm, " + zero, T)));
   body.line(fmt::format("store %mm, {}, {}", body.op(fmt::format("add {}, {}", slot, one), "u32"),
-                        body.op("load %smm, " + one, "f32")));
+                        body.op("load %smm, " + one, T)));
   body.line("yield");
   body.line("}");
   std::string params;
   bind_buffers(c, params);
   c.text = module_text(c.name, params, body.text(), {W, 1, 1});
+  if (s != Scalar::F32) {
+    c.refusal_for = narrow_atomics_refusal(s);
+    return c;
+  }
   c.refusal_for = [](const codegen::TargetFeatures &f) -> std::vector<std::string> {
     if (!f.float32_atomic_min_max)
       return {"atomic min/max on"};
     return {};
   };
+  return c;
+}
+
+/// Vector atomics (docs/ir.md §4.11: one atomic per lane, lane k on element index + k): add,
+/// sub, min and max into N-lane counters every invocation updates, add into a shared one, xchg
+/// on each invocation's own N elements, and atomic.store then atomic.load of them.
+OpCase atomics_vector_case(Scalar s, unsigned n) {
+  constexpr uint32_t W = 64, G = 2;
+  constexpr size_t total = W * G;
+  OpCase c;
+  const std::string T = name(s), V = fmt::format("{}x{}", T, n);
+  c.name = "atomics_vector_" + V;
+  c.grid = {G, 1, 1};
+  std::mt19937_64 rng(0x7ec + static_cast<unsigned>(s) * 16 + n);
+  std::vector<uint64_t> v(total * n), w(total * n), own(total * n);
+  for (size_t k = 0; k < v.size(); ++k) {
+    // floats -1, 0 and 1: every partial sum is exact in any order; integers wrap
+    v[k] = is_float(s) ? fval(s, double(int(rng() % 3) - 1)) : rng() & mask(s);
+    w[k] = random_value(s, rng);
+    own[k] = random_value(s, rng);
+  }
+  c.buffers = {input("v", s, v), input("w", s, w)};
+  Buffer acc = output("acc", s, n * (4 + G), 0);
+  const char *slots[] = {"atomic.add", "atomic.sub", "atomic.min", "atomic.max"};
+  for (size_t k = 0; k < std::size(slots); ++k)
+    acc.ranges.push_back(Range{fmt::format("{} {} lanes", slots[k], V), k * n, n, {}, {}});
+  acc.ranges.push_back(Range{"atomic.add " + V + " shared lanes", 4 * n, G * n, {}, {}});
+  Buffer own_buf = output("own", s, total * n);
+  own_buf.init = own;
+  own_buf.ranges.push_back(Range{"atomic.xchg " + V + " own lanes", 0, total * n, {}, {}});
+  Buffer olds = output("olds", s, total * n, 0);
+  olds.ranges.push_back(Range{"atomic.xchg " + V + " old lanes", 0, total * n, {}, {}});
+  Buffer cells = output("cells", s, total * n, 0);
+  cells.ranges.push_back(Range{"atomic.store " + V, 0, total * n, {}, {}});
+  Buffer loaded = output("loaded", s, total * n, 0);
+  loaded.ranges.push_back(Range{"atomic.load " + V, 0, total * n, {}, {}});
+  for (Buffer *b : {&acc, &own_buf, &olds, &cells, &loaded})
+    c.buffers.push_back(std::move(*b));
+
+  Body body;
+  body.line(fmt::format("%sacc = shared.alloc : shared<{}, {}>", T, n));
+  std::string i = global_index(body);
+  std::string li = body.op("local_index", "u32");
+  std::string nn = body.constant(std::to_string(n), "u32");
+  std::string base = body.op(fmt::format("mul {}, {}", i, nn), "u32");
+  std::string zero_u = body.constant("0", "u32");
+  std::string first = body.op(fmt::format("eq {}, {}", li, zero_u), "bool");
+  body.line("if " + first + " {");
+  body.line(fmt::format("store %sacc, {}, {}", zero_u,
+                        body.op("splat " + body.constant(is_float(s) ? "0.0" : "0", T), V)));
+  body.line("yield");
+  body.line("}");
+  body.line("barrier");
+  std::string x = body.op("load %v, " + base, V);
+  for (size_t k = 0; k < std::size(slots); ++k)
+    body.op(
+        fmt::format("{} %acc, {}, {}", slots[k], body.constant(std::to_string(k * n), "u32"), x),
+        V);
+  body.op(fmt::format("atomic.add %sacc, {}, {}", zero_u, x), V);
+  std::string old =
+      body.op(fmt::format("atomic.xchg %own, {}, {}", base, body.op("load %w, " + base, V)), V);
+  body.line(fmt::format("store %olds, {}, {}", base, old));
+  body.line(fmt::format("atomic.store %cells, {}, {}", base, x));
+  body.line(fmt::format("store %loaded, {}, {}", base, body.op("atomic.load %cells, " + base, V)));
+  body.line("barrier");
+  body.line("if " + first + " {");
+  std::string wid =
+      body.op("vec.extract " + body.op("workgroup_id", "u32x3") + " {lane = 0}", "u32");
+  std::string slot = body.op(
+      fmt::format("mul {}, {}",
+                  body.op(fmt::format("add {}, {}", wid, body.constant("4", "u32")), "u32"), nn),
+      "u32");
+  body.line(fmt::format("store %acc, {}, {}", slot, body.op("load %sacc, " + zero_u, V)));
+  body.line("yield");
+  body.line("}");
+  std::string params;
+  bind_buffers(c, params);
+  c.text = module_text(c.name, params, body.text(), {W, 1, 1});
+  if (bits(s) < 32) {
+    c.refusal_for = narrow_atomics_refusal(s);
+  } else if (s == Scalar::F32) {
+    c.refusal_for = [](const codegen::TargetFeatures &f) -> std::vector<std::string> {
+      if (!f.float32_atomic_add)
+        return {"atomic add on f32"};
+      if (!f.float32_atomic_min_max)
+        return {"atomic min/max on"};
+      if (!f.float32_atomics)
+        return {"atomic exchange on f32"};
+      return {};
+    };
+  }
   return c;
 }
 
@@ -2073,10 +2193,24 @@ const std::vector<std::pair<std::string, Family>> &families() {
          for (Scalar s : {Scalar::I32, Scalar::U32, Scalar::I64, Scalar::U64})
            for (bool shared : {false, true})
              v.push_back(atomics_case(s, shared));
-         v.push_back(atomics_f32_case());
-         v.push_back(atomics_f32_min_max_case());
-         for (Scalar s : {Scalar::I32, Scalar::U64, Scalar::F32})
+         for (Scalar s : {Scalar::U8, Scalar::I8, Scalar::U16, Scalar::I16})
+           for (bool shared : {false, true})
+             v.push_back(atomics_case(s, shared));
+         for (Scalar s : {Scalar::F32, Scalar::F16, Scalar::BF16}) {
+           v.push_back(atomics_float_case(s));
+           v.push_back(atomics_float_min_max_case(s));
+         }
+         for (Scalar s : {Scalar::I32, Scalar::U64, Scalar::F32, Scalar::U8, Scalar::I16,
+                          Scalar::F16, Scalar::BF16})
            v.push_back(atomics_load_store_case(s));
+         for (auto [s, n] : {std::pair{Scalar::F32, 2u},
+                             {Scalar::F32, 4u},
+                             {Scalar::I32, 4u},
+                             {Scalar::U64, 2u},
+                             {Scalar::F16, 2u},
+                             {Scalar::BF16, 2u},
+                             {Scalar::U8, 4u}})
+           v.push_back(atomics_vector_case(s, n));
          for (OpCase &c : refused_atomics_cases())
            v.push_back(std::move(c));
          return v;

@@ -39,7 +39,9 @@ struct TargetFeatures {
   /// shaderBufferFloat32AtomicMinMax and shaderSharedFloat32AtomicMinMax; CUDA, HIP and the CPU
   /// through a compare-and-swap loop).
   bool float32_atomic_min_max = false;
-  /// Atomics on 8- and 16-bit types (and f16/bf16): no GPU API offers them; the interpreter does.
+  /// Atomics on 8- and 16-bit types (and f16/bf16): CUDA and HIP through a compare-and-swap loop
+  /// on the element's 32-bit word, the CPU and the interpreter; Vulkan has no 8/16-bit integer
+  /// atomics (and lavapipe no f16 ones).
   bool narrow_atomics = false;
   /// GLSL.std.450 Fma rounds once. Vulkan only promises "a * b then + c"; GPUs fuse, lavapipe
   /// does not. Without it, f32 and f16 fma are computed exactly through f64 (needs float64).

@@ -78,14 +78,25 @@ inline void fence_device(const Loc &loc = Loc::current()) {
 }
 
 namespace detail {
-template <ir::Opcode Op, class T, class Index, class... Values>
-Val<std::remove_const_t<T>> atomic(const ElementRef<T, Index> &element, const Loc &loc,
-                                   const Values &...values) {
-  using V = std::remove_const_t<T>;
+/// The type an atomic on an element of `V` works on, given its first value operand `X`: a
+/// `Vec<V, N>` expression makes it N atomics (elements i .. i+N-1); anything else is one `V`.
+template <class V, class X> struct AtomicValue { using type = V; };
+template <class V, class X>
+requires ExprLike<X> &&(lanes_of<value_of<X>> > 1) struct AtomicValue<V, X> {
+  using type = value_of<X>;
+  static_assert(std::is_same_v<scalar_of<type>, V>,
+                "cubecc: a vector atomic's lanes must have the memory's element type");
+};
+
+template <ir::Opcode Op, class T, class Index, class X, class... Rest>
+auto atomic(const ElementRef<T, Index> &element, const Loc &loc, const X &value,
+            const Rest &...rest) {
+  using V = typename AtomicValue<std::remove_const_t<T>, X>::type;
   static_assert(!std::is_const_v<T>, "cubecc: atomics write memory: the tensor must not be const");
-  return Val<V>::from_ir(
-      emit(Op, {element.memory(), element.index().emit(loc), node_as<V>(values).emit(loc)...},
-           ir_type<V>(), loc));
+  return Val<V>::from_ir(emit(Op,
+                              {element.memory(), element.index().emit(loc),
+                               node_as<V>(value).emit(loc), node_as<V>(rest).emit(loc)...},
+                              ir_type<V>(), loc));
 }
 } // namespace detail
 
@@ -95,7 +106,9 @@ Val<std::remove_const_t<T>> atomic(const ElementRef<T, Index> &element, const Lo
             const Loc &loc = Loc::current()) {                                                     \
     return detail::atomic<ir::Opcode::opcode>(element, loc, value);                                \
   }
-/// Atomic read-modify-write of a buffer or shared element; returns the old value.
+/// Atomic read-modify-write of a buffer or shared element; returns the old value. With a
+/// `Vec<T, N>` value: N atomics on elements i .. i+N-1 (i a multiple of N), one per lane (another
+/// invocation may see some lanes updated and not yet the others); returns the old lanes.
 CUBECC_DSL_ATOMIC(atomic_add, AtomicAdd)
 CUBECC_DSL_ATOMIC(atomic_sub, AtomicSub)
 CUBECC_DSL_ATOMIC(atomic_min, AtomicMin)
@@ -107,17 +120,20 @@ CUBECC_DSL_ATOMIC(atomic_exchange, AtomicXchg)
 #undef CUBECC_DSL_ATOMIC
 
 /// Reads the element atomically (never torn; relaxed order: add a fence to order it).
-template <class T, class Index>
+/// `atomic_load<N>(t[i])` reads elements i .. i+N-1 into a `Vec<T, N>`, each lane untorn.
+template <int N = 1, class T, class Index>
 auto atomic_load(const ElementRef<T, Index> &element, const Loc &loc = Loc::current()) {
-  using V = std::remove_const_t<T>;
+  using S = std::remove_const_t<T>;
+  using V = std::conditional_t<N == 1, S, Vec<S, N>>;
   return Val<V>::from_ir(detail::emit(
       ir::Opcode::AtomicLoad, {element.memory(), element.index().emit(loc)}, ir_type<V>(), loc));
 }
-/// Writes the element atomically (never torn; relaxed order: add a fence to order it).
+/// Writes the element atomically (never torn; relaxed order: add a fence to order it). A
+/// `Vec<T, N>` value writes elements i .. i+N-1, each lane untorn.
 template <class T, class Index, class X>
 void atomic_store(const ElementRef<T, Index> &element, const X &value,
                   const Loc &loc = Loc::current()) {
-  using V = std::remove_const_t<T>;
+  using V = typename detail::AtomicValue<std::remove_const_t<T>, X>::type;
   static_assert(!std::is_const_v<T>, "cubecc: atomic_store writes memory: the tensor must not "
                                      "be const");
   detail::emit_void(
@@ -129,6 +145,8 @@ void atomic_store(const ElementRef<T, Index> &element, const X &value,
 template <class T, class Index, class E, class D>
 auto atomic_compare_exchange(const ElementRef<T, Index> &element, const E &expected,
                              const D &desired, const Loc &loc = Loc::current()) {
+  static_assert(lanes_of<typename detail::AtomicValue<std::remove_const_t<T>, E>::type> == 1,
+                "cubecc: atomic_compare_exchange works on one element (loop over the lanes)");
   return detail::atomic<ir::Opcode::AtomicCmpXchg>(element, loc, expected, desired);
 }
 

@@ -134,6 +134,28 @@ inline bool is_matrix_op(Opcode op) {
   return op == Opcode::MatrixFill || op == Opcode::MatrixLoad || op == Opcode::MatrixStore ||
          op == Opcode::MatrixMma || op == Opcode::MatrixConvert;
 }
+/// The binary op an atomic read-modify-write combines the old value with (atomic.add: add, ...,
+/// atomic.xor: xor); the opcode itself for xchg and cmpxchg, which do not combine.
+inline Opcode atomic_combine(Opcode op) {
+  switch (op) {
+  case Opcode::AtomicAdd:
+    return Opcode::Add;
+  case Opcode::AtomicSub:
+    return Opcode::Sub;
+  case Opcode::AtomicMin:
+    return Opcode::Min;
+  case Opcode::AtomicMax:
+    return Opcode::Max;
+  case Opcode::AtomicAnd:
+    return Opcode::And;
+  case Opcode::AtomicOr:
+    return Opcode::Or;
+  case Opcode::AtomicXor:
+    return Opcode::Xor;
+  default:
+    return op;
+  }
+}
 /// Every op of the table, in table order.
 std::span<const OpInfo> all_ops();
 std::optional<Opcode> parse_opcode(std::string_view name);
