@@ -170,7 +170,8 @@ void control_and_primitives(dsl::Tensor<const uint32_t> x, dsl::Tensor<uint32_t>
   dsl::Val<uint32_t> i = dsl::global_id().x;
   dsl::Val<uint32_t> v = x[i]; // the grid covers x exactly (a multiple of 64 elements)
   dsl::Var<uint32_t> kind = 0u;
-  dsl::switch_(v % 4u, dsl::case_(0, [&] { kind = 10u; }), dsl::case_(2, [&] { kind = 20u; }),
+  dsl::switch_(v % 8u, dsl::case_(0, [&] { kind = 10u; }),
+               dsl::case_({2, 5, 7}, [&] { kind = 20u; }), // C's case 2: case 5: case 7:
                dsl::default_([&] { kind = 30u; }));
   dsl::WorkgroupOps<uint32_t, 64> wg;
   auto bit_or = [](auto a, auto b) { return a | b; }; // no subgroup op: a tree
@@ -704,7 +705,7 @@ TEST_P(DslReach, switch_grid_stride_loop_and_workgroup_primitives) {
         before += x[j];
       }
     }
-    uint32_t kind = x[k] % 4 == 0 ? 10 : x[k] % 4 == 2 ? 20 : 30;
+    uint32_t r = x[k] % 8, kind = r == 0 ? 10 : r == 2 || r == 5 || r == 7 ? 20 : 30;
     EXPECT_EQ(got[10 * k], kind) << "switch_ at " << k;
     EXPECT_EQ(got[10 * k + 1], sum) << "reduce at " << k;
     EXPECT_EQ(got[10 * k + 2], prefix) << "inclusive_scan at " << k;

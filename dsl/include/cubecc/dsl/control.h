@@ -17,6 +17,7 @@
 #include "cubecc/dsl/expr.h"
 
 #include <array>
+#include <initializer_list>
 #include <span>
 #include <string>
 #include <tuple>
@@ -65,9 +66,9 @@ IfElse if_(const C &condition, F &&then, const Loc &loc = Loc::current()) {
   return IfElse(detail::current_if_for_else(loc));
 }
 
-/// An arm of switch_: runs `body` when the switched value equals `value`.
+/// An arm of switch_: runs `body` when the switched value equals one of `values`.
 template <class F> struct CaseArm {
-  long long value;
+  std::vector<long long> values;
   F body;
   Loc loc;
 };
@@ -76,7 +77,14 @@ template <class F> struct DefaultArm { F body; };
 template <class F>
 CaseArm<std::decay_t<F>> case_(long long value, F &&body, const Loc &loc = Loc::current()) {
   static_assert(std::invocable<F>, "cubecc: a case_'s body takes no arguments: [&] { ... }");
-  return {value, std::forward<F>(body), loc};
+  return {{value}, std::forward<F>(body), loc};
+}
+/// An arm for several values (C's `case 1: case 2:`): `dsl::case_({1, 2}, [&] { ... })`.
+template <class F>
+CaseArm<std::decay_t<F>> case_(std::initializer_list<long long> values, F &&body,
+                               const Loc &loc = Loc::current()) {
+  static_assert(std::invocable<F>, "cubecc: a case_'s body takes no arguments: [&] { ... }");
+  return {std::vector<long long>(values), std::forward<F>(body), loc};
 }
 template <class F> DefaultArm<std::decay_t<F>> default_(F &&body) {
   static_assert(std::invocable<F>, "cubecc: default_'s body takes no arguments: [&] { ... }");
@@ -97,11 +105,18 @@ void switch_arms(const V &, std::vector<long long> &, const DefaultArm<F> &arm) 
 template <class V, class F, class... Rest>
 void switch_arms(const V &v, std::vector<long long> &seen, const CaseArm<F> &arm,
                  const Rest &...rest) {
-  for (long long earlier : seen)
-    if (earlier == arm.value)
-      throw TraceError("switch_ has two case_ arms for " + std::to_string(arm.value), arm.loc);
-  seen.push_back(arm.value);
-  IfElse chain = if_(v == arm.value, arm.body, arm.loc);
+  if (arm.values.empty())
+    throw TraceError("switch_ has a case_ with no values", arm.loc);
+  for (long long value : arm.values) {
+    for (long long earlier : seen)
+      if (earlier == value)
+        throw TraceError("switch_ has two case_ arms for " + std::to_string(value), arm.loc);
+    seen.push_back(value);
+  }
+  Val<bool> matches(v == arm.values[0], arm.loc); // at the case_'s line
+  for (size_t k = 1; k < arm.values.size(); ++k)
+    matches = Val<bool>(matches || v == arm.values[k], arm.loc);
+  IfElse chain = if_(matches, arm.body, arm.loc);
   if constexpr (sizeof...(Rest) > 0)
     chain.else_([&] { switch_arms(v, seen, rest...); }, arm.loc);
 }
