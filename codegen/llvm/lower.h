@@ -22,7 +22,7 @@ namespace cubecc::llvm_backend {
 
 struct LowerOptions {
   unsigned width = 8;   ///< lanes per gang (= subgroup size): 4, 8 or 16
-  bool checked = false; ///< bounds-check buffer accesses (cpu_abi.h)
+  bool checked = false; ///< bounds-check buffer, shared and local array accesses (cpu_abi.h)
   std::string level;    ///< the CPU level, for the vector math library's variant
 };
 

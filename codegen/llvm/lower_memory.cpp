@@ -2,6 +2,8 @@
 //------------------------------===//
 #include "llvm/lowering.h"
 
+#include "cubecc/codegen/cpu_abi.h"
+
 namespace cubecc::llvm_backend {
 
 //===- Memory ------------------------------------------------------------------------------===//
@@ -40,13 +42,16 @@ llvm::Function *Lowering::fault_function() {
   return fault_fn_;
 }
 
-/// Checked mode: lanes of `mask` whose access [idx, idx + lanes) leaves the buffer record the
-/// launch's first fault and drop out of the returned mask.
-Value *Lowering::check_bounds(const ir::Operation *op, const MemInfo &mem, Value *idx64,
+/// Checked mode: lanes of `mask` whose access [idx, idx + lanes) leaves the buffer, shared or
+/// local array record the launch's first fault and drop out of the returned mask. For arrays the
+/// index is also replaced by 0 where it is out of bounds: some array paths address every lane's
+/// slot and blend by the mask afterwards (a local row), and must not touch memory past the array.
+Value *Lowering::check_bounds(const ir::Operation *op, const MemInfo &mem, Value *&idx64,
                               unsigned lanes, uint32_t kind, Value *mask) {
-  if (!opt_.checked || mem.kind != MemInfo::Buffer)
+  if (!opt_.checked)
     return mask;
-  Value *count = mem.count;
+  const bool buffer = mem.kind == MemInfo::Buffer;
+  Value *count = buffer ? mem.count : B_.getInt64(mem.n);
   Value *count_v = idx64->getType()->isVectorTy() ? splat(count) : count;
   Value *ok = B_.CreateAnd(
       B_.CreateICmpULT(idx64, count_v),
@@ -58,11 +63,16 @@ Value *Lowering::check_bounds(const ir::Operation *op, const MemInfo &mem, Value
   Value *first = B_.CreateBinaryIntrinsic(llvm::Intrinsic::cttz,
                                           B_.CreateBitCast(bad, B_.getIntNTy(W_)), B_.getTrue());
   Value *index = idx64->getType()->isVectorTy() ? B_.CreateExtractElement(idx64, first) : idx64;
+  uint32_t which = buffer                        ? mem.param
+                   : mem.kind == MemInfo::Shared ? CUBECC_CPU_FAULT_SHARED_ARRAY
+                                                 : CUBECC_CPU_FAULT_LOCAL_ARRAY;
   B_.CreateCall(fault_function(),
-                {launch_, B_.getInt32(kind), B_.getInt32(mem.param), index, count,
+                {launch_, B_.getInt32(kind), B_.getInt32(which), index, count,
                  B_.getInt32(op->location().line), B_.getInt32(op->location().col)});
   B_.CreateBr(cont);
   B_.SetInsertPoint(cont);
+  if (!buffer)
+    idx64 = B_.CreateSelect(ok, idx64, llvm::Constant::getNullValue(idx64->getType()));
   return B_.CreateAnd(mask, splat(ok));
 }
 

@@ -321,7 +321,7 @@ private:
 
   //===- Memory helpers ----------------------------------------------------------------------===//
 
-  Value *check_bounds(const ir::Operation *op, const MemInfo &mem, Value *idx64, unsigned lanes,
+  Value *check_bounds(const ir::Operation *op, const MemInfo &mem, Value *&idx64, unsigned lanes,
                       uint32_t kind, Value *mask);
   llvm::Function *fault_function();
   Value *local_element_index(const MemInfo &mem, Value *idx64, unsigned k);

@@ -28,8 +28,8 @@ typedef struct cubecc_llvm_request {
   size_t ir_size;
   const char *kernel_name; ///< the kernel to compile
   const char *level;       ///< "x86-64-v2", "x86-64-v3" or "x86-64-v4"
-  int checked;             ///< 1: bounds-checked buffer accesses (cpu_abi.h, cubecc_cpu_fault)
-  int emit;                ///< a cubecc_llvm_emit
+  int checked; ///< 1: bounds-checked buffer, shared and local array accesses (cpu_abi.h)
+  int emit;    ///< a cubecc_llvm_emit
 } cubecc_llvm_request;
 
 /// Receives the output bytes (once, on success).

@@ -563,7 +563,11 @@ private:
                          "workgroup",
                          abi.name, fault.count);
     std::string parameter = fmt::format("parameter {}", fault.param);
-    if (fault.param < k.parameter_names.size() && !k.parameter_names[fault.param].empty())
+    if (fault.param == CUBECC_CPU_FAULT_SHARED_ARRAY)
+      parameter = "a shared array";
+    else if (fault.param == CUBECC_CPU_FAULT_LOCAL_ARRAY)
+      parameter = "a local array";
+    else if (fault.param < k.parameter_names.size() && !k.parameter_names[fault.param].empty())
       parameter += fmt::format(" ('{}')", k.parameter_names[fault.param]);
     std::string where;
     if (fault.line)

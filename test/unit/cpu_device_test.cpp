@@ -710,6 +710,52 @@ TEST(CpuDevice, checked_mode_reports_an_out_of_bounds_load_of_a_compiled_kernel)
                 HasSubstr(" of 100 elements (axpy.cpp:12:5)"))));
 }
 
+TEST(CpuDevice, checked_mode_reports_out_of_bounds_shared_and_local_array_accesses) {
+  if (std::string why; codegen::llvm_version(&why).empty())
+    GTEST_SKIP() << "the LLVM backend is not available: " << why;
+  ScopedEnv checked("CUBECC_CHECKED", "1");
+  // %s indexes the shared array, %l the local one (a uniform index: the local row path; each
+  // invocation's own slot %i & 7 is stored first, so nothing forwards the load away).
+  auto module = test::parse_valid(R"(module @m {
+  kernel @arrays(%out: buffer<u32, readwrite>, %s: u32, %l: u32) workgroup(64, 1, 1) {
+    %sh = shared.alloc : shared<u32, 64>
+    %loc = local.alloc : local<u32, 8>
+    %i = local_index : u32
+    store %sh, %i, %i
+    %seven = const 7 : u32
+    %slot = and %i, %seven : u32
+    store %loc, %slot, %i
+    barrier
+    %a = load %sh, %s : u32
+    %b = load %loc, %l : u32
+    %sum = add %a, %b : u32
+    store %out, %i, %sum
+    return
+  }
+})");
+  ASSERT_TRUE(module);
+  runtime::Runtime rt = runtime::Runtime::open("cpu");
+  runtime::KernelHandle k = rt.load(*module->kernels()[0]);
+  runtime::Buffer out = rt.upload(std::vector<uint32_t>(64));
+  rt.launch(k, {1, 1, 1}, out, 3u, 0u); // in bounds: runs
+  std::vector<uint32_t> got = rt.download<uint32_t>(out);
+  EXPECT_EQ(got[8], 3u + 8u); // sh[3] = 3; invocation 8's local slot 0 holds 8
+  EXPECT_THAT(
+      [&] {
+        rt.launch(k, {1, 1, 1}, out, 64u, 0u);
+      },
+      ::testing::ThrowsMessage<Error>(
+          HasSubstr("cpu: kernel 'arrays': a shared array, a load at index 64 of 64 "
+                    "elements (checked mode")));
+  EXPECT_THAT(
+      [&] {
+        rt.launch(k, {1, 1, 1}, out, 0u, 1000000u);
+      },
+      ::testing::ThrowsMessage<Error>(
+          HasSubstr("cpu: kernel 'arrays': a local array, a load at index 1000000 of 8 "
+                    "elements (checked mode")));
+}
+
 TEST(CpuDevice, a_damaged_cache_file_is_not_trusted) {
   TemporaryFolder folder;
   ScopedEnv cache("CUBECC_CACHE_DIR", folder.path().c_str());

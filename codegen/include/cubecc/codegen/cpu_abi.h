@@ -50,9 +50,13 @@ extern "C" {
 /// stack could not be allocated (kind 4, `count` the bytes asked for, `param` and `index` 0) runs
 /// none of its workgroups.
 #define CUBECC_CPU_FAULT_NO_MEMORY 4u
+/// cubecc_cpu_fault::param of an out-of-bounds access to a shared or a local array (checked mode).
+#define CUBECC_CPU_FAULT_SHARED_ARRAY 0xffffffffu
+#define CUBECC_CPU_FAULT_LOCAL_ARRAY 0xfffffffeu
 typedef struct cubecc_cpu_fault {
   uint32_t kind;  ///< 0 none, 1 load, 2 store, 3 atomic, 4 no memory for the local arrays
-  uint32_t param; ///< the kernel parameter (its index in the IR signature) accessed
+  uint32_t param; ///< the kernel parameter (its index in the IR signature) accessed, or one of
+                  ///< CUBECC_CPU_FAULT_SHARED_ARRAY / _LOCAL_ARRAY
   uint64_t index; ///< the element index used
   uint64_t count; ///< the buffer's element count (the bound it broke)
   uint32_t line;  ///< the access's source line (0 unknown)
