@@ -817,24 +817,7 @@ private:
         return;
       }
       return exec_async_wait(op, inv);
-    case Signature::Load: {
-      Type t = op.result()->type();
-      uint8_t *p = address(&op, op.operand(0), inv, get(op.operand(1), inv), op.operand(1)->type(),
-                           t.lanes());
-      size_t bytes = scalar_bits(t.element()) / 8;
-      for (unsigned l = 0; l < t.lanes(); ++l)
-        set(op.result(), inv, l, read_element(p + l * bytes, t.element()));
-      return;
-    }
-    case Signature::Store: {
-      Type t = op.operand(2)->type();
-      uint8_t *p = address(&op, op.operand(0), inv, get(op.operand(1), inv), op.operand(1)->type(),
-                           t.lanes());
-      size_t bytes = scalar_bits(t.element()) / 8;
-      for (unsigned l = 0; l < t.lanes(); ++l)
-        write_element(p + l * bytes, t.element(), get(op.operand(2), inv, l));
-      return;
-    }
+    case Signature::Load:
     case Signature::AtomicLoad: { // invocations run one op at a time: every access is atomic
       Type t = op.result()->type();
       uint8_t *p = address(&op, op.operand(0), inv, get(op.operand(1), inv), op.operand(1)->type(),
@@ -844,6 +827,7 @@ private:
         set(op.result(), inv, l, read_element(p + l * bytes, t.element()));
       return;
     }
+    case Signature::Store:
     case Signature::AtomicStore: {
       Type t = op.operand(2)->type();
       uint8_t *p = address(&op, op.operand(0), inv, get(op.operand(1), inv), op.operand(1)->type(),
