@@ -163,6 +163,22 @@ void narrow_atomics(dsl::Tensor<const uint32_t> x, dsl::Tensor<uint8_t> bytes,
   });
 }
 
+// global_index() over a 2-D grid of 3-D workgroups (every element written once), and a value
+// from workgroup_uniform_load deciding a barrier (uniform, so the verifier accepts it).
+void topology_and_uniform_load(dsl::Tensor<uint32_t> out, dsl::Tensor<uint32_t> decided) {
+  dsl::Val<uint32_t> g = dsl::global_index();
+  out[g] = g + 1u;
+  dsl::Shared<uint32_t, 1> flag;
+  dsl::if_(dsl::local_index() == 3u, [&] { flag[0u] = dsl::workgroup_id().x + 7u; });
+  dsl::Val<uint32_t> f = dsl::workgroup_uniform_load(flag[0u]);
+  dsl::Var<uint32_t> r = 0u;
+  dsl::if_(f > 0u, [&] {
+    dsl::barrier();
+    r = f;
+  });
+  decided[g] = r;
+}
+
 // switch_ over an integer, a grid-stride loop and the workgroup primitives: their subgroup paths
 // (named ops), their shared-memory trees (a lambda), and calls in a loop.
 void control_and_primitives(dsl::Tensor<const uint32_t> x, dsl::Tensor<uint32_t> out,
@@ -672,6 +688,26 @@ TEST_P(DslReach, narrow_atomics_on_bytes_shorts_f16_and_bf16) {
   // 150, 0xc316 is -150; every partial result is an integer below 2^8, exact in bf16).
   EXPECT_EQ(args.read<uint16_t>(halves), (std::vector<uint16_t>{0x58b0, 0x58b8}));
   EXPECT_EQ(args.read<uint16_t>(brains), std::vector<uint16_t>{0xc316});
+}
+
+TEST_P(DslReach, global_index_and_a_workgroup_uniform_load_deciding_a_barrier) {
+  auto module = traced(
+      dsl::trace<topology_and_uniform_load>("topology_and_uniform_load", {.workgroup = {4, 2, 2}}));
+  ASSERT_TRUE(module);
+  const uint32_t n = 3 * 2 * 16; // a 3 x 2 grid of 16-invocation workgroups
+  Args args;
+  size_t out = args.tensor(cubecc::ir::Scalar::U32, std::vector<uint32_t>(n), n);
+  size_t decided = args.tensor(cubecc::ir::Scalar::U32, std::vector<uint32_t>(n), n);
+  cubecc::ir::LaunchConfig config;
+  config.num_workgroups = {3, 2, 1};
+  std::vector<cubecc::ir::Diagnostic> problems = cubecc::test::run_on_device(
+      cubecc::test::shared_device(GetParam()), *module->kernels()[0], args.args(), config);
+  ASSERT_TRUE(problems.empty()) << cubecc::ir::to_string(problems);
+  std::vector<uint32_t> got = args.read<uint32_t>(out), got_decided = args.read<uint32_t>(decided);
+  for (uint32_t g = 0; g < n; ++g) {
+    EXPECT_EQ(got[g], g + 1) << "global_index " << g;
+    EXPECT_EQ(got_decided[g], g / 16 % 3 + 7) << "the uniform load at " << g;
+  }
 }
 
 TEST_P(DslReach, switch_grid_stride_loop_and_workgroup_primitives) {

@@ -52,6 +52,13 @@ inline Dim3 num_workgroups(const Loc &loc = Loc::current()) {
 inline Val<uint32_t> local_index(const Loc &loc = Loc::current()) {
   return detail::builtin1(ir::Opcode::LocalIndex, loc);
 }
+/// The invocation's flat index in the whole launch: the workgroup's flat index (x fastest) times
+/// the invocations per workgroup, plus local_index() (CubeCL's ABSOLUTE_POS). Wraps past 2^32.
+inline Val<uint32_t> global_index(const Loc &loc = Loc::current()) {
+  Dim3 group = workgroup_id(loc), groups = num_workgroups(loc), size = workgroup_size(loc);
+  Val<uint32_t> flat_group(group.x + (group.y + group.z * groups.y) * groups.x, loc);
+  return Val<uint32_t>(flat_group * (size.x * size.y * size.z) + local_index(loc), loc);
+}
 inline Val<uint32_t> subgroup_id(const Loc &loc = Loc::current()) {
   return detail::builtin1(ir::Opcode::SubgroupId, loc);
 }
@@ -69,6 +76,17 @@ inline Val<uint32_t> num_subgroups(const Loc &loc = Loc::current()) {
 /// visible after it. Must be reached by all invocations (not under a condition that varies).
 inline void barrier(const Loc &loc = Loc::current()) {
   detail::emit_void(ir::Opcode::Barrier, {}, loc);
+}
+/// WGSL's workgroupUniformLoad: barrier(), the element read, barrier() again; every invocation
+/// of the workgroup gets the same value (the index must be uniform), which may then decide a
+/// barrier. For a Shared element written by some invocations (plainly or atomically) before it.
+template <class T, class Index>
+auto workgroup_uniform_load(const ElementRef<T, Index> &element, const Loc &loc = Loc::current()) {
+  using V = std::remove_const_t<T>;
+  barrier(loc);
+  Val<V> value(element, loc);
+  barrier(loc);
+  return value;
 }
 inline void fence_workgroup(const Loc &loc = Loc::current()) {
   detail::emit_void(ir::Opcode::FenceWorkgroup, {}, loc);
