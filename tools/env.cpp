@@ -353,7 +353,18 @@ int env_inspect_command(const std::string &path, bool json) {
     out["tuning"] = nlohmann::json::array();
     for (size_t i = 0; i < tuning.size(); ++i) {
       const auto &t = tuning[i];
-      nlohmann::json record = nlohmann::json::parse(t.record, nullptr, false);
+      // A record nested deeper than any tuning record is shown as its text: copying and
+      // printing a parsed value recurses once per level (a hostile bundle overflowed the stack).
+      bool too_deep = false;
+      nlohmann::json record = nlohmann::json::parse(
+          t.record,
+          [&](int depth, nlohmann::json::parse_event_t, nlohmann::json &) {
+            too_deep = too_deep || depth > 64;
+            return !too_deep;
+          },
+          false);
+      if (too_deep)
+        record = nlohmann::json::value_t::discarded;
       out["tuning"].push_back(
           {{"key", t.key}, {"record", record.is_discarded() ? nlohmann::json(t.record) : record}});
       if (!records[i])

@@ -135,6 +135,14 @@ LibraryBenchmark::VariantState &LibraryBenchmark::state(runtime::Runtime &rt, si
     const size_t b = s->buffers.size();
     const ir::Scalar element = p.type.element();
     const uint64_t count = s->launch.buffer_elements[b];
+    // The library's numbers are not trusted: the bytes must fit the device before any is made.
+    const uint64_t element_bytes = std::max<uint64_t>(ir::scalar_bits(element) / 8, 1);
+    const uint64_t limit = rt.info().max_buffer_bytes;
+    if (count > (limit ? limit : UINT64_MAX) / element_bytes || count > SIZE_MAX / element_bytes)
+      throw runtime::Error(runtime::ErrorKind::InvalidArgument,
+                           fmt::format("{}: buffer {} is described with {} elements of {} bytes, "
+                                       "more than the device's largest buffer ({} bytes)",
+                                       what, b, count, element_bytes, limit));
     s->initial.push_back(fill_bytes(element, count, b));
     s->buffers.push_back(rt.allocate(element, count));
     rt.write(s->buffers.back(), s->initial.back().data(), s->initial.back().size());

@@ -315,8 +315,37 @@ bool hip_arch_known(const std::string &arch, std::string *why) {
       *why = load_error.empty() ? "comgr lists no ISA" : load_error;
     return false;
   }
-  if (std::find(isas.begin(), isas.end(), base_arch(arch)) != isas.end())
+  if (std::find(isas.begin(), isas.end(), base_arch(arch)) != isas.end()) {
+    // Each feature (":sramecc±", ":xnack±") once, alphabetically as target IDs name them, and
+    // only on an architecture that has it (LLVM's AMDGPU processor table): comgr crashes on
+    // others. comgr's ISA list names the architectures without their features.
+    static const std::vector<std::string> sramecc = {"gfx906", "gfx908", "gfx90a",
+                                                     "gfx940", "gfx941", "gfx942"};
+    static const std::vector<std::string> xnack = {
+        "gfx801", "gfx810", "gfx900", "gfx902", "gfx904",  "gfx906",  "gfx908",  "gfx909", "gfx90a",
+        "gfx90c", "gfx940", "gfx941", "gfx942", "gfx1010", "gfx1011", "gfx1012", "gfx1013"};
+    const std::string base = base_arch(arch);
+    std::string previous;
+    for (size_t at = arch.find(':'); at != std::string::npos;) {
+      size_t next = arch.find(':', at + 1);
+      size_t end = next == std::string::npos ? arch.size() : next;
+      std::string feature = arch.substr(at + 1, end - at - 2); // without the + or -
+      const std::vector<std::string> *has = feature == "sramecc" ? &sramecc
+                                            : feature == "xnack" ? &xnack
+                                                                 : nullptr;
+      if (!has || std::find(has->begin(), has->end(), base) == has->end() || feature <= previous) {
+        if (why)
+          *why = fmt::format("{} has no feature '{}', or it is repeated or out of order (a "
+                             "target ID names each feature once, sramecc before xnack: "
+                             "gfx90a:sramecc+:xnack-)",
+                             base, feature);
+        return false;
+      }
+      previous = feature;
+      at = next;
+    }
     return true;
+  }
   if (why) {
     std::string known;
     for (const std::string &isa : isas)
