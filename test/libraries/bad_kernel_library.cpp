@@ -20,6 +20,7 @@ namespace {
 #define THROWING_TRACE 5
 #define THROWING_INITIALIZER 6
 #define NULL_TRACE 7
+#define HUGE_BUFFER 8 // a tunable whose launch describes a buffer of 2^62 + 1 floats
 
 #if CUBECC_BAD_LIBRARY == THROWING_INITIALIZER
 // Runs inside dlopen: the exception has no handler to reach and terminates the process.
@@ -37,10 +38,27 @@ const char *trace_ir(uint32_t) {
   throw std::runtime_error("tracing failed on purpose");
 #elif CUBECC_BAD_LIBRARY == UNLISTED_KERNEL
   return "module @m {\n  kernel @unlisted() workgroup(1, 1, 1) {\n    return\n  }\n}\n";
+#elif CUBECC_BAD_LIBRARY == HUGE_BUFFER
+  return "module @m {\n  kernel @listed(%y: buffer<f32, readwrite>) workgroup(64, 1, 1) {\n"
+         "    return\n  }\n}\n";
 #else
   return "module @m {\n  kernel @listed() workgroup(1, 1, 1) {\n    return\n  }\n}\n";
 #endif
 }
+
+#if CUBECC_BAD_LIBRARY == HUGE_BUFFER
+const char *variants[] = {"listed"};
+const char *dims[] = {"n"};
+const uint64_t anchors[] = {256};
+const cubecc_tunable_entry tunables[] = {{"huge", 1, variants, 1, dims, 1, anchors, "f32", 0.0}};
+int describe(uint32_t, uint32_t, const uint64_t *, cubecc_tunable_launch *launch) {
+  launch->grid[0] = launch->grid[1] = launch->grid[2] = 1;
+  launch->buffer_count = 1;
+  launch->value_count = 0;
+  launch->buffer_elements[0] = (uint64_t{1} << 62) + 1; // times 4 bytes wraps to 4
+  return 1;
+}
+#endif
 
 const char *last_error() {
   return "no reason";
@@ -60,8 +78,13 @@ const cubecc_kernel_entry *entries() {
 
 extern "C" __attribute__((visibility("default"))) const cubecc_kernel_library *
 cubecc_kernel_library_v1(void) {
+#if CUBECC_BAD_LIBRARY == HUGE_BUFFER
+  static const cubecc_kernel_library library = {2,          1, entries(), trace_ir,
+                                                last_error, 1, tunables,  describe};
+#else
   static const cubecc_kernel_library library = {
       1,          1, entries(), CUBECC_BAD_LIBRARY == NULL_TRACE ? nullptr : trace_ir,
       last_error, 0, nullptr,   nullptr};
+#endif
   return &library;
 }
