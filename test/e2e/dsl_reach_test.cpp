@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -409,11 +410,16 @@ std::pair<std::vector<float>, std::vector<uint32_t>> vectors_and_picks(uint32_t 
 class DslReach : public ::testing::TestWithParam<std::string> {
 protected:
   void SetUp() override { CUBECC_SKIP_IF_DEVICE_ABSENT(GetParam()); }
-  void run(const cubecc::ir::Kernel &kernel, const Args &args, uint32_t workgroups) {
+  /// The launch's problems on this test's device (none: it ran), over a grid of workgroups.
+  std::vector<cubecc::ir::Diagnostic> launch(const cubecc::ir::Kernel &kernel, const Args &args,
+                                             std::array<uint32_t, 3> grid) {
     cubecc::ir::LaunchConfig config;
-    config.num_workgroups = {workgroups, 1, 1};
-    std::vector<cubecc::ir::Diagnostic> problems = cubecc::test::run_on_device(
-        cubecc::test::shared_device(GetParam()), kernel, args.args(), config);
+    config.num_workgroups = grid;
+    return cubecc::test::run_on_device(cubecc::test::shared_device(GetParam()), kernel, args.args(),
+                                       config);
+  }
+  void run(const cubecc::ir::Kernel &kernel, const Args &args, uint32_t workgroups) {
+    std::vector<cubecc::ir::Diagnostic> problems = launch(kernel, args, {workgroups, 1, 1});
     ASSERT_TRUE(problems.empty()) << cubecc::ir::to_string(problems);
   }
 };
@@ -665,10 +671,8 @@ TEST_P(DslReach, narrow_atomics_on_bytes_shorts_f16_and_bf16) {
       args.tensor(cubecc::ir::Scalar::I16, std::vector<int16_t>{INT16_MIN, INT16_MIN}, 2);
   size_t halves = args.tensor(cubecc::ir::Scalar::F16, std::vector<uint16_t>{0, 0x3c00}, 2);
   size_t brains = args.tensor(cubecc::ir::Scalar::BF16, std::vector<uint16_t>{0x4316}, 1);
-  cubecc::ir::LaunchConfig config;
-  config.num_workgroups = {(n + 63) / 64, 1, 1};
-  std::vector<cubecc::ir::Diagnostic> problems = cubecc::test::run_on_device(
-      cubecc::test::shared_device(GetParam()), *module->kernels()[0], args.args(), config);
+  std::vector<cubecc::ir::Diagnostic> problems =
+      launch(*module->kernels()[0], args, {(n + 63) / 64, 1, 1});
   if (GetParam() == "vulkan") { // no 8- or 16-bit atomics in Vulkan: refused, by name
     ASSERT_FALSE(problems.empty());
     EXPECT_NE(cubecc::ir::to_string(problems).find("atomics on u8"), std::string::npos)
@@ -698,10 +702,7 @@ TEST_P(DslReach, global_index_and_a_workgroup_uniform_load_deciding_a_barrier) {
   Args args;
   size_t out = args.tensor(cubecc::ir::Scalar::U32, std::vector<uint32_t>(n), n);
   size_t decided = args.tensor(cubecc::ir::Scalar::U32, std::vector<uint32_t>(n), n);
-  cubecc::ir::LaunchConfig config;
-  config.num_workgroups = {3, 2, 1};
-  std::vector<cubecc::ir::Diagnostic> problems = cubecc::test::run_on_device(
-      cubecc::test::shared_device(GetParam()), *module->kernels()[0], args.args(), config);
+  std::vector<cubecc::ir::Diagnostic> problems = launch(*module->kernels()[0], args, {3, 2, 1});
   ASSERT_TRUE(problems.empty()) << cubecc::ir::to_string(problems);
   std::vector<uint32_t> got = args.read<uint32_t>(out), got_decided = args.read<uint32_t>(decided);
   for (uint32_t g = 0; g < n; ++g) {
