@@ -164,10 +164,7 @@ std::optional<std::string> run_plugin(const ir::Kernel &kernel, const CpuCompile
   level = resolve_level(options.level, why);
   if (level.empty())
     return fail(why);
-  TargetFeatures features;
-  features.target = "cpu:" + level;
-  features.subgroup_size = level == "x86-64-v4" ? 16 : level == "x86-64-v3" ? 8 : 4;
-  features.matrix_note = "the CPU backend has no matrix lowering; use cuda, hip or interp";
+  TargetFeatures features = cpu_features(level);
   if (!check_target_support(kernel, features, errors))
     return std::nullopt;
   const Plugin &p = plugin();
@@ -241,6 +238,8 @@ TargetFeatures cpu_features(std::string_view level) {
   f.subgroup_arithmetic = f.subgroup_extended_types = f.subgroup_shuffle = f.subgroup_ballot = true;
   f.subgroup_size = resolved == "x86-64-v4" ? 16 : resolved == "x86-64-v3" ? 8 : 4;
   f.linear_subgroups = true;
+  // Every shape: a gang computes its matrices element by element (codegen/llvm/lower_matrix.cpp).
+  f.matrix_shapes = ir::matrix_shape_mask([](const ir::MatrixShape &) { return true; });
   f.max_shared_bytes = 64u << 20;
   f.max_param_block_bytes = 1u << 20;
   f.max_workgroup_invocations = 1024;

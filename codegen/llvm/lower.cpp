@@ -644,6 +644,7 @@ std::unique_ptr<llvm::Module> Lowering::run() {
   module_->setDataLayout(machine_.createDataLayout());
   find_workgroup_level_ops();
   decide_shapes();
+  check_matrices();
   assign_segments(kernel_.body());
   auto *i32 = llvm::Type::getInt32Ty(ctx_);
   for (auto [name, value] :

@@ -459,6 +459,12 @@ void Lowering::emit_op(const ir::Operation *op) {
   case ir::Signature::SubgroupVote:
   case ir::Signature::SubgroupElect:
     return emit_subgroup(op);
+  case ir::Signature::MatrixFill:
+  case ir::Signature::MatrixLoad:
+  case ir::Signature::MatrixStore:
+  case ir::Signature::MatrixMma:
+  case ir::Signature::MatrixConvert:
+    return emit_matrix(op);
   case ir::Signature::If:
     return emit_if(op);
   case ir::Signature::For:
@@ -562,7 +568,7 @@ void Lowering::emit_if(const ir::Operation *op) {
     std::vector<std::vector<llvm::AllocaInst *>> slots(n);
     for (unsigned i = 0; i < n; ++i)
       for (unsigned k = 0; k < op->result(i)->type().lanes(); ++k) {
-        Type *t = part_type(op->result(i)->type().element(), true);
+        Type *t = value_part_type(op->result(i)->type(), true);
         slots[i].push_back(entry_alloca(t, 1, "if.result"));
         B_.CreateStore(llvm::Constant::getNullValue(t), slots[i].back());
       }
@@ -621,7 +627,7 @@ void Lowering::emit_for(const ir::Operation *op) {
     std::vector<llvm::AllocaInst *> slots;
     const Parts &init = get(op->operand(3 + c));
     for (unsigned k = 0; k < arg->type().lanes(); ++k) {
-      Type *t = part_type(arg->type().element(), is_vec(arg));
+      Type *t = value_part_type(arg->type(), is_vec(arg));
       slots.push_back(entry_alloca(t, 1, "carried"));
       B_.CreateStore(conform(init[k], is_vec(arg)), slots.back());
     }
@@ -717,7 +723,7 @@ void Lowering::emit_while(const ir::Operation *op) {
     std::vector<llvm::AllocaInst *> slots;
     const Parts &init = get(op->operand(c));
     for (unsigned k = 0; k < arg->type().lanes(); ++k) {
-      slots.push_back(entry_alloca(part_type(arg->type().element(), is_vec(arg)), 1, "carried"));
+      slots.push_back(entry_alloca(value_part_type(arg->type(), is_vec(arg)), 1, "carried"));
       B_.CreateStore(conform(init[k], is_vec(arg)), slots.back());
     }
     loop.carried.push_back(slots);
@@ -726,7 +732,7 @@ void Lowering::emit_while(const ir::Operation *op) {
     const ir::Value *r = op->result(c);
     std::vector<llvm::AllocaInst *> slots;
     for (unsigned k = 0; k < r->type().lanes(); ++k) {
-      Type *t = part_type(r->type().element(), is_vec(r));
+      Type *t = value_part_type(r->type(), is_vec(r));
       slots.push_back(entry_alloca(t, 1, "result"));
       B_.CreateStore(llvm::Constant::getNullValue(t), slots.back());
     }

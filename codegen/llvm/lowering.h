@@ -139,6 +139,14 @@ private:
   }
   Type *vec_type(Type *t) { return llvm::FixedVectorType::get(t, W_); }
   Type *part_type(Scalar s, bool vec) { return vec ? vec_type(elem_type(s)) : elem_type(s); }
+  /// A matrix (docs/ir.md §2.2): one gang-uniform array of its rows x cols elements, row-major.
+  llvm::ArrayType *matrix_type(ir::Type t) {
+    return llvm::ArrayType::get(elem_type(t.element()), t.matrix_elements());
+  }
+  /// The LLVM type of each of a value of type `t`'s parts (one per lane; a matrix is one part).
+  Type *value_part_type(ir::Type t, bool vec) {
+    return t.is_matrix() ? matrix_type(t) : part_type(t.element(), vec);
+  }
   Type *mask_type() { return vec_type(B_.getInt1Ty()); }
   /// `t` in the shape (scalar or W-vector) of `like`.
   Type *shaped(Value *like, Type *t) { return like->getType()->isVectorTy() ? vec_type(t) : t; }
@@ -197,7 +205,7 @@ private:
   Parts zeros(const ir::Value *v, bool vec) {
     Parts p;
     for (unsigned k = 0; k < v->type().lanes(); ++k)
-      p.push_back(llvm::Constant::getNullValue(part_type(v->type().element(), vec)));
+      p.push_back(llvm::Constant::getNullValue(value_part_type(v->type(), vec)));
     return p;
   }
 
@@ -208,7 +216,7 @@ private:
       return;
     Storage s;
     s.parts = v->type().lanes();
-    s.part_type = part_type(v->type().element(), is_vec(v));
+    s.part_type = value_part_type(v->type(), is_vec(v));
     s.per_gang = per_gang;
     s.ptr = entry_alloca(s.part_type, uint64_t{s.parts} * (per_gang ? G_ : 1), "slot");
     storage_[v] = s;
@@ -300,6 +308,17 @@ private:
   void emit_store(const ir::Operation *op);
   void emit_atomic(const ir::Operation *op);
   void emit_subgroup(const ir::Operation *op);
+  void check_matrices();
+  void emit_matrix(const ir::Operation *op);
+  /// Emits `body(i)` for i = 0 .. n - 1 (an i64 loop at the insertion point).
+  void for_range(uint64_t n, const std::function<void(Value *)> &body);
+  /// A matrix value built element by element: `element(e)` for e = 0 .. rows x cols - 1.
+  Value *build_matrix(ir::Type t, const std::function<Value *(Value *)> &element);
+  /// A matrix value in a fresh stack slot, to index element by element.
+  Value *spill_matrix(ir::Type t, Value *matrix);
+  Value *matrix_element(ir::Type t, Value *slot, Value *e);
+  /// A matrix element (of a, b or acc) as the double the interpreter sums it as.
+  Value *matrix_element_to_f64(Scalar s, Value *v);
 
   //===- Lane semantics ----------------------------------------------------------------------===//
 

@@ -2,7 +2,7 @@
 // interpreter
 //
 // Every matrix.mma shape (docs/ir.md §2.2) in two kernels, on each device that has it (interp,
-// cuda, hip; a shape the device's target refuses is skipped and counted): a GEMM over K tiles
+// cpu, cuda, hip; a shape the device's target refuses is skipped and counted): a GEMM over K tiles
 // loading fragments from global memory, and one product whose operands are staged through
 // shared memory first, each operand row- or column-major (on CUDA the shared loads take
 // ldmatrix). The device's result is compared with the interpreter's (the reference, run with
@@ -134,9 +134,11 @@ protected:
     EXPECT_TRUE(errors.empty()) << to_string(errors);
     // f32: exact. f16: docs/ir.md §4.13's bound per mma, K 2^-9 (|C| + sum |a b|), with
     // |a b| < 4.5 here and |C| at most the earlier mmas' sums, for each mma feeding the element.
+    // The CPU sums in the interpreter's order and precision (docs/cpu.md): exact there too.
     const double mmas = mmas_per_element, k = s.k;
-    double bound =
-        s.accumulator == Scalar::F32 ? 0 : mmas * k * std::ldexp(1.0, -9) * (mmas + 1) * k * 4.5;
+    double bound = s.accumulator == Scalar::F32 || GetParam() == "cpu"
+                       ? 0
+                       : mmas * k * std::ldexp(1.0, -9) * (mmas + 1) * k * 4.5;
     for (size_t i = 0; i < c_elements; ++i) {
       double got = value_at(on_device, i), want = value_at(reference, i);
       EXPECT_LE(std::abs(got - want), bound)
@@ -170,10 +172,12 @@ TEST_P(MatrixOnDevices, gemm_of_every_shape_matches_the_interpreter) {
     }
   std::cout << "[          ] " << ran << " GEMMs ran on " << GetParam() << ", " << refused.size()
             << " refused by the target\n";
-  // Every shape runs on the interpreter and on NVIDIA from sm_89 (fp8 needs it); gfx90a has two.
+  // Every shape runs on the interpreter, the CPU and NVIDIA from sm_89 (fp8 needs it); gfx90a
+  // has two.
   const std::string arch = test::shared_device(GetParam()).info().arch;
-  bool has_all = GetParam() == "interp" || (GetParam() == "cuda" && arch.rfind("sm_", 0) == 0 &&
-                                            std::stoi(arch.substr(3)) >= 89);
+  bool has_all =
+      GetParam() == "interp" || GetParam() == "cpu" ||
+      (GetParam() == "cuda" && arch.rfind("sm_", 0) == 0 && std::stoi(arch.substr(3)) >= 89);
   if (has_all) {
     EXPECT_TRUE(refused.empty()) << refused.front();
   }
@@ -204,7 +208,59 @@ TEST_P(MatrixOnDevices, operands_staged_in_shared_memory_in_either_layout) {
   EXPECT_GE(ran, 8u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, MatrixOnDevices, testing::Values("interp", "cuda", "hip"),
+/// A matrix carried by a loop whose body has barriers (on the CPU it lives in a per-gang slot
+/// between the segments), B staged through shared memory each step, then the f16 sum converted
+/// to an 'a' operand and multiplied again; each subgroup's rows come from local_index / 32, which
+/// the CPU keeps per lane and the matrix ops take from lane 0.
+TEST_P(MatrixOnDevices, a_matrix_carried_across_barriers_and_converted) {
+  const MatrixShape s{16, 16, 16, Scalar::F16, Scalar::F16};
+  const uint32_t k = 48;
+  const std::string text = R"(module @m {
+  kernel @carried(%a: buffer<f16, read>, %b: buffer<f16, read>, %c: buffer<f16, readwrite>, %k: u32) workgroup(64, 1, 1) {
+    %tile = shared.alloc : shared<f16, 256>
+    %zero = const 0 : u32
+    %sixteen = const 16 : u32
+    %wsize = const 32 : u32
+    %wg = const 64 : u32
+    %n256 = const 256 : u32
+    %i = local_index : u32
+    %warp = div %i, %wsize : u32
+    %row = mul %warp, %sixteen : u32
+    %arow = mul %row, %k : u32
+    %fz = const 0 : f16
+    %init = matrix.fill %fz : matrix<subgroup, acc, f16, 16, 16>
+    %sum = for %zero, %k, %sixteen, %init : matrix<subgroup, acc, f16, 16, 16> (%kk: u32, %acc: matrix<subgroup, acc, f16, 16, 16>) {
+      %boff = mul %kk, %sixteen : u32
+      for %i, %n256, %wg (%e: u32) {
+        %bi = add %boff, %e : u32
+        %v = load %b, %bi : f16
+        store %tile, %e, %v
+        yield
+      }
+      barrier
+      %ai = add %arow, %kk : u32
+      %ma = matrix.load %a, %ai, %k : matrix<subgroup, a, f16, 16, 16>
+      %mb = matrix.load %tile, %zero, %sixteen : matrix<subgroup, b, f16, 16, 16>
+      %next = matrix.mma %ma, %mb, %acc : matrix<subgroup, acc, f16, 16, 16>
+      barrier
+      yield %next
+    }
+    %again = matrix.convert %sum : matrix<subgroup, a, f16, 16, 16>
+    %mb2 = matrix.load %b, %zero, %sixteen : matrix<subgroup, b, f16, 16, 16>
+    %d = matrix.mma %again, %mb2, %sum : matrix<subgroup, acc, f16, 16, 16>
+    %ci = mul %row, %sixteen : u32
+    matrix.store %c, %ci, %sixteen, %d
+    return
+  }
+})";
+  HostBuffer a = random_buffer(Scalar::F16, size_t{32} * k, 5);
+  HostBuffer b = random_buffer(Scalar::F16, size_t{k} * 16, 6);
+  std::string why;
+  if (!check(text, s, {{&a, {}}, {&b, {}}, {}, {nullptr, {k}}}, 2, 32 * 16, {1, 1, 1}, 4, why))
+    GTEST_SKIP() << why;
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, MatrixOnDevices, testing::Values("interp", "cpu", "cuda", "hip"),
                          [](const auto &info) { return info.param; });
 
 } // namespace

@@ -11,6 +11,7 @@
 #include "cubecc/codegen/cpu_elf.h"
 
 #include "cubecc/codegen/cpu.h"
+#include "cubecc/ir/semantics.h"
 #include "cubecc/ir/version.h"
 #include "cubecc/runtime/files.h"
 #include "cubecc/runtime/runtime.h"
@@ -754,6 +755,59 @@ TEST(CpuDevice, checked_mode_reports_out_of_bounds_shared_and_local_array_access
       ::testing::ThrowsMessage<Error>(
           HasSubstr("cpu: kernel 'arrays': a local array, a load at index 1000000 of 8 "
                     "elements (checked mode")));
+}
+
+TEST(CpuDevice, checked_mode_reports_matrix_loads_and_stores_out_of_bounds) {
+  if (std::string why; codegen::llvm_version(&why).empty())
+    GTEST_SKIP() << "the LLVM backend is not available: " << why;
+  ScopedEnv checked("CUBECC_CHECKED", "1");
+  // A 16x16 f16 tile at %in[%at ..] (leading dimension 16), doubled through an f32
+  // accumulator (A x I + A with B = the identity), stored at %out[%to ..].
+  auto module = test::parse_valid(R"(module @m {
+  kernel @tile(%in: buffer<f16, read>, %id: buffer<f16, read>, %out: buffer<f32, readwrite>,
+               %at: u32, %to: u32) workgroup(32, 1, 1) {
+    %ld = const 16 : u32
+    %zero = const 0 : u32
+    %a = matrix.load %in, %at, %ld : matrix<subgroup, a, f16, 16, 16>
+    %b = matrix.load %id, %zero, %ld : matrix<subgroup, b, f16, 16, 16>
+    %fz = const 0 : f32
+    %c0 = matrix.fill %fz : matrix<subgroup, acc, f32, 16, 16>
+    %c1 = matrix.mma %a, %b, %c0 : matrix<subgroup, acc, f32, 16, 16>
+    %c2 = matrix.mma %a, %b, %c1 : matrix<subgroup, acc, f32, 16, 16>
+    matrix.store %out, %to, %ld, %c2
+    return
+  }
+})");
+  ASSERT_TRUE(module);
+  runtime::Runtime rt = runtime::Runtime::open("cpu");
+  runtime::KernelHandle k = rt.load(*module->kernels()[0]);
+  std::vector<uint16_t> in(256), id(256, 0);
+  for (uint32_t i = 0; i < 256; ++i)
+    in[i] = static_cast<uint16_t>(ir::from_double(ir::Scalar::F16, (i % 19) - 9.0));
+  for (uint32_t i = 0; i < 16; ++i)
+    id[i * 16 + i] = 0x3c00; // 1.0
+  runtime::Buffer a = rt.allocate(ir::Scalar::F16, 256), b = rt.allocate(ir::Scalar::F16, 256);
+  rt.write(a, in.data(), 512);
+  rt.write(b, id.data(), 512);
+  runtime::Buffer out = rt.upload(std::vector<float>(256, -1.0f));
+  rt.launch(k, {1, 1, 1}, a, b, out, 0u, 0u); // in bounds: runs
+  std::vector<float> got = rt.download<float>(out);
+  for (uint32_t i = 0; i < 256; ++i)
+    ASSERT_EQ(got[i], 2.0f * static_cast<float>((i % 19) - 9.0)) << "element " << i;
+  EXPECT_THAT(
+      [&] {
+        rt.launch(k, {1, 1, 1}, a, b, out, 1u, 0u);
+      },
+      ::testing::ThrowsMessage<Error>(
+          HasSubstr("cpu: kernel 'tile': parameter 0 ('in'), a load at index 256 of 256 "
+                    "elements (checked mode")));
+  EXPECT_THAT(
+      [&] {
+        rt.launch(k, {1, 1, 1}, a, b, out, 0u, 16u);
+      },
+      ::testing::ThrowsMessage<Error>(
+          HasSubstr("cpu: kernel 'tile': parameter 2 ('out'), a store at index 256 of "
+                    "256 elements (checked mode")));
 }
 
 TEST(CpuDevice, a_damaged_cache_file_is_not_trusted) {
