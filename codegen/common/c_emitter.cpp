@@ -236,7 +236,10 @@ private:
   }
   /// A fragment holds f32 as f32 and every narrower float as its bits.
   static std::string fragment_element(Scalar s) {
-    return s == Scalar::F32 ? "f32" : ir::scalar_bits(s) == 16 ? "u16" : "u8";
+    return s == Scalar::F32           ? "f32"
+           : s == Scalar::I32         ? "i32"
+           : ir::scalar_bits(s) == 16 ? "u16"
+                                      : "u8";
   }
   /// Elements of a matrix each invocation holds.
   uint32_t per_lane(Type t) const { return t.matrix_elements() / features_.subgroup_size; }
@@ -1428,7 +1431,7 @@ bool CEmitter::emit_ldmatrix(const ir::Operation &op, Type t, bool col_major,
   // element-by-element load as the other branch.
   const ir::Value *memory = op.operand(0);
   ir::MatrixRole role = t.role();
-  const bool fp8 = t.element() == Scalar::E4M3 || t.element() == Scalar::E5M2;
+  const bool fp8 = ir::scalar_bits(t.element()) == 8; // e4m3, e5m2, i8, u8: one layout
   const bool b16 = t.element() == Scalar::F16 || t.element() == Scalar::BF16;
   const uint32_t k = fp8 ? 32 : 16; // the k extent of the mma shapes
   bool fits = role == ir::MatrixRole::A ? t.rows() == 16 && t.cols() == k
@@ -1559,9 +1562,12 @@ void CEmitter::emit_matrix(const ir::Operation &op) {
     return;
   }
   case Opcode::MatrixMma: {
-    Type a = op.operand(0)->type(), c = op.operand(2)->type();
-    std::string fn =
-        fmt::format("cubecc_mma_{}_{}", ir::scalar_name(a.element()), ir::scalar_name(c.element()));
+    Type a = op.operand(0)->type(), b = op.operand(1)->type(), c = op.operand(2)->type();
+    std::string fn = a.element() == b.element()
+                         ? fmt::format("cubecc_mma_{}_{}", ir::scalar_name(a.element()),
+                                       ir::scalar_name(c.element()))
+                         : fmt::format("cubecc_mma_{}_{}_{}", ir::scalar_name(a.element()),
+                                       ir::scalar_name(b.element()), ir::scalar_name(c.element()));
     std::string d = name_of(op.result());
     line(fmt::format("{} {};", type_of(c), d));
     // CUDA runs one m16n8 block per mma.sync; HIP's MFMA covers the whole 16x16.

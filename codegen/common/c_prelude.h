@@ -351,22 +351,32 @@ __device__ inline void cubecc_mma_f16_f16(const u16 *a, const u16 *b, const u16 
   d[2] = (u16)d1;
   d[3] = (u16)(d1 >> 16);
 }
-#if __CUDA_ARCH__ >= 890
-#define CUBECC_MMA_FP8(name, type)                                                               \
-  __device__ inline void name(const u8 *a, const u8 *b, const f32 *c, f32 *d) {                 \
-    asm volatile("mma.sync.aligned.m16n8k32.row.col.f32." type "." type ".f32 {%0, %1, %2, %3}, " \
+// 8-bit operands (m16n8k32): four 32-bit registers of 'a', two of 'b', four of 'c' and 'd'.
+#define CUBECC_MMA_K32(name, ctype, cconstraint, shape)                                          \
+  __device__ inline void name(const u8 *a, const u8 *b, const ctype *c, ctype *d) {             \
+    asm volatile("mma.sync.aligned.m16n8k32.row.col." shape " {%0, %1, %2, %3}, "                \
                  "{%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};"                             \
-                 : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])                                \
+                 : "=" cconstraint(d[0]), "=" cconstraint(d[1]), "=" cconstraint(d[2]),          \
+                   "=" cconstraint(d[3])                                                         \
                  : "r"(cubecc_pack8(a[0], a[1], a[2], a[3])),                                    \
                    "r"(cubecc_pack8(a[4], a[5], a[6], a[7])),                                    \
                    "r"(cubecc_pack8(a[8], a[9], a[10], a[11])),                                  \
                    "r"(cubecc_pack8(a[12], a[13], a[14], a[15])),                                \
                    "r"(cubecc_pack8(b[0], b[1], b[2], b[3])),                                    \
-                   "r"(cubecc_pack8(b[4], b[5], b[6], b[7])), "f"(c[0]), "f"(c[1]), "f"(c[2]),   \
-                   "f"(c[3]));                                                                   \
+                   "r"(cubecc_pack8(b[4], b[5], b[6], b[7])), cconstraint(c[0]),                 \
+                   cconstraint(c[1]), cconstraint(c[2]), cconstraint(c[3]));                     \
   }
-CUBECC_MMA_FP8(cubecc_mma_e4m3_f32, "e4m3")
-CUBECC_MMA_FP8(cubecc_mma_e5m2_f32, "e5m2")
+// Integers (sm_80 and later): the exact sum wrapped to 32 bits (no .satfinite), as the
+// interpreter defines it.
+CUBECC_MMA_K32(cubecc_mma_i8_i32, i32, "r", "s32.s8.s8.s32")
+CUBECC_MMA_K32(cubecc_mma_u8_i32, i32, "r", "s32.u8.u8.s32")
+CUBECC_MMA_K32(cubecc_mma_i8_u8_i32, i32, "r", "s32.s8.u8.s32")
+CUBECC_MMA_K32(cubecc_mma_u8_i8_i32, i32, "r", "s32.u8.s8.s32")
+#if __CUDA_ARCH__ >= 890
+CUBECC_MMA_K32(cubecc_mma_e4m3_f32, f32, "f", "f32.e4m3.e4m3.f32")
+CUBECC_MMA_K32(cubecc_mma_e5m2_f32, f32, "f", "f32.e5m2.e5m2.f32")
+CUBECC_MMA_K32(cubecc_mma_e4m3_e5m2_f32, f32, "f", "f32.e4m3.e5m2.f32")
+CUBECC_MMA_K32(cubecc_mma_e5m2_e4m3_f32, f32, "f", "f32.e5m2.e4m3.f32")
 #endif
 )CUBECC";
 

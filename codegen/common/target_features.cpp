@@ -35,8 +35,8 @@ TargetFeatures TargetFeatures::vulkan_nvidia() {
   f.subgroup_size = 32;
   f.linear_subgroups = true;
   f.max_shared_bytes = 49152;
-  f.matrix_shapes =
-      ir::matrix_shape_mask([](const ir::MatrixShape &s) { return s.input == ir::Scalar::F16; });
+  f.matrix_shapes = ir::matrix_shape_mask(
+      [](const ir::MatrixShape &s) { return s.a == ir::Scalar::F16 && s.b == ir::Scalar::F16; });
   f.matrix_note = "VK_NV_cooperative_matrix has f16 operands here (SPIR-V 1.5 has no bf16 or "
                   "fp8 type)";
   return f;

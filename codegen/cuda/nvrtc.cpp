@@ -95,7 +95,7 @@ TargetFeatures cuda_features(const std::string &arch) {
   // mma.sync: f16 and bf16 shapes from sm_80, fp8 (e4m3, e5m2; m16n8k32) from sm_89.
   const unsigned sm = cuda_detail::parse_cuda_arch(arch).value_or(cuda_detail::CudaArch{}).number;
   f.matrix_shapes = ir::matrix_shape_mask(
-      [&](const ir::MatrixShape &s) { return sm >= (ir::is_storage_float(s.input) ? 89u : 80u); });
+      [&](const ir::MatrixShape &s) { return sm >= (ir::is_storage_float(s.a) ? 89u : 80u); });
   f.matrix_note = "mma.sync needs sm_80 or newer (fp8 shapes sm_89)";
   f.async_copy = sm >= 80;        // cp.async
   f.max_shared_bytes = 49152;     // static __shared__ limit; more needs dynamic shared memory

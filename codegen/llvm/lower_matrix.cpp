@@ -183,22 +183,34 @@ void Lowering::emit_matrix(const ir::Operation *op) {
     Value *sa = spill_matrix(a, part(op->operand(0), 0));
     Value *sb = spill_matrix(b, part(op->operand(1), 0));
     Value *sc = spill_matrix(c, part(op->operand(2), 0));
-    llvm::AllocaInst *sum = entry_alloca(B_.getDoubleTy(), 1, "matrix.sum");
+    // Integers: the exact sum in 64 bits, wrapped to the i32 accumulator. Floats: the products
+    // are exact in double; the sum is not fused (no contraction).
+    const bool integer = ir::is_integer(c.element());
+    Type *sum_type = integer ? B_.getInt64Ty() : B_.getDoubleTy();
+    auto widen = [&](Scalar s, Value *v) {
+      if (!integer)
+        return matrix_element_to_f64(s, v);
+      return ir::is_signed(s) ? B_.CreateSExt(v, sum_type) : B_.CreateZExt(v, sum_type);
+    };
+    llvm::AllocaInst *sum = entry_alloca(sum_type, 1, "matrix.sum");
     define(op->result(), {build_matrix(c, [&](Value *e) {
              Value *i = B_.CreateUDiv(e, B_.getInt64(n)), *j = B_.CreateURem(e, B_.getInt64(n));
-             B_.CreateStore(matrix_element_to_f64(c.element(), matrix_element(c, sc, e)), sum);
-             // The products are exact in double; the sum is not fused (no contraction).
+             B_.CreateStore(widen(c.element(), matrix_element(c, sc, e)), sum);
              for_range(k, [&](Value *kk) {
-               Value *x = matrix_element_to_f64(
-                   a.element(),
-                   matrix_element(a, sa, B_.CreateAdd(B_.CreateMul(i, B_.getInt64(k)), kk)));
-               Value *y = matrix_element_to_f64(
-                   b.element(),
-                   matrix_element(b, sb, B_.CreateAdd(B_.CreateMul(kk, B_.getInt64(n)), j)));
-               B_.CreateStore(
-                   B_.CreateFAdd(B_.CreateLoad(B_.getDoubleTy(), sum), B_.CreateFMul(x, y)), sum);
+               Value *x =
+                   widen(a.element(),
+                         matrix_element(a, sa, B_.CreateAdd(B_.CreateMul(i, B_.getInt64(k)), kk)));
+               Value *y =
+                   widen(b.element(),
+                         matrix_element(b, sb, B_.CreateAdd(B_.CreateMul(kk, B_.getInt64(n)), j)));
+               Value *s = B_.CreateLoad(sum_type, sum);
+               B_.CreateStore(integer ? B_.CreateAdd(s, B_.CreateMul(x, y))
+                                      : B_.CreateFAdd(s, B_.CreateFMul(x, y)),
+                              sum);
              });
-             return convert(Scalar::F64, c.element(), B_.CreateLoad(B_.getDoubleTy(), sum));
+             Value *total = B_.CreateLoad(sum_type, sum);
+             return integer ? B_.CreateTrunc(total, elem_type(c.element()))
+                            : convert(Scalar::F64, c.element(), total);
            })});
     return;
   }

@@ -185,7 +185,9 @@ private:
       const ir::MatrixShape &s = ir::matrix_shapes()[i];
       uint32_t rows = t.role() == ir::MatrixRole::B ? s.k : s.m;
       uint32_t cols = t.role() == ir::MatrixRole::A ? s.k : s.n;
-      Scalar element = t.role() == ir::MatrixRole::Accumulator ? s.accumulator : s.input;
+      Scalar element = t.role() == ir::MatrixRole::Accumulator ? s.accumulator
+                       : t.role() == ir::MatrixRole::A         ? s.a
+                                                               : s.b;
       if ((features_.matrix_shapes >> i & 1) && t.rows() == rows && t.cols() == cols &&
           t.element() == element) {
         relies_on_.matrix_shapes |= 1u << i;

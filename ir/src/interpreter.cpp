@@ -708,8 +708,24 @@ private:
     case Opcode::MatrixMma: {
       // Each product is exact in double (the inputs have at most 11 significant bits); the sum
       // runs in double from C over k = 0, 1, ... and is rounded once to the accumulator type.
+      // Integers: the exact sum, wrapped to the 32-bit accumulator (mma.sync without .satfinite).
       Type a = op.operand(0)->type(), b = op.operand(1)->type(), c = op.operand(2)->type();
       const uint32_t m = c.rows(), n = c.cols(), k = a.cols();
+      if (is_integer(c.element())) {
+        auto value = [&](const Value *v, Scalar s, unsigned e) {
+          uint64_t bits = get(v, inv, e);
+          return is_signed(s) ? sign_extend(bits, scalar_bits(s)) : static_cast<int64_t>(bits);
+        };
+        for (uint32_t i = 0; i < m; ++i)
+          for (uint32_t j = 0; j < n; ++j) {
+            int64_t sum = value(op.operand(2), c.element(), i * n + j);
+            for (uint32_t kk = 0; kk < k; ++kk)
+              sum += value(op.operand(0), a.element(), i * k + kk) *
+                     value(op.operand(1), b.element(), kk * n + j);
+            set(op.result(), inv, i * n + j, static_cast<uint64_t>(sum) & 0xFFFFFFFFu);
+          }
+        return;
+      }
       std::vector<double> av(size_t{m} * k), bv(size_t{k} * n);
       for (size_t e = 0; e < av.size(); ++e)
         av[e] = to_double(a.element(), get(op.operand(0), inv, static_cast<unsigned>(e)));

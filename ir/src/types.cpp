@@ -78,7 +78,10 @@ std::string_view matrix_role_name(MatrixRole r) {
 }
 
 std::string MatrixShape::str() const {
-  return fmt::format("{}x{}x{} {}->{}", m, n, k, scalar_name(input), scalar_name(accumulator));
+  if (a != b)
+    return fmt::format("{}x{}x{} {}*{}->{}", m, n, k, scalar_name(a), scalar_name(b),
+                       scalar_name(accumulator));
+  return fmt::format("{}x{}x{} {}->{}", m, n, k, scalar_name(a), scalar_name(accumulator));
 }
 
 std::string matrix_shapes_text(uint32_t mask) {
@@ -91,14 +94,13 @@ std::string matrix_shapes_text(uint32_t mask) {
 
 std::optional<size_t> matrix_shape_index(Type a, Type b, Type c) {
   if (!a.is_matrix() || !b.is_matrix() || !c.is_matrix() || a.role() != MatrixRole::A ||
-      b.role() != MatrixRole::B || c.role() != MatrixRole::Accumulator ||
-      a.element() != b.element() || a.cols() != b.rows() || a.rows() != c.rows() ||
-      b.cols() != c.cols())
+      b.role() != MatrixRole::B || c.role() != MatrixRole::Accumulator || a.cols() != b.rows() ||
+      a.rows() != c.rows() || b.cols() != c.cols())
     return std::nullopt;
   for (size_t i = 0; i < std::size(kMatrixShapes); ++i) {
     const MatrixShape &s = kMatrixShapes[i];
-    if (s.m == c.rows() && s.n == c.cols() && s.k == a.cols() && s.input == a.element() &&
-        s.accumulator == c.element())
+    if (s.m == c.rows() && s.n == c.cols() && s.k == a.cols() && s.a == a.element() &&
+        s.b == b.element() && s.accumulator == c.element())
       return i;
   }
   return std::nullopt;
@@ -110,10 +112,11 @@ std::string matrix_type_problem(Type t) {
     return "matrix rows and columns are 8, 16 or 32";
   Scalar e = t.element();
   if (t.role() == MatrixRole::Accumulator) {
-    if (e != Scalar::F32 && e != Scalar::F16)
-      return "accumulators hold f32 or f16";
-  } else if (e != Scalar::F16 && e != Scalar::BF16 && e != Scalar::E4M3 && e != Scalar::E5M2) {
-    return "matrix operands a and b hold f16, bf16, e4m3 or e5m2";
+    if (e != Scalar::F32 && e != Scalar::F16 && e != Scalar::I32)
+      return "accumulators hold f32, f16 or i32";
+  } else if (e != Scalar::F16 && e != Scalar::BF16 && e != Scalar::E4M3 && e != Scalar::E5M2 &&
+             e != Scalar::I8 && e != Scalar::U8) {
+    return "matrix operands a and b hold f16, bf16, e4m3, e5m2, i8 or u8";
   }
   return {};
 }

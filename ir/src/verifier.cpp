@@ -789,6 +789,11 @@ private:
         return error(&op, fmt::format("cannot turn {} into {}: only an accumulator changes its "
                                       "role (into an 'a' or 'b' operand)",
                                       from.str(), to.str()));
+      if (is_integer(from.element()) || is_integer(to.element()))
+        return error(&op, fmt::format("cannot convert {} to {}: integer fragments are only "
+                                      "loaded, multiplied and stored (requantize the elements "
+                                      "in memory)",
+                                      from.str(), to.str()));
       return;
     }
     case Signature::If:

@@ -89,10 +89,10 @@ uint32_t cooperative_matrix_shapes(VkPhysicalDevice physical) {
     return std::nullopt;
   };
   return ir::matrix_shape_mask([&](const ir::MatrixShape &shape) {
-    return shape.input == ir::Scalar::F16 &&
+    return shape.a == ir::Scalar::F16 && shape.b == ir::Scalar::F16 &&
            std::any_of(listed.begin(), listed.begin() + count, [&](const auto &p) {
              return p.scope == VK_SCOPE_SUBGROUP_NV && p.MSize == shape.m && p.NSize == shape.n &&
-                    p.KSize == shape.k && p.AType == p.BType && scalar(p.AType) == shape.input &&
+                    p.KSize == shape.k && p.AType == p.BType && scalar(p.AType) == shape.a &&
                     p.CType == p.DType && scalar(p.CType) == shape.accumulator;
            });
   });

@@ -30,10 +30,11 @@ namespace {
 /// Random values of `s`, as bit patterns, small enough that sums stay well inside f16's range.
 std::vector<uint64_t> random_bits(Scalar s, size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> small(-8, 8);
+  std::uniform_int_distribution<int> small(-8, 8), byte(0, 255);
   std::vector<uint64_t> out(n);
   for (auto &v : out)
-    v = from_double(s, small(rng) / 4.0 + (small(rng) & 1 ? 1.0 / 64 : 0.0));
+    v = is_integer(s) ? static_cast<uint64_t>(byte(rng)) // every i8 or u8
+                      : from_double(s, small(rng) / 4.0 + (small(rng) & 1 ? 1.0 / 64 : 0.0));
   return out;
 }
 
@@ -43,6 +44,8 @@ std::vector<uint64_t> random_bits(Scalar s, size_t n, uint32_t seed) {
 uint64_t host_round(Scalar s, double v) {
   if (s == Scalar::F16)
     return std::bit_cast<uint16_t>(static_cast<_Float16>(v));
+  if (s == Scalar::I32) // exact here (|v| < 2^53), wrapped to 32 bits
+    return static_cast<uint32_t>(static_cast<int64_t>(v));
   return std::bit_cast<uint32_t>(static_cast<float>(v)); // f32 (the only other accumulator)
 }
 double host_value(Scalar s, uint64_t bits) {
@@ -53,6 +56,12 @@ double host_value(Scalar s, uint64_t bits) {
     return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
   case Scalar::F32:
     return std::bit_cast<float>(static_cast<uint32_t>(bits));
+  case Scalar::I8:
+    return static_cast<int8_t>(bits);
+  case Scalar::U8:
+    return static_cast<uint8_t>(bits);
+  case Scalar::I32:
+    return static_cast<int32_t>(bits);
   default:
     return to_double(s, bits);
   }
@@ -89,7 +98,7 @@ std::string run(const Kernel &k, std::vector<Argument> args, std::array<uint32_t
 }
 
 struct GemmCase {
-  Scalar in, acc;
+  Scalar a, b, acc;
   uint32_t tm, tn, tk;
   bool b_col_major;
 };
@@ -98,16 +107,16 @@ struct GemmCase {
 /// follows the documented order: per K tile, the exact products summed in double onto the
 /// accumulator, rounded once to the accumulator type.
 void check_gemm(const GemmCase &g) {
-  SCOPED_TRACE(fmt::format("{} x {} -> {}, {}x{}x{}, B {}", scalar_name(g.in), scalar_name(g.in),
+  SCOPED_TRACE(fmt::format("{} x {} -> {}, {}x{}x{}, B {}", scalar_name(g.a), scalar_name(g.b),
                            scalar_name(g.acc), g.tm, g.tn, g.tk,
                            g.b_col_major ? "column-major" : "row-major"));
   const uint32_t m = 2 * g.tm, n = 3 * g.tn, k = 4 * g.tk;
   auto module =
-      test::parse_valid(test::matrix_gemm_ir({g.tm, g.tn, g.tk, g.in, g.acc}, g.b_col_major));
+      test::parse_valid(test::matrix_gemm_ir({g.tm, g.tn, g.tk, g.a, g.b, g.acc}, g.b_col_major));
   ASSERT_TRUE(module);
-  std::vector<uint64_t> a = random_bits(g.in, size_t{m} * k, 1),
-                        b = random_bits(g.in, size_t{k} * n, 2);
-  HostBuffer ba = buffer_of(g.in, a), bb = buffer_of(g.in, b);
+  std::vector<uint64_t> a = random_bits(g.a, size_t{m} * k, 1),
+                        b = random_bits(g.b, size_t{k} * n, 2);
+  HostBuffer ba = buffer_of(g.a, a), bb = buffer_of(g.b, b);
   HostBuffer bc = buffer_of(g.acc, std::vector<uint64_t>(size_t{m} * n, 0));
   ASSERT_EQ(run(*module->kernels()[0], {buf(ba), buf(bb), buf(bc), u32(m), u32(n), u32(k)},
                 {n / g.tn, 1, 1}),
@@ -120,9 +129,9 @@ void check_gemm(const GemmCase &g) {
         double sum = acc;
         for (uint32_t kk = k0; kk < k0 + g.tk; ++kk) {
           double bv =
-              host_value(g.in, g.b_col_major ? b[size_t{j} * k + kk] : b[size_t{kk} * n + j]);
-          sum += host_value(g.in, a[size_t{i} * k + kk]) * bv;
-          exact += host_value(g.in, a[size_t{i} * k + kk]) * bv;
+              host_value(g.b, g.b_col_major ? b[size_t{j} * k + kk] : b[size_t{kk} * n + j]);
+          sum += host_value(g.a, a[size_t{i} * k + kk]) * bv;
+          exact += host_value(g.a, a[size_t{i} * k + kk]) * bv;
         }
         acc = host_value(g.acc, host_round(g.acc, sum));
       }
@@ -130,8 +139,8 @@ void check_gemm(const GemmCase &g) {
       ASSERT_EQ(got, host_round(g.acc, acc)) << "C[" << i << "][" << j << "]";
       worst = std::max(worst, std::abs(host_value(g.acc, got) - exact));
     }
-  // Against the exact product the only error is one rounding per K tile.
-  EXPECT_LE(worst, g.acc == Scalar::F32 ? 1e-4 : 0.5);
+  // Against the exact product the only error is one rounding per K tile (none for integers).
+  EXPECT_LE(worst, g.acc == Scalar::F32 ? 1e-4 : g.acc == Scalar::I32 ? 0 : 0.5);
 }
 
 } // namespace
@@ -139,7 +148,7 @@ void check_gemm(const GemmCase &g) {
 TEST(Matrix, gemm_in_the_interpreter_matches_the_host_for_every_shape_and_type) {
   for (const MatrixShape &s : matrix_shapes())
     for (bool col_major : {false, true})
-      check_gemm({s.input, s.accumulator, s.m, s.n, s.k, col_major});
+      check_gemm({s.a, s.b, s.accumulator, s.m, s.n, s.k, col_major});
 }
 
 TEST(Matrix, an_accumulator_converts_into_an_operand_and_to_another_precision) {
@@ -330,7 +339,30 @@ TEST(Matrix, the_verifier_checks_roles_shapes_types_and_memory) {
               ::testing::HasSubstr("of one of the shapes m x n x k 16x16x16 f16->f32"));
   EXPECT_THAT(error("", "    %x = const 0 : f32\n    %a = matrix.fill %x : matrix<subgroup, a, "
                         "f32, 16, 16>"),
-              ::testing::HasSubstr("matrix operands a and b hold f16, bf16, e4m3 or e5m2"));
+              ::testing::HasSubstr("matrix operands a and b hold f16, bf16, e4m3, e5m2, i8 or u8"));
+  EXPECT_THAT(error("", "    %x = const 0 : u32\n    %a = matrix.fill %x : matrix<subgroup, acc, "
+                        "u32, 16, 16>"),
+              ::testing::HasSubstr("accumulators hold f32, f16 or i32"));
+  // Integer fragments: i8 x u8 -> i32 is a shape; an f16 'a' with an i8 'b' is not; integer
+  // fragments never convert.
+  const std::string ints = R"(    %iz = const 0 : i32
+    %bz = const 0 : i8
+    %uz = const 0 : u8
+    %ic = matrix.fill %iz : matrix<subgroup, acc, i32, 16, 8>
+    %ia = matrix.fill %bz : matrix<subgroup, a, i8, 16, 32>
+    %ub = matrix.fill %uz : matrix<subgroup, b, u8, 32, 8>
+)";
+  EXPECT_EQ(
+      error("", ints + "    %d = matrix.mma %ia, %ub, %ic : matrix<subgroup, acc, i32, 16, 8>"),
+      "");
+  EXPECT_THAT(error("", ints + "    %ic2 = matrix.fill %iz : matrix<subgroup, acc, i32, 16, 16>\n"
+                               "    %hz = const 0 : f16\n    %hb = matrix.fill %hz : "
+                               "matrix<subgroup, b, f16, 32, 16>\n    %d = matrix.mma %ia, %hb, "
+                               "%ic2 : matrix<subgroup, acc, i32, 16, 16>"),
+              ::testing::HasSubstr("cannot multiply matrix<subgroup, a, i8, 16, 32> by "
+                                   "matrix<subgroup, b, f16, 32, 16>"));
+  EXPECT_THAT(error("", ints + "    %x = matrix.convert %ic : matrix<subgroup, a, i8, 16, 8>"),
+              ::testing::HasSubstr("integer fragments are only loaded, multiplied and stored"));
   EXPECT_THAT(error("", "    %x = const 0 : f32\n    %a = matrix.fill %x : matrix<subgroup, acc, "
                         "f32, 16, 12>"),
               ::testing::HasSubstr("matrix rows and columns are 8, 16 or 32"));
@@ -360,6 +392,36 @@ TEST(Matrix, the_verifier_checks_roles_shapes_types_and_memory) {
   EXPECT_THAT(error("%in: buffer<f32, read>", ops + R"(    %z = const 0 : u32
     %x = matrix.load %in, %z, %z : )" + a16),
               ::testing::HasSubstr("loads matrix<subgroup, a, f16, 16, 16> from memory of f32"));
+}
+
+TEST(Matrix, integer_products_are_exact_and_wrap_to_32_bits) {
+  // C = A B + C with every A and B element -128 (i8) and 255 (u8): each product is -32640 and
+  // the 32 of them -1044480; C starts near INT32_MIN, so the sum wraps past it.
+  auto module = test::parse_valid(R"(module @m {
+  kernel @k(%a: buffer<i8, read>, %b: buffer<u8, read>, %c: buffer<i32, readwrite>) workgroup(32, 1, 1) {
+    %zero = const 0 : u32
+    %lda = const 32 : u32
+    %ldc = const 8 : u32
+    %ma = matrix.load %a, %zero, %lda : matrix<subgroup, a, i8, 16, 32>
+    %mb = matrix.load %b, %zero, %ldc : matrix<subgroup, b, u8, 32, 8>
+    %mc = matrix.load %c, %zero, %ldc : matrix<subgroup, acc, i32, 16, 8>
+    %d = matrix.mma %ma, %mb, %mc : matrix<subgroup, acc, i32, 16, 8>
+    matrix.store %c, %zero, %ldc, %d
+    return
+  }
+})");
+  ASSERT_TRUE(module);
+  HostBuffer ba = buffer_of(Scalar::I8, std::vector<uint64_t>(16 * 32, 0x80));
+  HostBuffer bb = buffer_of(Scalar::U8, std::vector<uint64_t>(32 * 8, 0xFF));
+  std::vector<uint64_t> c(16 * 8);
+  for (size_t i = 0; i < c.size(); ++i)
+    c[i] = static_cast<uint32_t>(INT32_MIN + static_cast<int32_t>(i) * 100000);
+  HostBuffer bc = buffer_of(Scalar::I32, c);
+  ASSERT_EQ(run(*module->kernels()[0], {buf(ba), buf(bb), buf(bc)}, {1, 1, 1}), "");
+  for (size_t i = 0; i < c.size(); ++i) {
+    int64_t want = int64_t{INT32_MIN} + static_cast<int64_t>(i) * 100000 - 32 * 128 * 255;
+    EXPECT_EQ(element(bc, i), static_cast<uint32_t>(want)) << "C[" << i << "]";
+  }
 }
 
 TEST(Matrix, types_print_parse_and_compare_by_role_and_shape) {

@@ -109,7 +109,7 @@ inline std::unique_ptr<ir::Module> example_module(const char *name) {
 inline std::string matrix_gemm_ir(const ir::MatrixShape &s, bool b_col_major) {
   return fmt::format(
       R"(module @m {{
-  kernel @gemm(%a: buffer<{in}, read>, %b: buffer<{in}, read>, %c: buffer<{acc}, readwrite>,
+  kernel @gemm(%a: buffer<{ina}, read>, %b: buffer<{inb}, read>, %c: buffer<{acc}, readwrite>,
                %m: u32, %n: u32, %k: u32) workgroup(64, 1, 1) {{
     %sg = subgroup_id : u32
     %wid = workgroup_id : u32x3
@@ -125,9 +125,9 @@ inline std::string matrix_gemm_ir(const ir::MatrixShape &s, bool b_col_major) {
     %total = for %zero, %k, %tk, %init : matrix<subgroup, acc, {acc}, {tm}, {tn}> (%kk: u32, %sum: matrix<subgroup, acc, {acc}, {tm}, {tn}>) {{
       %arow = mul %row, %k : u32
       %ai = add %arow, %kk : u32
-      %ma = matrix.load %a, %ai, %k : matrix<subgroup, a, {in}, {tm}, {tk}>
+      %ma = matrix.load %a, %ai, %k : matrix<subgroup, a, {ina}, {tm}, {tk}>
       {b_index}
-      %mb = matrix.load %b, %bi, {b_stride} {b_attr}: matrix<subgroup, b, {in}, {tk}, {tn}>
+      %mb = matrix.load %b, %bi, {b_stride} {b_attr}: matrix<subgroup, b, {inb}, {tk}, {tn}>
       %next = matrix.mma %ma, %mb, %sum : matrix<subgroup, acc, {acc}, {tm}, {tn}>
       yield %next
     }}
@@ -137,8 +137,9 @@ inline std::string matrix_gemm_ir(const ir::MatrixShape &s, bool b_col_major) {
     return
   }}
 }})",
-      fmt::arg("in", ir::scalar_name(s.input)), fmt::arg("acc", ir::scalar_name(s.accumulator)),
-      fmt::arg("tm", s.m), fmt::arg("tn", s.n), fmt::arg("tk", s.k),
+      fmt::arg("ina", ir::scalar_name(s.a)), fmt::arg("inb", ir::scalar_name(s.b)),
+      fmt::arg("acc", ir::scalar_name(s.accumulator)), fmt::arg("tm", s.m), fmt::arg("tn", s.n),
+      fmt::arg("tk", s.k),
       // B row-major: (kk, col) at kk * n + col; column-major: at col * k + kk.
       fmt::arg("b_index", b_col_major
                               ? "%bcol = mul %col, %k : u32\n      %bi = add %bcol, %kk : u32"

@@ -30,10 +30,12 @@ inline constexpr Layout ColMajor = Layout::ColMajor;
 
 namespace detail {
 template <class T>
-inline constexpr bool is_operand_element_v = std::is_same_v<T, f16> || std::is_same_v<T, bf16> ||
-                                             std::is_same_v<T, e4m3> || std::is_same_v<T, e5m2>;
+inline constexpr bool is_operand_element_v =
+    std::is_same_v<T, f16> || std::is_same_v<T, bf16> || std::is_same_v<T, e4m3> ||
+    std::is_same_v<T, e5m2> || std::is_same_v<T, int8_t> || std::is_same_v<T, uint8_t>;
 template <class T>
-inline constexpr bool is_accumulator_element_v = std::is_same_v<T, float> || std::is_same_v<T, f16>;
+inline constexpr bool is_accumulator_element_v =
+    std::is_same_v<T, float> || std::is_same_v<T, f16> || std::is_same_v<T, int32_t>;
 template <class Memory> using memory_element_t = typename Memory::dsl_element_type;
 template <class X> inline constexpr bool is_local_v = false;
 template <KernelType T, int N> inline constexpr bool is_local_v<Local<T, N>> = true;
@@ -45,8 +47,8 @@ ir::Value *emit_matrix_access(ir::Opcode op, ir::Value *memory, ir::Value *index
 template <ir::MatrixRole R, class T, int Rows, int Cols> class Matrix {
   static_assert(R == ir::MatrixRole::Accumulator ? detail::is_accumulator_element_v<T>
                                                  : detail::is_operand_element_v<T>,
-                "cubecc: a MatrixA or MatrixB holds f16, bf16, e4m3 or e5m2; an Accumulator "
-                "holds float or f16");
+                "cubecc: a MatrixA or MatrixB holds f16, bf16, e4m3, e5m2, int8_t or uint8_t; "
+                "an Accumulator holds float, f16 or int32_t");
   static_assert((Rows == 8 || Rows == 16 || Rows == 32) && (Cols == 8 || Cols == 16 || Cols == 32),
                 "cubecc: matrix rows and columns are 8, 16 or 32 (docs/ir.md §2.2 lists the "
                 "shapes)");
@@ -142,8 +144,10 @@ template <ir::MatrixRole R, class T, int Rows, int Cols> struct Carry<Matrix<R, 
 } // namespace detail
 
 /// D = A * B + C, for a shape cubecc has (docs/ir.md §2.2: 16x16x16 and 16x8x16 for f16 and
-/// bf16, fp8 16x8x32 and 16x16x32). Each element is rounded once (the interpreter sums in
-/// double precision; hardware in its own order, within the bound docs/ir.md §4.13 gives).
+/// bf16, 16x8x32 and 16x16x32 for fp8 (e4m3 and e5m2 in any pair) and 8-bit integers (either
+/// signedness, into int32_t)). Each float element is rounded once (the interpreter sums in
+/// double precision; hardware in its own order, within the bound docs/ir.md §4.13 gives);
+/// integer sums are exact, wrapped to 32 bits.
 template <class A, class B, class C>
 C mma(const A &a, const B &b, const C &c, const Loc &loc = Loc::current()) {
   static_assert(detail::is_matrix_v<A> && detail::is_matrix_v<B> && detail::is_matrix_v<C>,
@@ -152,16 +156,16 @@ C mma(const A &a, const B &b, const C &c, const Loc &loc = Loc::current()) {
     static_assert(A::role == ir::MatrixRole::A && B::role == ir::MatrixRole::B &&
                       C::role == ir::MatrixRole::Accumulator,
                   "cubecc: mma(a, b, c) takes a MatrixA, a MatrixB and an Accumulator, in order");
-    static_assert(std::is_same_v<typename A::element_type, typename B::element_type>,
-                  "cubecc: mma's A and B hold the same element type");
     static_assert(A::cols == B::rows && A::rows == C::rows && B::cols == C::cols,
                   "cubecc: mma multiplies M x K by K x N into M x N: the shapes do not fit");
     static_assert(ir::is_matrix_shape(C::rows, C::cols, A::cols,
                                       detail::ScalarTraits<typename A::element_type>::scalar,
+                                      detail::ScalarTraits<typename B::element_type>::scalar,
                                       detail::ScalarTraits<typename C::element_type>::scalar),
                   "cubecc: no target has this mma shape; cubecc has 16x16x16 and 16x8x16 "
-                  "(f16 -> f32 or f16, bf16 -> f32) and 16x8x32 and 16x16x32 (e4m3, e5m2 -> "
-                  "f32), M x N x K");
+                  "(f16 x f16 -> f32 or f16, bf16 x bf16 -> f32), 16x8x32 and 16x16x32 (e4m3 or "
+                  "e5m2 x e4m3 or e5m2 -> f32; int8_t or uint8_t x int8_t or uint8_t -> "
+                  "int32_t), M x N x K");
   }
   return C::from_ir(detail::emit_n(ir::Opcode::MatrixMma,
                                    std::array<ir::Value *, 3>{a.ir(), b.ir(), c.ir()}, C::ir_type(),
@@ -178,6 +182,10 @@ template <class To, class From> To convert(const From &m, const Loc &loc = Loc::
                   "cubecc: convert keeps the rows and columns");
     static_assert(To::role == From::role || From::role == ir::MatrixRole::Accumulator,
                   "cubecc: only an Accumulator changes its role (into a MatrixA or MatrixB)");
+    static_assert(!std::is_integral_v<typename To::element_type> &&
+                      !std::is_integral_v<typename From::element_type>,
+                  "cubecc: integer matrices are only loaded, multiplied and stored (requantize "
+                  "the elements in memory)");
   }
   return To::from_ir(detail::emit(ir::Opcode::MatrixConvert, {m.ir()}, To::ir_type(), loc));
 }

@@ -172,33 +172,55 @@ private:
 };
 
 /// One multiply-accumulate shape `D(m x n) = A(m x k) * B(k x n) + C(m x n)` that matrix.mma
-/// accepts, with the element type of A and B and that of C and D.
+/// accepts, with the element types of A, of B and of C and D.
 struct MatrixShape {
   uint32_t m, n, k;
-  Scalar input;
+  Scalar a, b;
   Scalar accumulator;
-  /// "16x16x16 f16->f32".
+  /// "16x16x16 f16->f32"; "16x8x32 e4m3*e5m2->f32" where A and B differ.
   std::string str() const;
 };
-/// Every shape cubecc has: those of NVIDIA's mma.sync (m16n8k16, fp8 m16n8k32), AMD's MFMA and
-/// Vulkan's usual cooperative-matrix shapes (16x16x16, fp8 16x16x32). A backend may support a
-/// subset (docs/ir.md §2.2 lists which). A constant, so that the DSL checks shapes at compile
-/// time; the order is the bit order of a target's `matrix_shapes` mask.
+/// Every shape cubecc has: those of NVIDIA's mma.sync (m16n8k16, fp8 and int8 m16n8k32), AMD's
+/// MFMA and Vulkan's usual cooperative-matrix shapes (16x16x16, fp8 16x16x32). A backend may
+/// support a subset (docs/ir.md §2.2 lists which). A constant, so that the DSL checks shapes at
+/// compile time; the order is the bit order of a target's `matrix_shapes` mask (new shapes go
+/// last: the masks are stored in bundles).
 inline constexpr MatrixShape kMatrixShapes[] = {
-    {16, 16, 16, Scalar::F16, Scalar::F32},  {16, 16, 16, Scalar::F16, Scalar::F16},
-    {16, 16, 16, Scalar::BF16, Scalar::F32}, {16, 8, 16, Scalar::F16, Scalar::F32},
-    {16, 8, 16, Scalar::F16, Scalar::F16},   {16, 8, 16, Scalar::BF16, Scalar::F32},
-    {16, 8, 32, Scalar::E4M3, Scalar::F32},  {16, 8, 32, Scalar::E5M2, Scalar::F32},
-    {16, 16, 32, Scalar::E4M3, Scalar::F32}, {16, 16, 32, Scalar::E5M2, Scalar::F32},
+    {16, 16, 16, Scalar::F16, Scalar::F16, Scalar::F32},
+    {16, 16, 16, Scalar::F16, Scalar::F16, Scalar::F16},
+    {16, 16, 16, Scalar::BF16, Scalar::BF16, Scalar::F32},
+    {16, 8, 16, Scalar::F16, Scalar::F16, Scalar::F32},
+    {16, 8, 16, Scalar::F16, Scalar::F16, Scalar::F16},
+    {16, 8, 16, Scalar::BF16, Scalar::BF16, Scalar::F32},
+    {16, 8, 32, Scalar::E4M3, Scalar::E4M3, Scalar::F32},
+    {16, 8, 32, Scalar::E5M2, Scalar::E5M2, Scalar::F32},
+    {16, 16, 32, Scalar::E4M3, Scalar::E4M3, Scalar::F32},
+    {16, 16, 32, Scalar::E5M2, Scalar::E5M2, Scalar::F32},
+    // 8-bit integers of either signedness -> i32 (mma.sync m16n8k32 .s8/.u8).
+    {16, 8, 32, Scalar::I8, Scalar::I8, Scalar::I32},
+    {16, 8, 32, Scalar::U8, Scalar::U8, Scalar::I32},
+    {16, 8, 32, Scalar::I8, Scalar::U8, Scalar::I32},
+    {16, 8, 32, Scalar::U8, Scalar::I8, Scalar::I32},
+    {16, 16, 32, Scalar::I8, Scalar::I8, Scalar::I32},
+    {16, 16, 32, Scalar::U8, Scalar::U8, Scalar::I32},
+    {16, 16, 32, Scalar::I8, Scalar::U8, Scalar::I32},
+    {16, 16, 32, Scalar::U8, Scalar::I8, Scalar::I32},
+    // Mixed fp8 (sm_89 and later).
+    {16, 8, 32, Scalar::E4M3, Scalar::E5M2, Scalar::F32},
+    {16, 8, 32, Scalar::E5M2, Scalar::E4M3, Scalar::F32},
+    {16, 16, 32, Scalar::E4M3, Scalar::E5M2, Scalar::F32},
+    {16, 16, 32, Scalar::E5M2, Scalar::E4M3, Scalar::F32},
 };
+static_assert(std::size(kMatrixShapes) <= 32, "a target's matrix_shapes mask has 32 bits");
 inline std::span<const MatrixShape> matrix_shapes() {
   return kMatrixShapes;
 }
-/// Whether `m x n x k` with `input` operands and an `accumulator` is a shape of kMatrixShapes.
-constexpr bool is_matrix_shape(uint32_t m, uint32_t n, uint32_t k, Scalar input,
+/// Whether `m x n x k` with `a` and `b` operands and an `accumulator` is a shape of
+/// kMatrixShapes.
+constexpr bool is_matrix_shape(uint32_t m, uint32_t n, uint32_t k, Scalar a, Scalar b,
                                Scalar accumulator) {
   for (const MatrixShape &s : kMatrixShapes)
-    if (s.m == m && s.n == n && s.k == k && s.input == input && s.accumulator == accumulator)
+    if (s.m == m && s.n == n && s.k == k && s.a == a && s.b == b && s.accumulator == accumulator)
       return true;
   return false;
 }
