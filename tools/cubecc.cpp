@@ -29,6 +29,22 @@
 
 namespace {
 
+/// The first option or argument given an empty value (`--device ""`, `-o ''`), searched through
+/// `app` and its subcommands; null if none. Every option of cubecc that takes a value means
+/// something only with a non-empty one: an empty value would silently act as the option left
+/// out (tune every tunable, the default device), so it is refused.
+const CLI::Option *option_with_empty_value(const CLI::App &app) {
+  for (const CLI::Option *o : app.get_options())
+    if (o->count() > 0 && o->get_expected_min() > 0)
+      for (const std::string &value : o->results())
+        if (value.empty())
+          return o;
+  for (const CLI::App *sub : app.get_subcommands({}))
+    if (const CLI::Option *o = option_with_empty_value(*sub))
+      return o;
+  return nullptr;
+}
+
 /// "vulkan | interp | cuda:sm_XX (sm_80 and newer, ...) | ...": every registered backend's grammar.
 std::string targets_help() {
   std::string out;
@@ -289,6 +305,11 @@ int run(int argc, char **argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
     return app.exit(e) == 0 ? kSuccess : kUsageError;
+  }
+  if (const CLI::Option *empty = option_with_empty_value(app)) {
+    std::cerr << fmt::format("cubecc: error: {} is empty: give it a value or leave it out\n",
+                             empty->nonpositional() ? empty->get_name() : empty->get_name(true));
+    return kUsageError;
   }
 
   if (version_json && !version) {

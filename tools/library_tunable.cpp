@@ -3,6 +3,8 @@
 
 #include "cubecc/ir/printer.h"
 
+#include <fmt/format.h>
+
 #include <optional>
 #include <string_view>
 
@@ -15,15 +17,21 @@ autotune::LibraryTunable library_tunable(const dsl::KernelLibrary &library, size
   out.dimensions = t.dimensions;
   out.anchors = t.anchors;
   out.relative_tolerance = t.relative_tolerance;
+  // Comma-separated scalar names; every entry must be one ("f32," has an empty last entry).
   std::string_view types = t.element_types;
-  while (!types.empty()) {
+  for (bool more = !types.empty(); more;) {
     size_t comma = types.find(',');
-    std::optional<ir::Scalar> s = ir::parse_scalar(types.substr(0, comma));
+    std::string_view name = types.substr(0, comma);
+    std::optional<ir::Scalar> s = ir::parse_scalar(name);
     if (!s)
       throw runtime::Error(runtime::ErrorKind::InvalidArgument,
-                           "bad element type in " + t.element_types);
+                           fmt::format("tunable '{}': bad element type '{}' in '{}' (scalar type "
+                                       "names separated by commas, such as f16,f32)",
+                                       t.name, name, t.element_types));
     out.element_types.push_back(*s);
-    types = comma == std::string_view::npos ? "" : types.substr(comma + 1);
+    more = comma != std::string_view::npos;
+    if (more)
+      types = types.substr(comma + 1);
   }
   for (size_t kernel : t.variants) {
     const dsl::KernelLibrary::Entry &entry = library.kernels()[kernel];

@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <iostream>
+#include <map>
 
 namespace cubecc::tools {
 
@@ -27,6 +28,25 @@ int tune_command(const TuneCommandOptions &options) {
     if (!libraries.back())
       return report(errors);
   }
+  // What can fail without tuning fails first: the provenance options, and two inputs declaring
+  // one tunable (their records would have the same keys; the bundle could not hold both).
+  environments::BundleContents contents;
+  if (!provenance_metadata(options.provenance, contents.metadata))
+    return kUserError;
+  std::map<std::string, size_t> declared_by;
+  for (size_t l = 0; l < libraries.size(); ++l)
+    for (const dsl::KernelLibrary::Tunable &t : libraries[l]->tunables()) {
+      if (!options.tunable.empty() && t.name != options.tunable)
+        continue;
+      auto [at, fresh] = declared_by.emplace(t.name, l);
+      if (!fresh) {
+        std::cerr << fmt::format("cubecc: error: tunable '{}' is declared by {} and by {}; tune "
+                                 "one input at a time (or name one with --tunable)\n",
+                                 shown(t.name), shown(options.inputs[at->second]),
+                                 shown(options.inputs[l]));
+        return kUserError;
+      }
+    }
   std::optional<runtime::Runtime> rt;
   try {
     rt.emplace(runtime::Runtime::open(options.device));
@@ -38,7 +58,6 @@ int tune_command(const TuneCommandOptions &options) {
   autotune::TuneOptions tune;
   tune.samples = options.samples;
   tune.warmup_runs = options.warmup;
-  environments::BundleContents contents;
   size_t tunables = 0;
   for (size_t l = 0; l < libraries.size(); ++l) {
     const dsl::KernelLibrary &library = *libraries[l];
@@ -83,8 +102,6 @@ int tune_command(const TuneCommandOptions &options) {
                                     shown(options.tunable)));
     return kUserError;
   }
-  if (!provenance_metadata(options.provenance, contents.metadata))
-    return kUserError;
   if (int code = write_output("cubecc", options.output, environments::serialize_bundle(contents)))
     return code;
   std::cerr << fmt::format("cubecc: {}: {} tuning records (merge them with compiled kernels: "

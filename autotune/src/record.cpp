@@ -47,6 +47,36 @@ std::string record_key(std::string_view tunable, std::string_view bucket,
   return "tuning/v1|" + join_escaped({tunable, bucket, device_fingerprint});
 }
 
+namespace {
+
+/// Whether `text` is "YYYY-MM-DDTHH:MM:SSZ" naming a real instant (utc_timestamp's form; a leap
+/// second's :60 allowed).
+bool is_utc_timestamp(std::string_view text) {
+  if (text.size() != 20 || text[4] != '-' || text[7] != '-' || text[10] != 'T' || text[13] != ':' ||
+      text[16] != ':' || text[19] != 'Z')
+    return false;
+  auto number = [&](size_t at, size_t digits, int &out) {
+    out = 0;
+    for (size_t i = at; i < at + digits; ++i) {
+      if (text[i] < '0' || text[i] > '9')
+        return false;
+      out = out * 10 + (text[i] - '0');
+    }
+    return true;
+  };
+  int year, month, day, hour, minute, second;
+  if (!number(0, 4, year) || !number(5, 2, month) || !number(8, 2, day) || !number(11, 2, hour) ||
+      !number(14, 2, minute) || !number(17, 2, second))
+    return false;
+  if (month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 60)
+    return false;
+  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  return day <= kDays[month - 1] + (month == 2 && leap);
+}
+
+} // namespace
+
 std::string utc_timestamp() {
   std::time_t now = std::time(nullptr);
   std::tm utc{};
@@ -208,6 +238,18 @@ std::optional<TuningRecord> parse_record(std::string_view text, std::string &err
       error = "tuning record: empty 'tunable' or 'configuration'";
       return std::nullopt;
     }
+    if (!record.created.empty() && !is_utc_timestamp(record.created)) {
+      error = fmt::format("tuning record: 'created' is '{}', not a UTC time such as "
+                          "2026-12-04T15:00:00Z",
+                          record.created);
+      return std::nullopt;
+    }
+    for (const VariantTiming &t : record.timings)
+      if (t.min_ns > t.median_ns) {
+        error = fmt::format("tuning record: timing of '{}' has min_ns {} above its median_ns {}",
+                            t.configuration, t.min_ns, t.median_ns);
+        return std::nullopt;
+      }
     std::set<std::string_view> seen;
     const VariantTiming *winner = nullptr;
     for (const VariantTiming &t : record.timings) {

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <limits>
 #include <mutex>
@@ -430,6 +431,16 @@ uint64_t convert_lane(const LoadedKernel &k, size_t i, ir::Scalar s, ArgumentVal
            fmt::format("needs a floating-point value, got {} (convert it explicitly)",
                        kind_name(kind)));
     double d = std::bit_cast<double>(bits);
+    // A finite value past the type's largest finite one (by more than rounding reaches) would
+    // become an infinity, silently: refused (infinities and NaNs themselves pass).
+    const double overflow = s == ir::Scalar::F32    ? 0x1.ffffffp127 // FLT_MAX + half an ulp
+                            : s == ir::Scalar::F16  ? 65520.0
+                            : s == ir::Scalar::BF16 ? 0x1.fep127
+                                                    : HUGE_VAL;
+    if (std::isfinite(d) && std::fabs(d) >= overflow)
+      fail(k, i,
+           fmt::format("the value {} does not fit {} (it would become an infinity)", d,
+                       ir::scalar_name(s)));
     switch (s) {
     case ir::Scalar::F64:
       return bits;

@@ -20,7 +20,9 @@ namespace {
 #define THROWING_TRACE 5
 #define THROWING_INITIALIZER 6
 #define NULL_TRACE 7
-#define HUGE_BUFFER 8 // a tunable whose launch describes a buffer of 2^62 + 1 floats
+#define HUGE_BUFFER 8       // a tunable whose launch describes a buffer of 2^62 + 1 floats
+#define BAD_ELEMENT_TYPES 9 // a tunable whose element types end with a comma ("f32,")
+#define TUNABLE (CUBECC_BAD_LIBRARY == HUGE_BUFFER || CUBECC_BAD_LIBRARY == BAD_ELEMENT_TYPES)
 
 #if CUBECC_BAD_LIBRARY == THROWING_INITIALIZER
 // Runs inside dlopen: the exception has no handler to reach and terminates the process.
@@ -38,7 +40,7 @@ const char *trace_ir(uint32_t) {
   throw std::runtime_error("tracing failed on purpose");
 #elif CUBECC_BAD_LIBRARY == UNLISTED_KERNEL
   return "module @m {\n  kernel @unlisted() workgroup(1, 1, 1) {\n    return\n  }\n}\n";
-#elif CUBECC_BAD_LIBRARY == HUGE_BUFFER
+#elif TUNABLE
   return "module @m {\n  kernel @listed(%y: buffer<f32, readwrite>) workgroup(64, 1, 1) {\n"
          "    return\n  }\n}\n";
 #else
@@ -46,16 +48,21 @@ const char *trace_ir(uint32_t) {
 #endif
 }
 
-#if CUBECC_BAD_LIBRARY == HUGE_BUFFER
+#if TUNABLE
 const char *variants[] = {"listed"};
 const char *dims[] = {"n"};
 const uint64_t anchors[] = {256};
+#if CUBECC_BAD_LIBRARY == HUGE_BUFFER
 const cubecc_tunable_entry tunables[] = {{"huge", 1, variants, 1, dims, 1, anchors, "f32", 0.0}};
+#else
+const cubecc_tunable_entry tunables[] = {{"typed", 1, variants, 1, dims, 1, anchors, "f32,", 0.0}};
+#endif
 int describe(uint32_t, uint32_t, const uint64_t *, cubecc_tunable_launch *launch) {
   launch->grid[0] = launch->grid[1] = launch->grid[2] = 1;
   launch->buffer_count = 1;
   launch->value_count = 0;
-  launch->buffer_elements[0] = (uint64_t{1} << 62) + 1; // times 4 bytes wraps to 4
+  launch->buffer_elements[0] =
+      CUBECC_BAD_LIBRARY == HUGE_BUFFER ? (uint64_t{1} << 62) + 1 : 256; // times 4 bytes wraps
   return 1;
 }
 #endif
@@ -78,7 +85,7 @@ const cubecc_kernel_entry *entries() {
 
 extern "C" __attribute__((visibility("default"))) const cubecc_kernel_library *
 cubecc_kernel_library_v1(void) {
-#if CUBECC_BAD_LIBRARY == HUGE_BUFFER
+#if TUNABLE
   static const cubecc_kernel_library library = {2,          1, entries(), trace_ir,
                                                 last_error, 1, tunables,  describe};
 #else

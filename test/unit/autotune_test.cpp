@@ -303,6 +303,17 @@ TEST(TuningRecord, wrong_types_missing_and_unknown_fields_and_garbage_are_reject
               HasSubstr("two timings of configuration"));
   EXPECT_THAT(parse_error("{\"format\": \"cubecc-tuning-record\", \"version\": 1e400}"),
               HasSubstr("tuning record"));
+  // Numbers and dates that no tuner writes.
+  EXPECT_THAT(
+      parse_error(edited("\"min_ns\": 1400.25", "\"min_ns\": 1600")),
+      HasSubstr("timing of 'tm=16,tn=16,tk=16' has min_ns 1600 above its median_ns 1500.5"));
+  for (const char *date : {"9999-99-99", "2026-13-01T00:00:00Z", "2026-02-29T00:00:00Z",
+                           "2026-11-30T24:00:00Z", "2026-11-30 12:00:00Z", "now"})
+    EXPECT_THAT(parse_error(edited("2026-11-30T12:00:00Z", date)),
+                HasSubstr(std::string("'created' is '") + date + "', not a UTC time"))
+        << date;
+  for (const char *date : {"2024-02-29T23:59:60Z", "0001-01-01T00:00:00Z"})
+    EXPECT_EQ(parse_error(edited("2026-11-30T12:00:00Z", date)), "(parsed)") << date;
   EXPECT_EQ(parse_error(autotune::to_json(sample_record())), "(parsed)");
 }
 

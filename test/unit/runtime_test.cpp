@@ -25,6 +25,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <numeric>
 #include <optional>
 #include <random>
@@ -786,6 +787,20 @@ TEST_F(ArgumentChecks, numbers_go_only_to_parameters_of_their_kind_and_range) {
   // Integers of any C++ type convert when the value fits.
   rt.launch(scale, {1, 1, 1}, y, words, uint8_t(8), 0.5f, 3u);
   EXPECT_EQ(rt.download<float>(y)[0], 3.5f);
+  // A double too large for f32 would become an infinity: refused. What rounds to FLT_MAX, and
+  // infinities given as such, pass.
+  EXPECT_EQ(error_of([&] {
+              rt.launch(axpy, {1, 1, 1}, x, y, 1e300);
+            }),
+            "launch of kernel 'axpy': parameter 2 (%a: f32): the value 1e+300 does not fit f32 "
+            "(it would become an infinity)");
+  EXPECT_EQ(error_of([&] {
+              rt.launch(axpy, {1, 1, 1}, x, y, -0x1.ffffffp127);
+            }),
+            "launch of kernel 'axpy': parameter 2 (%a: f32): the value -3.4028235677973366e+38 "
+            "does not fit f32 (it would become an infinity)");
+  rt.launch(axpy, {1, 1, 1}, x, y, 0x1.fffffefp127);
+  rt.launch(axpy, {1, 1, 1}, x, y, -std::numeric_limits<double>::infinity());
 }
 
 TEST_F(ArgumentChecks, an_empty_handle_or_buffer_is_refused) {
