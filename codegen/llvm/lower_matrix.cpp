@@ -53,23 +53,10 @@ void Lowering::check_matrices() {
   });
 }
 
-void Lowering::for_range(uint64_t n, const std::function<void(Value *)> &body) {
-  BasicBlock *pre = B_.GetInsertBlock(), *loop = block("matrix.loop"), *done = block("matrix.done");
-  B_.CreateBr(loop);
-  B_.SetInsertPoint(loop);
-  llvm::PHINode *i = B_.CreatePHI(B_.getInt64Ty(), 2);
-  i->addIncoming(B_.getInt64(0), pre);
-  body(i);
-  Value *next = B_.CreateAdd(i, B_.getInt64(1));
-  i->addIncoming(next, B_.GetInsertBlock());
-  B_.CreateCondBr(B_.CreateICmpULT(next, B_.getInt64(n)), loop, done);
-  B_.SetInsertPoint(done);
-}
-
 Value *Lowering::build_matrix(ir::Type t, const std::function<Value *(Value *)> &element) {
   llvm::ArrayType *type = matrix_type(t);
   llvm::AllocaInst *slot = entry_alloca(type, 1, "matrix");
-  for_range(t.matrix_elements(), [&](Value *e) {
+  counted_loop(B_.getInt64Ty(), t.matrix_elements(), "matrix", [&](Value *e) {
     B_.CreateStore(element(e), B_.CreateInBoundsGEP(type, slot, {B_.getInt64(0), e}));
   });
   return B_.CreateLoad(type, slot);
@@ -159,7 +146,7 @@ void Lowering::emit_matrix(const ir::Operation *op) {
       return;
     }
     Value *slot = spill_matrix(m, part(op->operand(3), 0));
-    for_range(m.matrix_elements(), [&](Value *e) {
+    counted_loop(B_.getInt64Ty(), m.matrix_elements(), "matrix.store", [&](Value *e) {
       Value *idx64 = nullptr;
       Value *ok = address(e, idx64);
       Value *value = matrix_element(m, slot, e);
@@ -196,7 +183,7 @@ void Lowering::emit_matrix(const ir::Operation *op) {
     define(op->result(), {build_matrix(c, [&](Value *e) {
              Value *i = B_.CreateUDiv(e, B_.getInt64(n)), *j = B_.CreateURem(e, B_.getInt64(n));
              B_.CreateStore(widen(c.element(), matrix_element(c, sc, e)), sum);
-             for_range(k, [&](Value *kk) {
+             counted_loop(B_.getInt64Ty(), k, "matrix.k", [&](Value *kk) {
                Value *x =
                    widen(a.element(),
                          matrix_element(a, sa, B_.CreateAdd(B_.CreateMul(i, B_.getInt64(k)), kk)));

@@ -277,6 +277,8 @@ void Lowering::emit_builtin(const ir::Operation *op) {
 
 void Lowering::emit_op(const ir::Operation *op) {
   Opcode o = op->opcode();
+  if (ir::is_matrix_op(o))
+    return emit_matrix(op);
   switch (op->info().signature) {
   case ir::Signature::Constant: {
     Scalar s = op->result()->type().element();
@@ -459,12 +461,6 @@ void Lowering::emit_op(const ir::Operation *op) {
   case ir::Signature::SubgroupVote:
   case ir::Signature::SubgroupElect:
     return emit_subgroup(op);
-  case ir::Signature::MatrixFill:
-  case ir::Signature::MatrixLoad:
-  case ir::Signature::MatrixStore:
-  case ir::Signature::MatrixMma:
-  case ir::Signature::MatrixConvert:
-    return emit_matrix(op);
   case ir::Signature::If:
     return emit_if(op);
   case ir::Signature::For:

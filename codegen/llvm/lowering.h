@@ -251,22 +251,28 @@ private:
   Value *read_uniform(const ir::Value *v) {
     return conform(read_at_gang(v, B_.getInt32(0))[0], false);
   }
-  /// Emits `body(gang)` for every gang (a loop when there are several).
-  void for_each_gang(const std::function<void(Value *)> &body) {
-    if (G_ == 1) {
-      body(B_.getInt32(0));
-      return;
-    }
-    BasicBlock *pre = B_.GetInsertBlock(), *loop = block("gangs"), *done = block("gangs.done");
+  /// Emits `body(i)` for i = 0 .. n - 1 (n >= 1) as a loop over an integer of `type`, in blocks
+  /// named `name`.
+  void counted_loop(llvm::IntegerType *type, uint64_t n, const char *name,
+                    const std::function<void(Value *)> &body) {
+    BasicBlock *pre = B_.GetInsertBlock(), *loop = block(name);
+    BasicBlock *done = BasicBlock::Create(ctx_, std::string(name) + ".done", function_);
     B_.CreateBr(loop);
     B_.SetInsertPoint(loop);
-    llvm::PHINode *g = B_.CreatePHI(B_.getInt32Ty(), 2);
-    g->addIncoming(B_.getInt32(0), pre);
-    body(g);
-    Value *next = B_.CreateAdd(g, B_.getInt32(1));
-    g->addIncoming(next, B_.GetInsertBlock());
-    B_.CreateCondBr(B_.CreateICmpULT(next, B_.getInt32(G_)), loop, done);
+    llvm::PHINode *i = B_.CreatePHI(type, 2);
+    i->addIncoming(llvm::ConstantInt::get(type, 0), pre);
+    body(i);
+    Value *next = B_.CreateAdd(i, llvm::ConstantInt::get(type, 1));
+    i->addIncoming(next, B_.GetInsertBlock());
+    B_.CreateCondBr(B_.CreateICmpULT(next, llvm::ConstantInt::get(type, n)), loop, done);
     B_.SetInsertPoint(done);
+  }
+  /// Emits `body(gang)` for every gang (a loop when there are several).
+  void for_each_gang(const std::function<void(Value *)> &body) {
+    if (G_ == 1)
+      body(B_.getInt32(0));
+    else
+      counted_loop(B_.getInt32Ty(), G_, "gangs", body);
   }
   void copy_to_storage(const std::vector<const ir::Value *> &targets,
                        std::span<ir::Value *const> sources) {
@@ -310,8 +316,6 @@ private:
   void emit_subgroup(const ir::Operation *op);
   void check_matrices();
   void emit_matrix(const ir::Operation *op);
-  /// Emits `body(i)` for i = 0 .. n - 1 (an i64 loop at the insertion point).
-  void for_range(uint64_t n, const std::function<void(Value *)> &body);
   /// A matrix value built element by element: `element(e)` for e = 0 .. rows x cols - 1.
   Value *build_matrix(ir::Type t, const std::function<Value *(Value *)> &element);
   /// A matrix value in a fresh stack slot, to index element by element.
