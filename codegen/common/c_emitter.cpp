@@ -1097,9 +1097,10 @@ void CEmitter::emit_builtin(const ir::Operation &op) {
     return;
   }
   case ir::Signature::Sync:
-    line(opc == Opcode::Barrier          ? "__syncthreads();"
-         : opc == Opcode::FenceWorkgroup ? "__threadfence_block();"
-                                         : "__threadfence();");
+    line(opc == Opcode::Barrier           ? "__syncthreads();"
+         : opc == Opcode::SubgroupBarrier ? "cubecc_subgroup_barrier();"
+         : opc == Opcode::FenceWorkgroup  ? "__threadfence_block();"
+                                          : "__threadfence();");
     return;
   default:
     throw std::logic_error(fmt::format("emit_builtin: op '{}' is not one", op.name()));

@@ -185,6 +185,9 @@ inline constexpr const char *kCPreludeCuda = R"CUBECC(
 #define CUBECC_WARP 32u
 typedef unsigned int cubecc_mask;
 __device__ inline cubecc_mask cubecc_active() { return __activemask(); }
+// subgroup.barrier: the warp waits for all its lanes; shared and global accesses before it are
+// visible to the warp after it (__syncwarp orders memory among the participating threads).
+__device__ inline void cubecc_subgroup_barrier() { __syncwarp(); }
 __device__ inline unsigned int cubecc_shfl_raw32(cubecc_mask m, unsigned int v, unsigned int l) {
   return __shfl_sync(m, v, l);
 }
@@ -230,6 +233,12 @@ inline constexpr const char *kCPreludeHip = R"CUBECC(
 #define CUBECC_WARP ((unsigned int)warpSize)
 typedef unsigned long long cubecc_mask;
 __device__ inline cubecc_mask cubecc_active() { return __ballot(1); }
+// subgroup.barrier: a wavefront runs in lockstep; the fence orders its memory accesses and the
+// wave barrier keeps the compiler from moving accesses across it.
+__device__ inline void cubecc_subgroup_barrier() {
+  __builtin_amdgcn_fence(__ATOMIC_ACQ_REL, "wavefront");
+  __builtin_amdgcn_wave_barrier();
+}
 __device__ inline unsigned int cubecc_shfl_raw32(cubecc_mask, unsigned int v, unsigned int l) {
   return __shfl(v, (int)l);
 }

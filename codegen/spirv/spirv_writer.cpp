@@ -1805,6 +1805,9 @@ void Writer::emit_builtin(const ir::Operation &op) {
     if (opc == Opcode::Barrier)
       emit_void(spv::Op::OpControlBarrier,
                 {u32(kScopeWorkgroup), u32(kScopeWorkgroup), u32(semantics)});
+    else if (opc == Opcode::SubgroupBarrier)
+      emit_void(spv::Op::OpControlBarrier,
+                {u32(kScopeSubgroup), u32(kScopeSubgroup), u32(semantics)});
     else if (opc == Opcode::FenceWorkgroup)
       emit_void(spv::Op::OpMemoryBarrier, {u32(kScopeWorkgroup), u32(semantics)});
     else

@@ -615,6 +615,18 @@ private:
                                 "invocation must reach each barrier",
                                 active, size_));
       }
+      if (o == Opcode::SubgroupBarrier) {
+        const unsigned sg = config_.subgroup_size;
+        for (unsigned base = 0; base < size_; base += sg) {
+          const unsigned end = std::min(size_, base + sg);
+          const auto active =
+              static_cast<unsigned>(std::count(mask.begin() + base, mask.begin() + end, 1));
+          if (active != 0 && active != end - base)
+            fail(&op, fmt::format("reached by {} of the {} invocations of subgroup {}; every "
+                                  "invocation of the subgroup must reach each subgroup.barrier",
+                                  active, end - base, base / sg));
+        }
+      }
       return; // lockstep execution already orders memory
     default:
       break;

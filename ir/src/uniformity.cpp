@@ -201,7 +201,8 @@ public:
 
   void find_divergent_barriers(const Region &region, bool divergent) {
     for (Operation *op : region) {
-      if (op->opcode() == Opcode::Barrier && divergent)
+      if (op->opcode() == (workgroup_scope_ ? Opcode::Barrier : Opcode::SubgroupBarrier) &&
+          divergent)
         divergent_barriers_.push_back(op);
       bool control = false;
       if (op->opcode() == Opcode::If)
@@ -285,6 +286,12 @@ Uniformity UniformityAnalysis::of(const Value *v) const {
 
 const std::vector<const Operation *> &UniformityAnalysis::divergent_barriers() const {
   return workgroup_->divergent_barriers_;
+}
+
+const std::vector<const Operation *> &UniformityAnalysis::divergent_subgroup_barriers() const {
+  if (!subgroup_)
+    subgroup_ = std::make_unique<Scope>(kernel_, false);
+  return subgroup_->divergent_barriers_;
 }
 
 } // namespace cubecc::ir

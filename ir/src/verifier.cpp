@@ -906,16 +906,24 @@ private:
   //===- Barrier placement -------------------------------------------------------------------===//
 
   void check_barriers(const Kernel &k) {
-    bool has_barrier = false;
-    const_cast<Kernel &>(k).walk(
-        [&](Operation *op) { has_barrier |= op->opcode() == Opcode::Barrier; });
-    if (!has_barrier)
+    bool has_barrier = false, has_subgroup_barrier = false;
+    const_cast<Kernel &>(k).walk([&](Operation *op) {
+      has_barrier |= op->opcode() == Opcode::Barrier;
+      has_subgroup_barrier |= op->opcode() == Opcode::SubgroupBarrier;
+    });
+    if (!has_barrier && !has_subgroup_barrier)
       return;
     UniformityAnalysis uniformity(k);
     for (const Operation *barrier : uniformity.divergent_barriers())
       error(barrier, "is reached under control flow that depends on the invocation (a varying "
                      "branch condition, loop bound or loop exit); every invocation of the "
                      "workgroup must reach each barrier");
+    if (has_subgroup_barrier)
+      for (const Operation *barrier : uniformity.divergent_subgroup_barriers())
+        error(barrier, "is reached under control flow that may differ within a subgroup (a "
+                       "branch condition, loop bound or loop exit computed from the invocation's "
+                       "own index); every invocation of the subgroup must reach each "
+                       "subgroup.barrier");
   }
 
   const Module &module_;

@@ -169,6 +169,18 @@ void int8_and_mixed_fp8_products(dsl::Tensor<const int8_t> a, dsl::Tensor<const 
       .store(f, 0u, 8u);
 }
 
+// subgroup_barrier (CubeCL's sync_plane): each invocation writes its slot, its subgroup waits,
+// each reads the next lane's slot within its own subgroup (the last lane wraps to the first).
+void subgroup_neighbours(dsl::Tensor<uint32_t> out, dsl::Tensor<uint32_t> sizes) {
+  dsl::Shared<uint32_t, 64> slots;
+  dsl::Val<uint32_t> i = dsl::local_index();
+  slots[i] = i * 3u + 1u;
+  dsl::subgroup_barrier();
+  dsl::Val<uint32_t> size = dsl::subgroup_size();
+  out[i] = slots[dsl::subgroup_id() * size + (dsl::subgroup_lane() + 1u) % size];
+  sizes[i] = size;
+}
+
 // 8- and 16-bit atomics: four u8 counters in one 32-bit word (neighbours contend for it), i16
 // max, f16 and bf16 sums.
 void narrow_atomics(dsl::Tensor<const uint32_t> x, dsl::Tensor<uint8_t> bytes,
@@ -764,6 +776,24 @@ TEST_P(DslReach, integer_and_mixed_fp8_matrices_multiply_as_the_host_does) {
           << "D[" << i << "][" << j << "]";
       EXPECT_EQ(got_f[i * 8 + j], static_cast<float>(fsum)) << "F[" << i << "][" << j << "]";
     }
+}
+
+TEST_P(DslReach, a_subgroup_barrier_orders_the_subgroups_shared_memory) {
+  auto module =
+      traced(dsl::trace<subgroup_neighbours>("subgroup_neighbours", {.workgroup = {64, 1, 1}}));
+  ASSERT_TRUE(module);
+  EXPECT_NE(cubecc::ir::to_string(*module).find("subgroup.barrier"), std::string::npos);
+  Args args;
+  size_t out = args.tensor(cubecc::ir::Scalar::U32, std::vector<uint32_t>(64), 64);
+  size_t sizes = args.tensor(cubecc::ir::Scalar::U32, std::vector<uint32_t>(64), 64);
+  run(*module->kernels()[0], args, 1);
+  std::vector<uint32_t> got = args.read<uint32_t>(out);
+  const uint32_t size = args.read<uint32_t>(sizes)[0];
+  ASSERT_TRUE(size >= 1 && 64 % size == 0) << size;
+  for (uint32_t i = 0; i < 64; ++i) {
+    uint32_t neighbour = i / size * size + (i % size + 1) % size;
+    EXPECT_EQ(got[i], neighbour * 3 + 1) << "invocation " << i << ", subgroups of " << size;
+  }
 }
 
 TEST_P(DslReach, global_index_and_a_workgroup_uniform_load_deciding_a_barrier) {

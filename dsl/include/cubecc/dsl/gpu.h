@@ -77,6 +77,12 @@ inline Val<uint32_t> num_subgroups(const Loc &loc = Loc::current()) {
 inline void barrier(const Loc &loc = Loc::current()) {
   detail::emit_void(ir::Opcode::Barrier, {}, loc);
 }
+/// The same for the invocation's subgroup only (CUDA __syncwarp, CubeCL's sync_plane): its
+/// invocations wait for each other, and shared and global memory writes before it are visible to
+/// the subgroup after it. Must be reached by every invocation of the subgroup.
+inline void subgroup_barrier(const Loc &loc = Loc::current()) {
+  detail::emit_void(ir::Opcode::SubgroupBarrier, {}, loc);
+}
 /// WGSL's workgroupUniformLoad: barrier(), the element read, barrier() again; every invocation
 /// of the workgroup gets the same value (the index must be uniform), which may then decide a
 /// barrier. For a Shared element written by some invocations (plainly or atomically) before it.

@@ -33,6 +33,8 @@ public:
   Uniformity of(const Value *v) const;
   /// Barriers that some invocations of a workgroup may skip (under divergent control flow).
   const std::vector<const Operation *> &divergent_barriers() const;
+  /// subgroup.barrier ops that some invocations of a subgroup may skip.
+  const std::vector<const Operation *> &divergent_subgroup_barriers() const;
 
   class Scope; ///< the analysis at one scope (workgroup or subgroup)
 
