@@ -354,7 +354,8 @@ TEST(Bundle, spirv_is_taken_where_the_device_has_what_it_relies_on) {
 
   // Records cubecc cannot have written: rejected as such, never blamed on the device.
   std::string unknown_shape = fma_lavapipe;
-  unknown_shape.replace(unknown_shape.find('.', 21), 2, ".4096"); // a shape bit past the last
+  unknown_shape.replace(unknown_shape.find('.', 21), 2, // a shape bit past the last
+                        fmt::format(".{}", uint64_t{1} << ir::matrix_shapes().size()));
   for (std::string record :
        {std::string("0101"), std::string(), std::string(300, '1'), unknown_shape}) {
     auto found =
