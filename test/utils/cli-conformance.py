@@ -408,7 +408,7 @@ class Suite:
             ("cubecc-opt --print-after <100 KiB>", [o, f"{f}/good.cir", "--print-after", long_value], 2, r"unknown pass"),
             ("env build --target <100 KiB>", [c, "env", "build", f"{f}/good.cir", "--target", long_value,
                                               "-o", os.path.join(self.scratch, "b.cubeenv")], 1, r"unknown target"),
-            ("compile -o ''", [c, "compile", f"{f}/good.cir", "-o", ""], 1, r"the path is empty"),
+            ("compile -o ''", [c, "compile", f"{f}/good.cir", "-o", ""], 2, r"-o is empty: give it a value or leave it out"),
             ("compile --frobnicate", [c, "compile", f"{f}/good.cir", "--frobnicate"], 2, None),
             ("env build, no -o", [c, "env", "build", f"{f}/good.cir", "--target", "interp"], 2, None),
             ("env inspect --frobnicate", [c, "env", "inspect", "--frobnicate"], 2, None),

@@ -1,4 +1,4 @@
-// EXPECT: cubecc: a MatrixA or MatrixB holds f16, bf16, e4m3 or e5m2
+// EXPECT: cubecc: a MatrixA or MatrixB holds f16, bf16, e4m3, e5m2, int8_t or uint8_t
 // An A operand of f32: tensor cores multiply 16-bit and 8-bit floats.
 #include <cubecc/dsl.h>
 
