@@ -28,25 +28,36 @@ int tune_command(const TuneCommandOptions &options) {
     if (!libraries.back())
       return report(errors);
   }
-  // What can fail without tuning fails first: the provenance options, and two inputs declaring
-  // one tunable (their records would have the same keys; the bundle could not hold both).
+  // What can fail without tuning fails first: the provenance options, the tunables to tune
+  // (none, or one declared by two inputs: their records would have the same keys).
   environments::BundleContents contents;
   if (!provenance_metadata(options.provenance, contents.metadata))
     return kUserError;
+  std::vector<std::pair<size_t, size_t>> selected; // (library, tunable), in order
   std::map<std::string, size_t> declared_by;
   for (size_t l = 0; l < libraries.size(); ++l)
-    for (const dsl::KernelLibrary::Tunable &t : libraries[l]->tunables()) {
-      if (!options.tunable.empty() && t.name != options.tunable)
+    for (size_t t = 0; t < libraries[l]->tunables().size(); ++t) {
+      const std::string &name = libraries[l]->tunables()[t].name;
+      if (!options.tunable.empty() && name != options.tunable)
         continue;
-      auto [at, fresh] = declared_by.emplace(t.name, l);
+      auto [at, fresh] = declared_by.emplace(name, l);
       if (!fresh) {
         std::cerr << fmt::format("cubecc: error: tunable '{}' is declared by {} and by {}; tune "
                                  "one input at a time (or name one with --tunable)\n",
-                                 shown(t.name), shown(options.inputs[at->second]),
+                                 shown(name), shown(options.inputs[at->second]),
                                  shown(options.inputs[l]));
         return kUserError;
       }
+      selected.emplace_back(l, t);
     }
+  if (selected.empty()) {
+    std::cerr << (options.tunable.empty()
+                      ? std::string("cubecc: error: the inputs declare no tunables "
+                                    "(dsl::register_tunable)\n")
+                      : fmt::format("cubecc: error: no tunable named '{}'\n",
+                                    shown(options.tunable)));
+    return kUserError;
+  }
   std::optional<runtime::Runtime> rt;
   try {
     rt.emplace(runtime::Runtime::open(options.device));
@@ -58,49 +69,35 @@ int tune_command(const TuneCommandOptions &options) {
   autotune::TuneOptions tune;
   tune.samples = options.samples;
   tune.warmup_runs = options.warmup;
-  size_t tunables = 0;
-  for (size_t l = 0; l < libraries.size(); ++l) {
+  for (auto [l, t] : selected) {
     const dsl::KernelLibrary &library = *libraries[l];
-    for (size_t t = 0; t < library.tunables().size(); ++t) {
-      const std::string &name = library.tunables()[t].name;
-      if (!options.tunable.empty() && name != options.tunable)
-        continue;
-      ++tunables;
-      auto start = std::chrono::steady_clock::now();
-      std::vector<autotune::TuningRecord> records;
-      try {
-        autotune::LibraryTunable tunable = library_tunable(library, t);
-        tune.relative_tolerance = tunable.relative_tolerance;
-        records = autotune::tune_library(*rt, tunable, tune);
-      } catch (const runtime::Error &e) {
-        return report_error(e,
-                            fmt::format("{}: tunable '{}'", shown(options.inputs[l]), shown(name)));
-      }
-      double seconds =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      for (const autotune::TuningRecord &r : records) {
-        std::string timings;
-        for (const autotune::VariantTiming &v : r.timings)
-          timings +=
-              fmt::format("{}{} {}", timings.empty() ? "" : "; ", v.configuration,
-                          v.invalid      ? "invalid"
-                          : v.eliminated ? fmt::format("eliminated ({:.1f} us)", v.min_ns / 1e3)
-                                         : fmt::format("{:.1f} us", v.median_ns / 1e3));
-        std::cerr << fmt::format("cubecc: {} [{}] -> {}   ({})\n", r.tunable, r.bucket,
-                                 r.configuration, timings);
-        contents.tuning.push_back({autotune::record_key(r), autotune::to_json(r)});
-      }
-      std::cerr << fmt::format("cubecc: tuned '{}' at {} shapes in {:.1f} s\n", name,
-                               records.size(), seconds);
+    const std::string &name = library.tunables()[t].name;
+    auto start = std::chrono::steady_clock::now();
+    std::vector<autotune::TuningRecord> records;
+    try {
+      autotune::LibraryTunable tunable = library_tunable(library, t);
+      tune.relative_tolerance = tunable.relative_tolerance;
+      records = autotune::tune_library(*rt, tunable, tune);
+    } catch (const runtime::Error &e) {
+      return report_error(e,
+                          fmt::format("{}: tunable '{}'", shown(options.inputs[l]), shown(name)));
     }
-  }
-  if (tunables == 0) {
-    std::cerr << (options.tunable.empty()
-                      ? std::string("cubecc: error: the inputs declare no tunables "
-                                    "(dsl::register_tunable)\n")
-                      : fmt::format("cubecc: error: no tunable named '{}'\n",
-                                    shown(options.tunable)));
-    return kUserError;
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    for (const autotune::TuningRecord &r : records) {
+      std::string timings;
+      for (const autotune::VariantTiming &v : r.timings)
+        timings +=
+            fmt::format("{}{} {}", timings.empty() ? "" : "; ", v.configuration,
+                        v.invalid      ? "invalid"
+                        : v.eliminated ? fmt::format("eliminated ({:.1f} us)", v.min_ns / 1e3)
+                                       : fmt::format("{:.1f} us", v.median_ns / 1e3));
+      std::cerr << fmt::format("cubecc: {} [{}] -> {}   ({})\n", r.tunable, r.bucket,
+                               r.configuration, timings);
+      contents.tuning.push_back({autotune::record_key(r), autotune::to_json(r)});
+    }
+    std::cerr << fmt::format("cubecc: tuned '{}' at {} shapes in {:.1f} s\n", name, records.size(),
+                             seconds);
   }
   if (int code = write_output("cubecc", options.output, environments::serialize_bundle(contents)))
     return code;
