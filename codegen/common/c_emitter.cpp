@@ -1382,7 +1382,8 @@ bool CEmitter::check_matrix(const ir::Operation &op) {
           t.rows() == 16 && t.cols() == 16 &&
           (t.element() == Scalar::F16 || t.element() == Scalar::BF16 || t.element() == Scalar::F32);
     } else {
-      uint32_t k = 256 / ir::scalar_bits(t.element()); // 16 for 16-bit inputs, 32 for fp8
+      // k: 8 for f32 (tf32) inputs, 16 for 16-bit ones, 32 for 8-bit ones
+      uint32_t k = 256 / ir::scalar_bits(t.element());
       switch (t.role()) {
       case ir::MatrixRole::A:
         fits = t.rows() == 16 && t.cols() == k;
@@ -1398,8 +1399,9 @@ bool CEmitter::check_matrix(const ir::Operation &op) {
     if (!fits)
       return refuse(op, fmt::format("the fragment {} (this target's fragments are {})", t.str(),
                                     hip_ ? "16x16 of f16, bf16 or f32"
-                                         : "a 16x16 (fp8: 16x32), b 16x8 or 16x16 (fp8: 32 "
-                                           "rows), acc 16x8 or 16x16"));
+                                         : "a 16x16 (tf32: 16x8, 8-bit: 16x32), b 16x8 or "
+                                           "16x16 (tf32: 8 rows, 8-bit: 32 rows), acc 16x8 or "
+                                           "16x16"));
     if (op.opcode() == Opcode::MatrixConvert && ir::is_storage_float(t.element()))
       return refuse(op, fmt::format("conversion of an fp8 fragment ({})", t.str()));
   }

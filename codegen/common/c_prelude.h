@@ -294,8 +294,8 @@ template <bool kMax> __device__ inline long long cubecc_atomic_min_max_i64(long 
 /// invocation's share of a subgroup's matrix: N elements as raw bits (u16 for f16 and bf16, u8
 /// for fp8) or f32. `cubecc_frag_pos` says which (row, column) element e of a lane holds and
 /// `cubecc_frag_owner` the inverse; role 0 is 'a', 1 'b', 2 'acc'; p is the elements per 32-bit
-/// register along k (2 for 16-bit inputs and accumulators, 4 for fp8) and kb the k extent of a
-/// 'b' fragment over 4p.
+/// register along k (1 for f32 (tf32) inputs, 2 for 16-bit inputs and accumulators, 4 for 8-bit
+/// ones) and kb the k extent of a 'b' fragment over 4p.
 inline constexpr const char *kCPreludeMatrixCommon = R"CUBECC(
 template <class T, int N> struct cubecc_frag { T x[N]; };
 __device__ inline u32 cubecc_pack16(u16 lo, u16 hi) { return (u32)lo | ((u32)hi << 16); }
@@ -304,8 +304,8 @@ __device__ inline u32 cubecc_pack8(u8 a, u8 b, u8 c, u8 d) {
 }
 )CUBECC";
 
-/// NVIDIA's mma.sync layouts (PTX ISA, "Matrix Fragments for mma.m16n8k16/k32"): a 16 x 16 (or
-/// 16 x 32 fp8) 'a', 'b' in blocks of 8 columns, 'acc' in blocks of 8 columns.
+/// NVIDIA's mma.sync layouts (PTX ISA, "Matrix Fragments for mma.m16n8k8/k16/k32"): a 16 x 16
+/// (16 x 8 tf32, 16 x 32 8-bit) 'a', 'b' in blocks of 8 columns, 'acc' in blocks of 8 columns.
 inline constexpr const char *kCPreludeMatrixCuda = R"CUBECC(
 __device__ inline void cubecc_frag_pos(int role, int p, int kb, u32 lane, int e, u32 &r, u32 &c) {
   u32 g = lane >> 2, t = lane & 3u, within = e % p, block = e / p;
@@ -381,6 +381,21 @@ CUBECC_MMA_K32(cubecc_mma_i8_i32, i32, "r", "s32.s8.s8.s32")
 CUBECC_MMA_K32(cubecc_mma_u8_i32, i32, "r", "s32.u8.u8.s32")
 CUBECC_MMA_K32(cubecc_mma_i8_u8_i32, i32, "r", "s32.s8.u8.s32")
 CUBECC_MMA_K32(cubecc_mma_u8_i8_i32, i32, "r", "s32.u8.s8.s32")
+// f32 operands (m16n8k8, sm_80): each rounded to tf32 (cvt.rna, as ir::round_to_tf32); four
+// registers of 'a', two of 'b'.
+__device__ inline u32 cubecc_tf32(f32 x) {
+  u32 r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+  return r;
+}
+__device__ inline void cubecc_mma_f32_f32(const f32 *a, const f32 *b, const f32 *c, f32 *d) {
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, "
+               "{%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};"
+               : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+               : "r"(cubecc_tf32(a[0])), "r"(cubecc_tf32(a[1])), "r"(cubecc_tf32(a[2])),
+                 "r"(cubecc_tf32(a[3])), "r"(cubecc_tf32(b[0])), "r"(cubecc_tf32(b[1])),
+                 "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
+}
 #if __CUDA_ARCH__ >= 890
 CUBECC_MMA_K32(cubecc_mma_e4m3_f32, f32, "f", "f32.e4m3.e4m3.f32")
 CUBECC_MMA_K32(cubecc_mma_e5m2_f32, f32, "f", "f32.e5m2.e5m2.f32")

@@ -179,17 +179,28 @@ void Lowering::emit_matrix(const ir::Operation *op) {
         return matrix_element_to_f64(s, v);
       return ir::is_signed(s) ? B_.CreateSExt(v, sum_type) : B_.CreateZExt(v, sum_type);
     };
+    // An f32 operand enters as tf32 (ir::round_to_tf32: 10 fraction bits, nearest, ties away;
+    // NaN kept).
+    auto operand = [&](Scalar s, Value *v) {
+      if (s != Scalar::F32)
+        return widen(s, v);
+      Value *bits = B_.CreateBitCast(v, B_.getInt32Ty());
+      Value *rounded = B_.CreateAnd(B_.CreateAdd(bits, B_.getInt32(0x1000)), 0xFFFFE000u);
+      Value *tf32 =
+          B_.CreateSelect(B_.CreateFCmpUNO(v, v), v, B_.CreateBitCast(rounded, B_.getFloatTy()));
+      return widen(s, tf32);
+    };
     llvm::AllocaInst *sum = entry_alloca(sum_type, 1, "matrix.sum");
     define(op->result(), {build_matrix(c, [&](Value *e) {
              Value *i = B_.CreateUDiv(e, B_.getInt64(n)), *j = B_.CreateURem(e, B_.getInt64(n));
              B_.CreateStore(widen(c.element(), matrix_element(c, sc, e)), sum);
              counted_loop(B_.getInt64Ty(), k, "matrix.k", [&](Value *kk) {
-               Value *x =
-                   widen(a.element(),
-                         matrix_element(a, sa, B_.CreateAdd(B_.CreateMul(i, B_.getInt64(k)), kk)));
-               Value *y =
-                   widen(b.element(),
-                         matrix_element(b, sb, B_.CreateAdd(B_.CreateMul(kk, B_.getInt64(n)), j)));
+               Value *x = operand(
+                   a.element(),
+                   matrix_element(a, sa, B_.CreateAdd(B_.CreateMul(i, B_.getInt64(k)), kk)));
+               Value *y = operand(
+                   b.element(),
+                   matrix_element(b, sb, B_.CreateAdd(B_.CreateMul(kk, B_.getInt64(n)), j)));
                Value *s = B_.CreateLoad(sum_type, sum);
                B_.CreateStore(integer ? B_.CreateAdd(s, B_.CreateMul(x, y))
                                       : B_.CreateFAdd(s, B_.CreateFMul(x, y)),

@@ -5,6 +5,7 @@
 #include "cubecc/ir/subgroup_combine.h"
 
 #include "cubecc/ir/float16.h"
+#include "cubecc/ir/float_formats.h"
 #include "cubecc/ir/printer.h"
 
 #include <fmt/format.h>
@@ -718,9 +719,10 @@ private:
       return;
     }
     case Opcode::MatrixMma: {
-      // Each product is exact in double (the inputs have at most 11 significant bits); the sum
-      // runs in double from C over k = 0, 1, ... and is rounded once to the accumulator type.
-      // Integers: the exact sum, wrapped to the 32-bit accumulator (mma.sync without .satfinite).
+      // Each product is exact in double (the inputs have at most 11 significant bits: f32
+      // operands are rounded to tf32 first); the sum runs in double from C over k = 0, 1, ...
+      // and is rounded once to the accumulator type. Integers: the exact sum, wrapped to the
+      // 32-bit accumulator (mma.sync without .satfinite).
       Type a = op.operand(0)->type(), b = op.operand(1)->type(), c = op.operand(2)->type();
       const uint32_t m = c.rows(), n = c.cols(), k = a.cols();
       if (is_integer(c.element())) {
@@ -738,11 +740,15 @@ private:
           }
         return;
       }
+      auto operand = [&](const Value *v, Scalar s, size_t e) {
+        uint64_t bits = get(v, inv, static_cast<unsigned>(e));
+        return to_double(s, s == Scalar::F32 ? round_to_tf32(static_cast<uint32_t>(bits)) : bits);
+      };
       std::vector<double> av(size_t{m} * k), bv(size_t{k} * n);
       for (size_t e = 0; e < av.size(); ++e)
-        av[e] = to_double(a.element(), get(op.operand(0), inv, static_cast<unsigned>(e)));
+        av[e] = operand(op.operand(0), a.element(), e);
       for (size_t e = 0; e < bv.size(); ++e)
-        bv[e] = to_double(b.element(), get(op.operand(1), inv, static_cast<unsigned>(e)));
+        bv[e] = operand(op.operand(1), b.element(), e);
       for (uint32_t i = 0; i < m; ++i)
         for (uint32_t j = 0; j < n; ++j) {
           double sum = to_double(c.element(), get(op.operand(2), inv, i * n + j));

@@ -78,6 +78,8 @@ std::string_view matrix_role_name(MatrixRole r) {
 }
 
 std::string MatrixShape::str() const {
+  if (a == Scalar::F32 && b == Scalar::F32)
+    return fmt::format("{}x{}x{} tf32->{}", m, n, k, scalar_name(accumulator));
   if (a != b)
     return fmt::format("{}x{}x{} {}*{}->{}", m, n, k, scalar_name(a), scalar_name(b),
                        scalar_name(accumulator));
@@ -115,8 +117,9 @@ std::string matrix_type_problem(Type t) {
     if (e != Scalar::F32 && e != Scalar::F16 && e != Scalar::I32)
       return "accumulators hold f32, f16 or i32";
   } else if (e != Scalar::F16 && e != Scalar::BF16 && e != Scalar::E4M3 && e != Scalar::E5M2 &&
-             e != Scalar::I8 && e != Scalar::U8) {
-    return "matrix operands a and b hold f16, bf16, e4m3, e5m2, i8 or u8";
+             e != Scalar::I8 && e != Scalar::U8 && e != Scalar::F32) {
+    return "matrix operands a and b hold f16, bf16, e4m3, e5m2, i8, u8 or f32 (multiplied as "
+           "tf32)";
   }
   return {};
 }

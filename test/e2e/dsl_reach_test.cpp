@@ -169,6 +169,20 @@ void int8_and_mixed_fp8_products(dsl::Tensor<const int8_t> a, dsl::Tensor<const 
       .store(f, 0u, 8u);
 }
 
+// float operands multiply as tf32 (16x16x8 and 16x8x8; CubeCL's tf32 cmma): each element is
+// rounded to 10 fraction bits, ties away from zero, as it enters the product.
+void tf32_products(dsl::Tensor<const float> a, dsl::Tensor<const float> b, dsl::Tensor<float> d,
+                   dsl::Tensor<float> e) {
+  using A = dsl::MatrixA<float, 16, 8>;
+  A ma = A::load(a, 0u, 8u);
+  dsl::mma(ma, dsl::MatrixB<float, 8, 16>::load(b, 0u, 16u),
+           dsl::Accumulator<float, 16, 16>::fill(0.25f))
+      .store(d, 0u, 16u);
+  dsl::mma(ma, dsl::MatrixB<float, 8, 8>::load(b, 0u, 8u, dsl::ColMajor),
+           dsl::Accumulator<float, 16, 8>::fill(-1.0f))
+      .store(e, 0u, 8u);
+}
+
 // subgroup_barrier (CubeCL's sync_plane): each invocation writes its slot, its subgroup waits,
 // each reads the next lane's slot within its own subgroup (the last lane wraps to the first).
 void subgroup_neighbours(dsl::Tensor<uint32_t> out, dsl::Tensor<uint32_t> sizes) {
@@ -776,6 +790,72 @@ TEST_P(DslReach, integer_and_mixed_fp8_matrices_multiply_as_the_host_does) {
           << "D[" << i << "][" << j << "]";
       EXPECT_EQ(got_f[i * 8 + j], static_cast<float>(fsum)) << "F[" << i << "][" << j << "]";
     }
+}
+
+/// `x` rounded to 11 significant bits, halfway cases away from zero (std::round): tf32, for the
+/// normal floats the test uses; written apart from cubecc's bit-level rounding.
+double host_tf32(float x) {
+  int exponent = 0;
+  double fraction = std::frexp(static_cast<double>(x), &exponent); // [0.5, 1)
+  return std::ldexp(std::round(std::ldexp(fraction, 11)), exponent - 11);
+}
+
+TEST_P(DslReach, float_matrices_multiply_as_tf32) {
+  auto module = traced(dsl::trace<tf32_products>("tf32_products", {.workgroup = {32, 1, 1}}));
+  ASSERT_TRUE(module);
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> value(-2.0f, 2.0f);
+  std::vector<float> a(16 * 8), b(8 * 16);
+  for (auto &x : a)
+    x = value(rng);
+  for (auto &x : b)
+    x = value(rng);
+  // Exact halfway cases: ties away from zero, not to even (1 + 2^-11 -> 1 + 2^-10).
+  a[0] = 1.0f + std::ldexp(1.0f, -11);
+  a[9] = -(1.0f + std::ldexp(1.0f, -11));
+  a[18] = 1.0f + 3 * std::ldexp(1.0f, -11);
+  b[0] = 1.5f + std::ldexp(1.0f, -11);
+  Args args;
+  args.tensor(cubecc::ir::Scalar::F32, a, 16 * 8);
+  args.tensor(cubecc::ir::Scalar::F32, b, 8 * 16);
+  size_t d = args.tensor(cubecc::ir::Scalar::F32, std::vector<float>(16 * 16), 16 * 16);
+  size_t e = args.tensor(cubecc::ir::Scalar::F32, std::vector<float>(16 * 8), 16 * 8);
+  std::vector<cubecc::ir::Diagnostic> problems = launch(*module->kernels()[0], args, {1, 1, 1});
+  // lavapipe has no cooperative matrices, HIP's MFMA path no tf32: refused, by name.
+  if (GetParam() == "vulkan" || GetParam() == "hip") {
+    ASSERT_FALSE(problems.empty());
+    EXPECT_NE(cubecc::ir::to_string(problems).find("does not support"), std::string::npos)
+        << cubecc::ir::to_string(problems);
+    return;
+  }
+  ASSERT_TRUE(problems.empty()) << cubecc::ir::to_string(problems);
+  EXPECT_EQ(host_tf32(a[0]), 1.0 + std::ldexp(1.0, -10));
+  EXPECT_EQ(host_tf32(a[9]), -(1.0 + std::ldexp(1.0, -10)));
+  // The interpreter's order (C, then k = 0, 1, ... in double, rounded once) everywhere but on a
+  // GPU, whose tensor cores sum in their own order: there, within a few f32 roundings.
+  const bool exact = GetParam() != "cuda";
+  auto check = [&](const std::vector<float> &got, uint32_t n, double c, auto b_at,
+                   const char *what) {
+    for (uint32_t i = 0; i < 16; ++i)
+      for (uint32_t j = 0; j < n; ++j) {
+        double sum = c, magnitude = std::abs(c);
+        for (uint32_t k = 0; k < 8; ++k) {
+          double term = host_tf32(a[i * 8 + k]) * host_tf32(b[b_at(k, j)]);
+          sum += term;
+          magnitude += std::abs(term);
+        }
+        if (exact)
+          EXPECT_EQ(got[i * n + j], static_cast<float>(sum))
+              << what << "[" << i << "][" << j << "]";
+        else
+          EXPECT_NEAR(got[i * n + j], sum, 8 * std::ldexp(magnitude, -24))
+              << what << "[" << i << "][" << j << "]";
+      }
+  };
+  check(
+      args.read<float>(d), 16, 0.25, [](uint32_t k, uint32_t j) { return k * 16 + j; }, "D");
+  check(
+      args.read<float>(e), 8, -1.0, [](uint32_t k, uint32_t j) { return j * 8 + k; }, "E");
 }
 
 TEST_P(DslReach, a_subgroup_barrier_orders_the_subgroups_shared_memory) {

@@ -337,9 +337,10 @@ TEST(Matrix, the_verifier_checks_roles_shapes_types_and_memory) {
                         "matrix.fill %fz : " +
                             c16 + "\n    %d = matrix.mma %a, %b, %c : " + c16),
               ::testing::HasSubstr("of one of the shapes m x n x k 16x16x16 f16->f32"));
-  EXPECT_THAT(error("", "    %x = const 0 : f32\n    %a = matrix.fill %x : matrix<subgroup, a, "
-                        "f32, 16, 16>"),
-              ::testing::HasSubstr("matrix operands a and b hold f16, bf16, e4m3, e5m2, i8 or u8"));
+  EXPECT_THAT(error("", "    %x = const 0 : f64\n    %a = matrix.fill %x : matrix<subgroup, a, "
+                        "f64, 16, 8>"),
+              ::testing::HasSubstr("matrix operands a and b hold f16, bf16, e4m3, e5m2, i8, u8 "
+                                   "or f32 (multiplied as tf32)"));
   EXPECT_THAT(error("", "    %x = const 0 : u32\n    %a = matrix.fill %x : matrix<subgroup, acc, "
                         "u32, 16, 16>"),
               ::testing::HasSubstr("accumulators hold f32, f16 or i32"));
@@ -422,6 +423,59 @@ TEST(Matrix, integer_products_are_exact_and_wrap_to_32_bits) {
     int64_t want = int64_t{INT32_MIN} + static_cast<int64_t>(i) * 100000 - 32 * 128 * 255;
     EXPECT_EQ(element(bc, i), static_cast<uint32_t>(want)) << "C[" << i << "]";
   }
+}
+
+TEST(Matrix, f32_operands_enter_as_tf32_rounded_to_nearest_ties_away) {
+  // D = A I + 0 with an 8x8 identity B: each D element is an A element as the product saw it.
+  auto module = test::parse_valid(R"(module @m {
+  kernel @k(%a: buffer<f32, read>, %b: buffer<f32, read>, %d: buffer<f32, readwrite>) workgroup(32, 1, 1) {
+    %zero = const 0 : u32
+    %eight = const 8 : u32
+    %ma = matrix.load %a, %zero, %eight : matrix<subgroup, a, f32, 16, 8>
+    %mb = matrix.load %b, %zero, %eight : matrix<subgroup, b, f32, 8, 8>
+    %fz = const 0 : f32
+    %mc = matrix.fill %fz : matrix<subgroup, acc, f32, 16, 8>
+    %md = matrix.mma %ma, %mb, %mc : matrix<subgroup, acc, f32, 16, 8>
+    matrix.store %d, %zero, %eight, %md
+    return
+  }
+})");
+  ASSERT_TRUE(module);
+  // (input, what the product sees): 13 fraction bits dropped, half of them (0x1000) rounds away
+  // from zero; written out by hand.
+  const std::pair<uint32_t, uint32_t> cases[] = {
+      {0x3F801000, 0x3F802000}, // 1 + 2^-11, a tie: away (to even would give 1)
+      {0x3F800FFF, 0x3F800000}, // just below the tie: down
+      {0x3F801001, 0x3F802000}, // just above: up
+      {0xBF801000, 0xBF802000}, // negative tie: away from zero
+      {0x3F803000, 0x3F804000}, // 1 + 3 2^-11: away (and to even)
+      {0x00001000, 0x00002000}, // a subnormal tie
+      {0xBF800FFF, 0xBF800000}, // negative, below the tie: toward zero
+      {0x3F800000, 0x3F800000}, // exact
+  };
+  std::vector<uint64_t> a(16 * 8, 0), b(8 * 8, 0);
+  for (size_t i = 0; i < std::size(cases); ++i)
+    a[i] = cases[i].first; // row 0
+  for (uint32_t k = 0; k < 8; ++k)
+    b[k * 8 + k] = 0x3F800000; // 1.0
+  // Row 1: the largest finite value's tie overflows to infinity; row 2: a NaN stays NaN (its
+  // payload's low bits are what rounding drops).
+  a[8 + 2] = 0x7F7FF000;
+  a[16 + 5] = 0x7F800001;
+  HostBuffer ba = buffer_of(Scalar::F32, a), bb = buffer_of(Scalar::F32, b);
+  HostBuffer bd = buffer_of(Scalar::F32, std::vector<uint64_t>(16 * 8, 0));
+  ASSERT_EQ(run(*module->kernels()[0], {buf(ba), buf(bb), buf(bd)}, {1, 1, 1}), "");
+  for (size_t i = 0; i < std::size(cases); ++i)
+    EXPECT_EQ(element(bd, i), cases[i].second) << fmt::format("{:#010x}", cases[i].first);
+  // (x * 0 of the infinity and of the NaN makes the rest of their rows NaN.)
+  EXPECT_EQ(element(bd, 8 + 2), 0x7F800000u);
+  EXPECT_TRUE(std::isnan(std::bit_cast<float>(static_cast<uint32_t>(element(bd, 16 + 5)))));
+  // And the shape's name says how it multiplies.
+  EXPECT_EQ(matrix_shapes_text(1u << *matrix_shape_index(
+                                   Type::matrix(MatrixRole::A, Scalar::F32, 16, 8),
+                                   Type::matrix(MatrixRole::B, Scalar::F32, 8, 8),
+                                   Type::matrix(MatrixRole::Accumulator, Scalar::F32, 16, 8))),
+            "16x8x8 tf32->f32");
 }
 
 TEST(Matrix, types_print_parse_and_compare_by_role_and_shape) {

@@ -32,7 +32,8 @@ namespace detail {
 template <class T>
 inline constexpr bool is_operand_element_v =
     std::is_same_v<T, f16> || std::is_same_v<T, bf16> || std::is_same_v<T, e4m3> ||
-    std::is_same_v<T, e5m2> || std::is_same_v<T, int8_t> || std::is_same_v<T, uint8_t>;
+    std::is_same_v<T, e5m2> || std::is_same_v<T, int8_t> || std::is_same_v<T, uint8_t> ||
+    std::is_same_v<T, float>;
 template <class T>
 inline constexpr bool is_accumulator_element_v =
     std::is_same_v<T, float> || std::is_same_v<T, f16> || std::is_same_v<T, int32_t>;
@@ -47,8 +48,8 @@ ir::Value *emit_matrix_access(ir::Opcode op, ir::Value *memory, ir::Value *index
 template <ir::MatrixRole R, class T, int Rows, int Cols> class Matrix {
   static_assert(R == ir::MatrixRole::Accumulator ? detail::is_accumulator_element_v<T>
                                                  : detail::is_operand_element_v<T>,
-                "cubecc: a MatrixA or MatrixB holds f16, bf16, e4m3, e5m2, int8_t or uint8_t; "
-                "an Accumulator holds float, f16 or int32_t");
+                "cubecc: a MatrixA or MatrixB holds f16, bf16, e4m3, e5m2, int8_t, uint8_t or "
+                "float (multiplied as tf32); an Accumulator holds float, f16 or int32_t");
   static_assert((Rows == 8 || Rows == 16 || Rows == 32) && (Cols == 8 || Cols == 16 || Cols == 32),
                 "cubecc: matrix rows and columns are 8, 16 or 32 (docs/ir.md §2.2 lists the "
                 "shapes)");
@@ -145,9 +146,10 @@ template <ir::MatrixRole R, class T, int Rows, int Cols> struct Carry<Matrix<R, 
 
 /// D = A * B + C, for a shape cubecc has (docs/ir.md §2.2: 16x16x16 and 16x8x16 for f16 and
 /// bf16, 16x8x32 and 16x16x32 for fp8 (e4m3 and e5m2 in any pair) and 8-bit integers (either
-/// signedness, into int32_t)). Each float element is rounded once (the interpreter sums in
-/// double precision; hardware in its own order, within the bound docs/ir.md §4.13 gives);
-/// integer sums are exact, wrapped to 32 bits.
+/// signedness, into int32_t), 16x8x8 and 16x16x8 for float operands, which are rounded to tf32
+/// (10 fraction bits, to nearest, ties away from zero) as they enter). Each float element is
+/// rounded once (the interpreter sums in double precision; hardware in its own order, within the
+/// bound docs/ir.md §4.13 gives); integer sums are exact, wrapped to 32 bits.
 template <class A, class B, class C>
 C mma(const A &a, const B &b, const C &c, const Loc &loc = Loc::current()) {
   static_assert(detail::is_matrix_v<A> && detail::is_matrix_v<B> && detail::is_matrix_v<C>,
@@ -165,7 +167,7 @@ C mma(const A &a, const B &b, const C &c, const Loc &loc = Loc::current()) {
                   "cubecc: no target has this mma shape; cubecc has 16x16x16 and 16x8x16 "
                   "(f16 x f16 -> f32 or f16, bf16 x bf16 -> f32), 16x8x32 and 16x16x32 (e4m3 or "
                   "e5m2 x e4m3 or e5m2 -> f32; int8_t or uint8_t x int8_t or uint8_t -> "
-                  "int32_t), M x N x K");
+                  "int32_t), 16x8x8 and 16x16x8 (float x float as tf32 -> float), M x N x K");
   }
   return C::from_ir(detail::emit_n(ir::Opcode::MatrixMma,
                                    std::array<ir::Value *, 3>{a.ir(), b.ir(), c.ir()}, C::ir_type(),

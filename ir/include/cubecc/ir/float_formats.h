@@ -52,4 +52,13 @@ double storage_float_to_double(Scalar s, uint64_t bits);
 /// overflow and +infinity to 2^127 (0xFE), NaN to 0xFF.
 uint64_t storage_float_from_double(Scalar s, double v);
 
+/// The bits of an f32 rounded to TF32 (10 fraction bits; to nearest, ties away from zero, as
+/// PTX's cvt.rna.tf32.f32), still as an f32: how each f32 operand of a matrix product enters it
+/// (docs/ir.md §4.13). Overflow rounds to infinity; NaN is kept.
+constexpr uint32_t round_to_tf32(uint32_t bits) {
+  if ((bits & 0x7F800000u) == 0x7F800000u && (bits & 0x007FFFFFu) != 0)
+    return bits;
+  return (bits + 0x1000u) & 0xFFFFE000u;
+}
+
 } // namespace cubecc::ir

@@ -177,14 +177,15 @@ struct MatrixShape {
   uint32_t m, n, k;
   Scalar a, b;
   Scalar accumulator;
-  /// "16x16x16 f16->f32"; "16x8x32 e4m3*e5m2->f32" where A and B differ.
+  /// "16x16x16 f16->f32"; "16x8x32 e4m3*e5m2->f32" where A and B differ; "16x8x8 tf32->f32" for
+  /// f32 operands (multiplied as TF32).
   std::string str() const;
 };
-/// Every shape cubecc has: those of NVIDIA's mma.sync (m16n8k16, fp8 and int8 m16n8k32), AMD's
-/// MFMA and Vulkan's usual cooperative-matrix shapes (16x16x16, fp8 16x16x32). A backend may
-/// support a subset (docs/ir.md §2.2 lists which). A constant, so that the DSL checks shapes at
-/// compile time; the order is the bit order of a target's `matrix_shapes` mask (new shapes go
-/// last: the masks are stored in bundles).
+/// Every shape cubecc has: those of NVIDIA's mma.sync (m16n8k16, fp8 and int8 m16n8k32, tf32
+/// m16n8k8), AMD's MFMA and Vulkan's usual cooperative-matrix shapes (16x16x16, fp8 16x16x32).
+/// A backend may support a subset (docs/ir.md §2.2 lists which). A constant, so that the DSL checks
+/// shapes at compile time; the order is the bit order of a target's `matrix_shapes` mask (new
+/// shapes go last: the masks are stored in bundles).
 inline constexpr MatrixShape kMatrixShapes[] = {
     {16, 16, 16, Scalar::F16, Scalar::F16, Scalar::F32},
     {16, 16, 16, Scalar::F16, Scalar::F16, Scalar::F16},
@@ -210,6 +211,10 @@ inline constexpr MatrixShape kMatrixShapes[] = {
     {16, 8, 32, Scalar::E5M2, Scalar::E4M3, Scalar::F32},
     {16, 16, 32, Scalar::E4M3, Scalar::E5M2, Scalar::F32},
     {16, 16, 32, Scalar::E5M2, Scalar::E4M3, Scalar::F32},
+    // f32 operands multiplied as TF32 (mma.sync m16n8k8 .tf32, sm_80): each element rounded to
+    // 10 fraction bits first (round_to_tf32 in float_formats.h).
+    {16, 8, 8, Scalar::F32, Scalar::F32, Scalar::F32},
+    {16, 16, 8, Scalar::F32, Scalar::F32, Scalar::F32},
 };
 static_assert(std::size(kMatrixShapes) <= 32, "a target's matrix_shapes mask has 32 bits");
 inline std::span<const MatrixShape> matrix_shapes() {
