@@ -231,8 +231,10 @@ cubecc_status cubecc_buffer_bytes(cubecc_buffer buffer, size_t *bytes);
 
 /** Called once when an adopted buffer is let go: when cubecc_buffer_destroy was called and every
  *  DLPack tensor exported from it was deleted, after the launches that may use the memory have
- *  finished. It may run on any thread that lets go last; it must not call back into cubecc with
- *  the buffer. */
+ *  finished. It runs on the thread that lets go last, or, when launches still used the memory
+ *  then, on a thread whose later call on the runtime finds them done, at the end of that call
+ *  with no lock of cubecc's held: it may call cubecc functions (never with the buffer itself) and
+ *  take the caller's own locks. */
 typedef void (*cubecc_release_fn)(void *user_data);
 
 /** A buffer over `count` elements of `dtype` in memory the caller owns: no copy is made, and

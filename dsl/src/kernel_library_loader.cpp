@@ -15,16 +15,21 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
+#include <mutex>
+#include <poll.h>
 #include <set>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <tuple>
 #include <unistd.h>
 
 namespace cubecc::dsl {
@@ -159,9 +164,58 @@ std::string describe_status(int status) {
   return fmt::format("exited with status {}", WEXITSTATUS(status));
 }
 
+/// How long a probe process may take before it is killed: CUBECC_LIBRARY_PROBE_TIMEOUT_MS, or
+/// 60 s (loading a library and reading its table takes milliseconds; a global constructor that
+/// never returns must not hang the caller).
+int probe_timeout_ms() {
+  if (const char *text = std::getenv("CUBECC_LIBRARY_PROBE_TIMEOUT_MS")) {
+    char *end = nullptr;
+    long ms = std::strtol(text, &end, 10);
+    if (end != text && *end == '\0' && ms > 0 && ms <= 3600000)
+      return static_cast<int>(ms);
+  }
+  return 60000;
+}
+
 } // namespace
 
 std::string KernelLibrary::probe(const std::string &path, const std::string &file) {
+  // One probe at a time in this process: a forked child inherits every pipe open at the fork, so
+  // concurrent probes would each hold the others' write ends (and wait for each other's
+  // children). A child that does not finish in time (a global constructor that never returns;
+  // in a multithreaded process, a lock another thread held at the fork) is killed, and the probe
+  // tried once more before it is reported.
+  //
+  // A file that probed clean is not probed again while it is the same file (device, inode, size,
+  // modification time): a library opened again and again (a framework's per-thread handles)
+  // forks once. And a child forked from a multithreaded process may inherit a lock (an
+  // allocator's) that another thread held at the fork: so a child that crashed or hung is tried
+  // once more before the library is refused — a broken library fails both times.
+  static std::mutex one_at_a_time;
+  static std::set<std::tuple<dev_t, ino_t, off_t, int64_t, int64_t>> probed_clean;
+  std::lock_guard lock(one_at_a_time);
+  struct stat st {};
+  const bool known = ::stat(file.c_str(), &st) == 0;
+  const auto key = std::make_tuple(st.st_dev, st.st_ino, st.st_size, int64_t(st.st_mtim.tv_sec),
+                                   int64_t(st.st_mtim.tv_nsec));
+  if (known && probed_clean.contains(key))
+    return {};
+  const int timeout_ms = probe_timeout_ms();
+  std::string why;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    bool retry = false;
+    why = probe_once(path, file, timeout_ms, retry);
+    if (why.empty() && known)
+      probed_clean.insert(key);
+    if (!retry)
+      break;
+  }
+  return why;
+}
+
+std::string KernelLibrary::probe_once(const std::string &path, const std::string &file,
+                                      int timeout_ms, bool &retry) {
+  bool timed_out = false;
   int pipe_fds[2];
   if (pipe2(pipe_fds, O_CLOEXEC) != 0)
     return fmt::format("cannot probe the kernel library: pipe: {}", std::strerror(errno));
@@ -209,8 +263,20 @@ std::string KernelLibrary::probe(const std::string &path, const std::string &fil
   ::close(pipe_fds[1]);
   std::string report; // phases "L", "T", "D", then "X" and what a global constructor threw
   char buffer[512];
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   while (true) {
-    ssize_t n = ::read(pipe_fds[0], buffer, sizeof buffer);
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    pollfd readable{pipe_fds[0], POLLIN, 0};
+    int ready = left.count() > 0 ? ::poll(&readable, 1, static_cast<int>(left.count())) : 0;
+    if (ready < 0 && errno == EINTR)
+      continue;
+    if (ready == 0) { // the child took too long: it goes, and the caller hears why
+      timed_out = true;
+      ::kill(pid, SIGKILL);
+      break;
+    }
+    ssize_t n = ready > 0 ? ::read(pipe_fds[0], buffer, sizeof buffer) : -1;
     if (n > 0)
       report.append(buffer, static_cast<size_t>(n));
     else if (n == 0 || errno != EINTR)
@@ -220,6 +286,15 @@ std::string KernelLibrary::probe(const std::string &path, const std::string &fil
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
+  retry = timed_out || WIFSIGNALED(status);
+  if (timed_out)
+    return fmt::format("a probe process loading the kernel library did not finish in {} ms, "
+                       "twice (it was {}; a global constructor that never returns?); fix the "
+                       "library's global constructors, or allow more time with "
+                       "CUBECC_LIBRARY_PROBE_TIMEOUT_MS",
+                       timeout_ms,
+                       report.find('T') == std::string::npos ? "still loading it"
+                                                             : "still reading its table");
   const size_t thrown = report.find('X');
   const std::string phases = report.substr(0, thrown);
   const char last = phases.empty() ? 0 : phases.back();

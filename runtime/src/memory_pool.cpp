@@ -34,14 +34,13 @@ MemoryPool::MemoryPool(std::shared_ptr<Device> device, PoolOptions options)
     : device_(std::move(device)), options_(options) {}
 
 MemoryPool::~MemoryPool() {
-  Released released;
   {
     std::lock_guard lock(mutex_);
     streams_.clear(); // every stream is gone, and with it its work: the whole queue is done
-    collect_locked(released);
+    collect_locked();
     trim_locked();
   }
-  let_go(released);
+  release_ready();
 }
 
 uint64_t MemoryPool::add_stream(DeviceStream &stream) {
@@ -52,13 +51,12 @@ uint64_t MemoryPool::add_stream(DeviceStream &stream) {
 }
 
 void MemoryPool::remove_stream(uint64_t id) {
-  Released released;
   {
     std::lock_guard lock(mutex_);
     std::erase_if(streams_, [&](const auto &entry) { return entry.first == id; });
-    collect_locked(released);
+    collect_locked();
   }
-  let_go(released);
+  release_ready();
 }
 
 std::vector<std::pair<uint64_t, uint64_t>> MemoryPool::waits_locked() {
@@ -83,12 +81,13 @@ bool MemoryPool::reached_locked(const PendingBlock &block, uint64_t except_strea
   return true;
 }
 
-void MemoryPool::collect_locked(Released &released) {
+void MemoryPool::collect_locked() {
   std::erase_if(pending_, [&](PendingBlock &block) {
     if (!reached_locked(block, 0))
       return false;
     if (block.adopted) {
-      released.push_back(std::move(block)); // never counted: the memory is the caller's
+      ready_.push_back(std::move(block)); // never counted: the memory is the caller's
+      has_ready_.store(true, std::memory_order_release);
     } else {
       pending_bytes_ -= block.memory.bytes;
       settle_locked(block.memory, block.requested);
@@ -127,10 +126,18 @@ bool MemoryPool::take_pending_locked(uint64_t bytes, uint64_t class_bytes, uint6
 }
 
 void MemoryPool::collect() {
+  std::lock_guard lock(mutex_);
+  collect_locked();
+}
+
+void MemoryPool::release_ready() noexcept {
+  if (!has_ready_.load(std::memory_order_acquire))
+    return;
   Released released;
   {
     std::lock_guard lock(mutex_);
-    collect_locked(released);
+    released.swap(ready_);
+    has_ready_.store(false, std::memory_order_relaxed);
   }
   let_go(released);
 }
@@ -213,15 +220,9 @@ DeviceMemory MemoryPool::allocate_from_device_locked(uint64_t class_bytes, uint6
 }
 
 DeviceMemory MemoryPool::acquire(uint64_t bytes, uint64_t stream_id) {
-  Released released;
-  struct LetGo {
-    MemoryPool &pool;
-    Released &released;
-    ~LetGo() { pool.let_go(released); }
-  } let_go_at_exit{*this, released};
   std::lock_guard lock(mutex_);
   if (!pending_.empty())
-    collect_locked(released);
+    collect_locked();                          // let go by the caller's release_ready()
   const uint64_t now = stats_.allocations + 1; // this allocation, if it succeeds
   if (options_.idle_release_allocations > 0)
     while (!lru_.empty() && now - lru_.front().freed_at > options_.idle_release_allocations)
@@ -277,16 +278,17 @@ void MemoryPool::release(DeviceMemory memory) {
 }
 
 void MemoryPool::release_adopted(DeviceMemory memory, std::function<void()> callback) noexcept {
-  Released released;
   {
     std::lock_guard lock(mutex_);
     PendingBlock block{memory, 0, waits_locked(), true, std::move(callback)};
-    if (block.waits.empty())
-      released.push_back(std::move(block));
-    else
+    if (block.waits.empty()) {
+      ready_.push_back(std::move(block));
+      has_ready_.store(true, std::memory_order_release);
+    } else {
       pending_.push_back(std::move(block)); // not counted: the memory is the caller's
+    }
   }
-  let_go(released);
+  release_ready();
 }
 
 void MemoryPool::settle_locked(DeviceMemory memory, uint64_t requested) {

@@ -28,6 +28,7 @@
 #include "cubecc/runtime/device.h"
 #include "cubecc/runtime/memory_pool.h"
 
+#include <atomic>
 #include <functional>
 #include <list>
 #include <map>
@@ -75,8 +76,14 @@ public:
   /// `callback` (if any), on the thread that finds the work done. Must not throw.
   void release_adopted(DeviceMemory memory, std::function<void()> callback) noexcept;
   /// Moves the blocks whose work has finished out of the deletion queue (a stream calls it after
-  /// it synchronized).
+  /// it synchronized). Adopted memory among them waits for release_ready(): collect() and
+  /// acquire() run under a stream's lock, and a release callback is the caller's code, which may
+  /// call the runtime (or take a lock of its own that a thread calling the runtime holds).
   void collect();
+  /// Lets go the adopted memory that collect() or acquire() found done (its release callbacks
+  /// run here); a stream calls it after its call let go of the stream's lock. Cheap when there
+  /// is none.
+  void release_ready() noexcept;
   /// Gives every cached block back to the device (blocks still in the deletion queue stay).
   void trim();
   PoolStatistics statistics() const;
@@ -101,13 +108,14 @@ private:
     bool adopted = false;
     std::function<void()> callback; ///< adopted memory: the caller's release callback
   };
-  /// Adopted memory whose work is done, let go after the mutex is released.
+  /// Adopted memory whose work is done, let go by release_ready() outside every lock.
   using Released = std::vector<PendingBlock>;
 
   uint64_t class_bytes_locked(uint64_t bytes);
   std::vector<std::pair<uint64_t, uint64_t>> waits_locked();
   bool reached_locked(const PendingBlock &block, uint64_t except_stream) const;
-  void collect_locked(Released &released);
+  /// Moves the finished blocks out of pending_: cached or freed, adopted ones into ready_.
+  void collect_locked();
   bool take_pending_locked(uint64_t bytes, uint64_t class_bytes, uint64_t stream_id,
                            DeviceMemory &out);
   void settle_locked(DeviceMemory memory, uint64_t requested);
@@ -128,7 +136,9 @@ private:
   std::vector<std::pair<uint64_t, DeviceStream *>> streams_; ///< id -> registered stream
   uint64_t next_stream_id_ = 1;
   std::vector<PendingBlock> pending_; ///< the deletion queue
-  uint64_t pending_bytes_ = 0;        ///< its pool blocks (reported in bytes_cached)
+  Released ready_;                    ///< adopted memory done with, for release_ready()
+  std::atomic<bool> has_ready_{false};
+  uint64_t pending_bytes_ = 0; ///< its pool blocks (reported in bytes_cached)
   PoolStatistics stats_;
 };
 

@@ -291,8 +291,10 @@ public:
   StreamUse &operator=(const StreamUse &) = delete;
   ~StreamUse() {
     if (state_) {
+      MemoryPool &pool = *state_->context->pool;
       state_->call.store(nullptr);
       state_->owner.store(std::thread::id{});
+      pool.release_ready(); // release callbacks, with the stream free again
     }
   }
 
@@ -827,6 +829,15 @@ public:
                   fmt::format("Runtime::{}: the runtime is empty (moved from)", call));
     lock_ = std::unique_lock(state->lock);
     state_ = state.get();
+  }
+  DefaultStream(const DefaultStream &) = delete;
+  DefaultStream &operator=(const DefaultStream &) = delete;
+  /// Unlocks, then lets go the adopted memory the call found done: a release callback is the
+  /// caller's code, which may call the runtime or take a lock a thread calling it holds.
+  ~DefaultStream() {
+    MemoryPool &pool = *state_->context->pool;
+    lock_.unlock();
+    pool.release_ready();
   }
   StreamState *operator->() const { return state_; }
 

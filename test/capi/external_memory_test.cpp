@@ -359,6 +359,35 @@ TEST_F(ExternalVulkanMemory, a_graph_replays_into_adopted_memory_and_releases_it
   test_vulkan_buffer_destroy(&vy);
 }
 
+// A release callback is the caller's code: deferred until the launches that use the memory are
+// done, it runs after the runtime call that found them done has let go of the runtime's lock, so
+// it may call the runtime (here: synchronize and allocate; they hung on that lock before).
+TEST_F(ExternalVulkanMemory, a_release_callback_may_call_the_runtime) {
+  auto m = test::example_module("axpy.cir");
+  KernelHandle axpy = rt().load(*m->kernels()[0]);
+  const size_t n = 4096;
+  test_vulkan_buffer vy = make_buffer(n * 4);
+  ASSERT_TRUE(vy.buffer);
+  Buffer dx = rt().upload(std::vector<float>(n, 1.0f));
+  int released = 0;
+  std::vector<Buffer> made_in_callback;
+  {
+    Buffer dy =
+        rt().adopt_memory(ExternalMemory::vulkan(vy.buffer, 0, n * 4), ir::Scalar::F32, [&] {
+          rt().synchronize();
+          made_in_callback.push_back(rt().allocate<float>(n));
+          ++released;
+        });
+    for (int i = 0; i < 20; ++i)
+      rt().launch(axpy, grid_1d(n, 256), dx, dy, 0.5f);
+  }
+  EXPECT_EQ(released, 0) << "the queued launches still use the memory";
+  rt().synchronize();
+  EXPECT_EQ(released, 1);
+  EXPECT_EQ(made_in_callback.size(), 1u);
+  test_vulkan_buffer_destroy(&vy);
+}
+
 TEST_F(ExternalVulkanMemory, refuses_host_memory_a_null_vkbuffer_and_a_misaligned_offset) {
   std::vector<float> host(4);
   EXPECT_THAT(

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <stdexcept>
+#include <unistd.h>
 
 namespace {
 
@@ -20,13 +21,22 @@ namespace {
 #define THROWING_TRACE 5
 #define THROWING_INITIALIZER 6
 #define NULL_TRACE 7
-#define HUGE_BUFFER 8       // a tunable whose launch describes a buffer of 2^62 + 1 floats
-#define BAD_ELEMENT_TYPES 9 // a tunable whose element types end with a comma ("f32,")
+#define HUGE_BUFFER 8          // a tunable whose launch describes a buffer of 2^62 + 1 floats
+#define BAD_ELEMENT_TYPES 9    // a tunable whose element types end with a comma ("f32,")
+#define HANGING_INITIALIZER 10 // a global constructor that never returns
 #define TUNABLE (CUBECC_BAD_LIBRARY == HUGE_BUFFER || CUBECC_BAD_LIBRARY == BAD_ELEMENT_TYPES)
 
 #if CUBECC_BAD_LIBRARY == THROWING_INITIALIZER
 // Runs inside dlopen: the exception has no handler to reach and terminates the process.
 const int initialized = []() -> int { throw std::runtime_error("static initializer failed"); }();
+#endif
+
+#if CUBECC_BAD_LIBRARY == HANGING_INITIALIZER
+// Runs inside dlopen and never returns (a constructor waiting for a server that is not there).
+const int initialized = []() -> int {
+  while (true)
+    pause();
+}();
 #endif
 
 #if CUBECC_BAD_LIBRARY == NULL_NAME

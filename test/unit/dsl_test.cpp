@@ -8,9 +8,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdio>
 #include <dlfcn.h>
 #include <source_location>
+#include <thread>
 
 namespace dsl = cubecc::dsl;
 using namespace cubecc;
@@ -176,6 +178,32 @@ TEST(KernelLibrary, the_example_library_lists_and_traces_its_kernels) {
     ASSERT_TRUE(there) << k.name;
     EXPECT_EQ(ir::structural_hash(*here.kernels()[0]), ir::structural_hash(*there));
   }
+}
+
+// A framework opens libraries from its worker threads: the probes (forks) run one at a time, a
+// file that probed clean is not probed again, and every open succeeds (concurrent probes used to
+// inherit each other's pipes, and a child could hang on a lock another thread held at the fork).
+TEST(KernelLibrary, opens_from_many_threads_at_once) {
+  std::atomic<int> opened = 0;
+  std::vector<std::string> errors(6);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < errors.size(); ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 10; ++i) {
+        std::string error;
+        auto library = dsl::KernelLibrary::open(CUBECC_EXAMPLES_LIBRARY, error);
+        if (!library || library->kernels().empty()) {
+          errors[t] = error;
+          return;
+        }
+        ++opened;
+      }
+    });
+  for (std::thread &t : threads)
+    t.join();
+  for (const std::string &error : errors)
+    EXPECT_EQ(error, "");
+  EXPECT_EQ(opened, 60);
 }
 
 TEST(KernelLibrary, opening_something_else_says_what_is_wrong) {

@@ -401,9 +401,32 @@ TEST(MemoryPoolDeletionQueue, adopted_memory_is_let_go_once_the_work_is_done) {
   EXPECT_EQ(f.pool->statistics().bytes_cached, 0u) << "adopted memory is never counted";
   a.finish();
   f.pool->collect();
+  // collect() runs under a stream's lock: the callback (the caller's code) waits for
+  // release_ready(), which the stream calls once its lock is released.
+  EXPECT_EQ(released, 0);
+  f.pool->release_ready();
   EXPECT_EQ(released, 1);
   f.pool->collect();
+  f.pool->release_ready();
   EXPECT_EQ(released, 1) << "exactly once";
+  f.pool->remove_stream(id);
+  f.device->free(adopted);
+}
+
+TEST(MemoryPoolDeletionQueue, acquire_leaves_release_callbacks_to_release_ready) {
+  Fixture f;
+  ManualStream a;
+  uint64_t id = f.pool->add_stream(a);
+  int released = 0;
+  DeviceMemory adopted = f.device->allocate(256);
+  a.queued = 1;
+  f.pool->release_adopted(adopted, [&] { ++released; });
+  a.finish();
+  DeviceMemory m = f.pool->acquire(512, id); // finds the adopted memory done
+  EXPECT_EQ(released, 0);
+  f.pool->release_ready();
+  EXPECT_EQ(released, 1);
+  f.pool->release(m);
   f.pool->remove_stream(id);
   f.device->free(adopted);
 }

@@ -21,7 +21,8 @@ public:
   /// Opens `path`; on failure returns null and sets `error` (naming the file and what to do).
   /// The file is checked against its ELF headers and probed in a forked process (its static
   /// initializers and its table) before it is loaded into this one: a truncated file, a throwing
-  /// global constructor or a table with bad pointers is an error, never a crash.
+  /// global constructor or a table with bad pointers is an error, never a crash, and one that
+  /// never returns an error after a timeout. Thread-safe (probes run one at a time).
   static std::unique_ptr<KernelLibrary> open(const std::string &path, std::string &error);
   ~KernelLibrary();
   KernelLibrary(const KernelLibrary &) = delete;
@@ -66,8 +67,14 @@ private:
   /// dlopen of `file` (`path` as the user gave it) and its table checked; no probe.
   static std::unique_ptr<KernelLibrary> load(const std::string &path, const std::string &file,
                                              std::string &error);
-  /// Loads `file` in a forked child; why the child crashed or exited early, or empty.
+  /// Loads `file` in a forked child; why the child crashed, exited early or hung, or empty. One
+  /// probe at a time per process, once per file that probed clean; a child that crashed or took
+  /// longer than the timeout (CUBECC_LIBRARY_PROBE_TIMEOUT_MS, default 60 s; then killed) is
+  /// tried once more.
   static std::string probe(const std::string &path, const std::string &file);
+  /// One child; `retry` says it crashed or was killed for taking longer than `timeout_ms`.
+  static std::string probe_once(const std::string &path, const std::string &file, int timeout_ms,
+                                bool &retry);
   bool read_tunables(std::string &error);
   std::string path_;
   std::string source_name_; ///< what diagnostics call the library

@@ -446,7 +446,8 @@ public:
   /// given, is called exactly once when the last user is gone (the Buffer and every graph whose
   /// capture used it) and the work queued on every stream before that has finished — on the
   /// thread that lets go last if that work is done by then, else on a thread that later finds it
-  /// done (a later allocation, free or synchronize); it must not throw. Throws Error (and does
+  /// done (a later allocation, free or synchronize), at the end of that call, with no lock of the
+  /// runtime held (it may call the runtime); it must not throw. Throws Error (and does
   /// not call `release`: the memory stays the caller's) when the memory is not of this runtime's
   /// backend (a CUDA pointer on vulkan), the handle is null, the size is 0 or not a whole number
   /// of elements, or the pointer or offset is not aligned to the element size.
