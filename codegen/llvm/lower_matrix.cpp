@@ -41,8 +41,9 @@ void Lowering::check_matrices() {
       bool divergent = p->opcode() == Opcode::If ? vec(p->operand(0)) && !wg_ops_.count(p)
                                                  : loop && !uniform_loops_.count(p);
       if (divergent)
-        fail(op, "the whole subgroup: it is under control flow that depends on the invocation "
-                 "(make the condition or the loop's bounds the same across the subgroup)");
+        fail(op, "needs the whole subgroup, but it is under control flow that depends on the "
+                 "invocation (make the condition or the loop's bounds the same across the "
+                 "subgroup)");
     }
     if (op->opcode() == Opcode::MatrixConvert &&
         (ir::is_storage_float(op->operand(0)->type().element()) ||

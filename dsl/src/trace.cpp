@@ -479,6 +479,11 @@ void end_while() {
   end_loop();
 }
 
+uint32_t workgroup_invocations(const Loc &loc) {
+  auto size = state(loc).kernel.workgroup_size();
+  return size[0] * size[1] * size[2];
+}
+
 bool inside_loop(const Loc &loc) {
   for (const OpenRegion &r : state(loc).regions)
     if (const ir::Operation *op = r.region->parent_op();

@@ -101,6 +101,8 @@ void emit_break_levels(int levels, const Loc &loc);
 /// Whether the statement being traced is inside a for_ or while_ (its body or condition), so may
 /// run more than once.
 bool inside_loop(const Loc &loc);
+/// The invocations of the workgroup of the kernel being traced (x * y * z of its size).
+uint32_t workgroup_invocations(const Loc &loc);
 
 /// Starts tracing `name` into `module` (one kernel at a time per thread) and ends it.
 void begin_kernel(ir::Module &module, const std::string &name, uint32_t wg_x, uint32_t wg_y,

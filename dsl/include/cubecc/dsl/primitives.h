@@ -129,7 +129,17 @@ template <KernelType T, int N> class WorkgroupOps {
   static_assert(lanes_of<T> == 1, "cubecc: WorkgroupOps<T, N> combines scalars");
 
 public:
-  explicit WorkgroupOps(const Loc &loc = Loc::current()) : scratch_(loc) {}
+  /// Throws TraceError unless the kernel's workgroup has exactly N invocations: the tree and the
+  /// scans index the N elements by local_index().
+  explicit WorkgroupOps(const Loc &loc = Loc::current()) : scratch_(loc) {
+    if (uint32_t invocations = detail::workgroup_invocations(loc);
+        invocations != static_cast<uint32_t>(N))
+      throw TraceError("WorkgroupOps<T, " + std::to_string(N) + "> combines " + std::to_string(N) +
+                           " invocations, but the kernel's workgroup has " +
+                           std::to_string(invocations) +
+                           ": make N the workgroup's size (x * y * z of its .workgroup)",
+                       loc);
+  }
 
   /// `op` over every invocation's `x`, in every invocation.
   /// With an op that names a subgroup reduction (plus, multiplies, minimum, maximum): each
