@@ -28,6 +28,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <tuple>
 
 namespace cubecc::tools {
 
@@ -391,13 +392,29 @@ int env_inspect_command(const std::string &path, bool json) {
                 ? fmt::format("by key {} (not checked here: `cubecc env verify --key`)",
                               bundle->signature()->signer.id())
                 : std::string("none"));
-  print_out("{:<22} {:<26} {:<4} {:<12} {}\n", "kernel", "configuration", "opt", "hash",
-            "binaries");
-  std::vector<size_t> order(entries.size()); // by name, for reading; the index is by key
+  // The library names what Runtime::kernel_from_environment (and Python's) takes with the
+  // kernel's name and configuration; columns as wide as their widest entry.
+  size_t library_width = 7, kernel_width = 6, configuration_width = 13;
+  for (const auto &e : entries)
+    if (e) {
+      library_width = std::max(library_width, e->library.size());
+      kernel_width = std::max(kernel_width, e->name.size());
+      configuration_width = std::max(configuration_width, e->configuration.size());
+    }
+  auto row = [&](std::string_view library, std::string_view kernel, std::string_view configuration,
+                 std::string_view opt, std::string_view hash, std::string_view binaries) {
+    print_out("{:<{}}  {:<{}}  {:<{}}  {:<4} {:<12} {}\n", library, library_width, kernel,
+              kernel_width, configuration, configuration_width, opt, hash, binaries);
+  };
+  row("library", "kernel", "configuration", "opt", "hash", "binaries");
+  // By library and name, for reading (the index is by key).
+  std::vector<size_t> order(entries.size());
   for (size_t i = 0; i < order.size(); ++i)
     order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return entries[a] && entries[b] && entries[a]->name < entries[b]->name;
+    return entries[a] && entries[b] &&
+           std::tie(entries[a]->library, entries[a]->name) <
+               std::tie(entries[b]->library, entries[b]->name);
   });
   for (size_t i : order) {
     if (!entries[i]) {
@@ -409,9 +426,9 @@ int env_inspect_command(const std::string &path, bool json) {
     for (const environments::Artifact &a : e.artifacts)
       binaries.push_back(
           fmt::format("{} {} {}", a.target.target, a.target.format, human_bytes(a.data.size())));
-    print_out("{:<22} {:<26} {:<4} {:<12} {}\n", e.name,
-              e.configuration.empty() ? "-" : e.configuration, e.options,
-              e.hash.hex().substr(0, 12), fmt::join(binaries, ", "));
+    row(e.library.empty() ? "-" : e.library, e.name,
+        e.configuration.empty() ? "-" : e.configuration, e.options, e.hash.hex().substr(0, 12),
+        fmt::format("{}", fmt::join(binaries, ", ")));
   }
   print_out("\n{} kernels; {} tuning records\n", entries.size(), tuning.size());
   for (size_t i = 0; i < tuning.size(); ++i) {

@@ -19,8 +19,10 @@
  *     is CUBECC_ERROR_INVALID_ARGUMENT. A buffer may outlive its runtime (it keeps the device
  *     alive) but can then only be destroyed or exported.
  *   - A runtime may be called from any thread at once: it is the thread-safe context of its
- *     device (its launches and copies go to one queue, locked around each call). Buffers may be
- *     destroyed on any thread. cubecc_last_error() is per thread.
+ *     device (its launches and copies go to one queue, locked around each call, which every
+ *     thread shares: cubecc_synchronize waits for all of it). Buffers may be destroyed on any
+ *     thread, but not while another thread's call is using the handle. cubecc_last_error() is
+ *     per thread.
  *   - Strings returned by the API stay valid as documented on each function; never free them.
  *
  *===-------------------------------------------------------------------------------------------===*/
