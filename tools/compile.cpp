@@ -10,6 +10,7 @@
 #include "compile.h"
 
 #include "cubecc/codegen/backend.h"
+#include "cubecc/codegen/target.h"
 #include "cubecc/dsl/kernel_library_loader.h"
 #include "cubecc/ir/parser.h"
 #include "cubecc/ir/printer.h"
@@ -447,6 +448,14 @@ int emit_target(const ir::Module &module, const Target &target, const CompileOpt
   std::vector<ir::Diagnostic> errors;
   std::vector<std::pair<std::string, std::string>> outputs; // (kernel, text or bytes)
   for (const auto &kernel : module.kernels()) {
+    if (options.skip_unsupported) {
+      std::vector<ir::Diagnostic> why;
+      if (!codegen::check_target_support(*kernel, target.backend->features(target.name), why)) {
+        std::cerr << fmt::format("cubecc: {} left out of {}: {}\n", kernel->name(), target.name,
+                                 why.empty() ? "the target cannot run it" : why[0].message);
+        continue;
+      }
+    }
     std::optional<codegen::Emitted> emitted =
         target.backend->emit(*kernel, target.name, options.emit, errors);
     if (!emitted)

@@ -25,6 +25,8 @@ struct CompileOptions {
   std::vector<std::string> print_after; ///< pass names
   std::optional<bool> verify_each;      ///< unset: the build's default
   bool time_passes = false;
+  /// Leave out (saying which and why) a kernel a target cannot run, instead of failing.
+  bool skip_unsupported = false;
 };
 
 /// How load_inputs treats the kernels of kernel libraries and DSL sources.

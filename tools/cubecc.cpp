@@ -126,6 +126,9 @@ int run(int argc, char **argv) {
                         "verify the module after every pass (default: on in debug builds)");
   compile->add_flag("--time-passes", compile_options.time_passes,
                     "report the time each pass takes (to standard error)");
+  compile->add_flag("--skip-unsupported", compile_options.skip_unsupported,
+                    "leave out a kernel a target cannot run (matrix ops, or a required subgroup "
+                    "size the target lacks), saying which, instead of failing");
   compile->add_option("-o", compile_options.output,
                       "output file (default: standard output); for --emit spirv with several "
                       "kernels, or a path ending in '/' or naming a directory: a directory of "
