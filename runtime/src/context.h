@@ -31,9 +31,21 @@ struct Context {
   KernelCache cache; ///< after the pool: its kernels go first, before memory and device
 
   mutable std::recursive_mutex compile_mutex; ///< recursive: a trace may load a kernel
+  /// The environment, its options and statistics. Changed under both mutexes, so the compile
+  /// path reads them under compile_mutex alone; readers that must not wait for a compile (the
+  /// statistics, tuning records) take only this one, as does counting into the statistics.
+  mutable std::mutex environment_mutex;
   std::shared_ptr<const EnvironmentSource> environment;
   EnvironmentOptions environment_options;
   EnvironmentStatistics environment_statistics;
+
+  /// Adds `counted` to the environment's statistics.
+  void count_environment(const EnvironmentStatistics &counted) {
+    std::lock_guard lock(environment_mutex);
+    environment_statistics.hits += counted.hits;
+    environment_statistics.misses += counted.misses;
+    environment_statistics.rejected += counted.rejected;
+  }
 
   std::shared_ptr<const LoadedKernel> find(const ir::Hash128 &hash) {
     std::lock_guard lock(cache_mutex);

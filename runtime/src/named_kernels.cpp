@@ -112,7 +112,7 @@ KernelHandle Runtime::kernel_from_environment(std::string_view library, std::str
          abi.params[i].type});
   loaded->parameters = group_parameters(loaded->params);
   loaded->compiled = std::move(compiled);
-  ++c.environment_statistics.hits;
+  c.count_environment({.hits = 1});
   log_debug("environment {}: hit by name: {} ({} {}, build {})", environment->name(),
             describe_wanted(library, kernel, configuration), binary.target.target,
             binary.target.format, found.library_build);

@@ -158,9 +158,14 @@ KernelHandle Context::load_locked(const ir::Kernel &kernel, std::string_view key
   }
   count(&KernelCacheStatistics::misses);
   if (environment) {
+    struct Count { // into the statistics, also when the lookup throws (a miss without fallback)
+      Context &context;
+      EnvironmentStatistics counted;
+      ~Count() { context.count_environment(counted); }
+    } count{*this, {}};
     if (std::unique_ptr<CompiledKernel> compiled =
             load_from_environment(*environment, *device, kernel, hash, kRuntimeCompileOptions,
-                                  environment_options, environment_statistics)) {
+                                  environment_options, count.counted)) {
       auto loaded = describe(kernel, hash);
       check_abi(kernel, compiled->abi());
       loaded->compiled = std::move(compiled);
@@ -982,7 +987,7 @@ void Runtime::use_environment(const std::string &path, EnvironmentOptions option
       throw;
     // The application still runs, compiling what it needs: said loudly, once.
     log_warning("{}; running without it (kernels are compiled as they are needed)", e.what());
-    std::lock_guard lock(context_->compile_mutex);
+    std::scoped_lock lock(context_->compile_mutex, context_->environment_mutex);
     context_->environment.reset();
     return;
   }
@@ -1001,7 +1006,7 @@ void Runtime::use_environment(std::shared_ptr<const EnvironmentSource> environme
       environment.reset();
     }
   }
-  std::lock_guard lock(context_->compile_mutex);
+  std::scoped_lock lock(context_->compile_mutex, context_->environment_mutex);
   context_->environment = std::move(environment);
   context_->environment_options = std::move(options);
   if (context_->environment)
@@ -1009,19 +1014,19 @@ void Runtime::use_environment(std::shared_ptr<const EnvironmentSource> environme
 }
 
 const EnvironmentSource *Runtime::environment() const {
-  std::lock_guard lock(context_->compile_mutex);
+  std::lock_guard lock(context_->environment_mutex);
   return context_->environment.get();
 }
 
 EnvironmentStatistics Runtime::environment_statistics() const {
-  std::lock_guard lock(context_->compile_mutex);
+  std::lock_guard lock(context_->environment_mutex); // not compile_mutex: no wait for a compile
   return context_->environment_statistics;
 }
 
 std::optional<std::string> Runtime::find_tuning_record(std::string_view key) const {
   std::shared_ptr<const EnvironmentSource> environment;
   {
-    std::lock_guard lock(context_->compile_mutex);
+    std::lock_guard lock(context_->environment_mutex);
     environment = context_->environment;
   }
   return environment ? environment->find_tuning(key) : std::nullopt;

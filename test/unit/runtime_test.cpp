@@ -21,10 +21,12 @@
 #include <gmock/gmock.h>
 
 #include <bit>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <future>
 #include <limits>
 #include <numeric>
 #include <optional>
@@ -703,6 +705,27 @@ TEST(KernelCache, a_keyed_load_traces_and_compiles_only_when_cold) {
   rt.kernel("reduce", by_reference);
   EXPECT_EQ(calls, 1);
   EXPECT_EQ(rt.cache_statistics().compiles, 2u);
+}
+
+// The environment's statistics and tuning records are read without waiting for a compile: here
+// another thread reads them while the trace (which runs under the compile lock) waits for it.
+TEST(KernelCache, statistics_and_tuning_records_are_read_during_a_compile) {
+  Runtime rt = Runtime::open("interp");
+  auto m = test::example_module("reduce_sum.cir");
+  bool read_during_the_trace = false;
+  // Outside the trace: a reader that took the compile lock would wait for the trace, which gives
+  // up after a minute and returns, and the test fails instead of hanging (the future's destructor
+  // waits for the reader, which it must not do inside the trace).
+  std::future<std::optional<std::string>> reader;
+  rt.kernel("reduce", [&]() -> const ir::Kernel & {
+    reader = std::async(std::launch::async, [&] {
+      (void)rt.environment_statistics();
+      return rt.find_tuning_record("no such key");
+    });
+    read_during_the_trace = reader.wait_for(std::chrono::minutes(1)) == std::future_status::ready;
+    return *m->kernels()[0];
+  });
+  EXPECT_TRUE(read_during_the_trace);
 }
 
 TEST(KernelCache, an_invalid_kernel_is_refused_with_the_verifiers_message) {
