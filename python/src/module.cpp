@@ -1123,9 +1123,11 @@ NB_MODULE(_cubecc, m) {
             return k;
           },
           "library"_a, "name"_a, "configuration"_a = "",
-          "The kernel `name` of kernel library `library` (\"examples\" for "
-          "libexamples.so, as `cubecc env build` recorded it) from the environment bundle, "
-          "without the library: nothing is traced or compiled.")
+          "The kernel `name` of kernel library `library` (\"cubecc_examples\" for "
+          "libcubecc_examples.so, \"mykernels\" for mykernels.cpp, as `cubecc env build` "
+          "recorded it; `cubecc env inspect` lists them) from the environment bundle, without the "
+          "library: nothing is traced or compiled. configuration must be the registered text "
+          "exactly (\"\": registered without one).")
       .def(
           "empty",
           [](RuntimeObject &r, nb::handle shape, nb::handle dtype) {
