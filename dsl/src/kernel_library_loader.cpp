@@ -182,15 +182,12 @@ int probe_timeout_ms() {
 std::string KernelLibrary::probe(const std::string &path, const std::string &file) {
   // One probe at a time in this process: a forked child inherits every pipe open at the fork, so
   // concurrent probes would each hold the others' write ends (and wait for each other's
-  // children). A child that does not finish in time (a global constructor that never returns;
-  // in a multithreaded process, a lock another thread held at the fork) is killed, and the probe
-  // tried once more before it is reported.
-  //
-  // A file that probed clean is not probed again while it is the same file (device, inode, size,
-  // modification time): a library opened again and again (a framework's per-thread handles)
-  // forks once. And a child forked from a multithreaded process may inherit a lock (an
-  // allocator's) that another thread held at the fork: so a child that crashed or hung is tried
-  // once more before the library is refused — a broken library fails both times.
+  // children). A file that probed clean is not probed again while it is the same file (device,
+  // inode, size, modification time): a library opened again and again (a framework's per-thread
+  // handles) forks once. A child forked from a multithreaded process may inherit a lock (an
+  // allocator's) that another thread held at the fork, so a child that crashed or did not finish
+  // in time (then killed) is tried once more before the library is refused: a broken library
+  // fails both times.
   static std::mutex one_at_a_time;
   static std::set<std::tuple<dev_t, ino_t, off_t, int64_t, int64_t>> probed_clean;
   std::lock_guard lock(one_at_a_time);
