@@ -451,8 +451,7 @@ int emit_target(const ir::Module &module, const Target &target, const CompileOpt
     if (options.skip_unsupported) {
       std::vector<ir::Diagnostic> why;
       if (!codegen::check_target_support(*kernel, target.backend->features(target.name), why)) {
-        std::cerr << fmt::format("cubecc: {} left out of {}: {}\n", kernel->name(), target.name,
-                                 why.empty() ? "the target cannot run it" : why[0].message);
+        say_left_out(kernel->name(), target.name, why.empty() ? "" : why.front().message);
         continue;
       }
     }

@@ -189,10 +189,7 @@ int env_build_command(const EnvBuildOptions &options) {
   Progress progress;
   build.progress = std::ref(progress);
   build.skip_unsupported = options.skip_unsupported;
-  build.skipped = [](const std::string &kernel, const std::string &target, const std::string &why) {
-    std::cerr << fmt::format("cubecc: {} left out of {}: {}\n", kernel, target,
-                             why.empty() ? "the target cannot run it" : why);
-  };
+  build.skipped = say_left_out;
   if (!options.shard.empty()) {
     unsigned index = 0, count = 0;
     const std::string &s = options.shard;

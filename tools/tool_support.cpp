@@ -44,6 +44,11 @@ std::string too_large(const char *what) {
 
 } // namespace
 
+void say_left_out(std::string_view kernel, std::string_view target, std::string_view why) {
+  std::cerr << fmt::format("cubecc: {} left out of {}: {}\n", shown(kernel), target,
+                           why.empty() ? "the target cannot run it" : shown_message(why));
+}
+
 int report(const std::vector<ir::Diagnostic> &diagnostics) {
   std::vector<ir::Diagnostic> shortened = diagnostics;
   for (ir::Diagnostic &d : shortened) {

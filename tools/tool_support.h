@@ -65,6 +65,10 @@ int report_error(const runtime::Error &error, std::string_view context = {},
 /// (ir::Diagnostic::internal: a toolkit rejected code cubecc wrote).
 int report(const std::vector<ir::Diagnostic> &diagnostics);
 
+/// Says on standard error that `kernel` is left out of `target` (`compile` and `env build` with
+/// --skip-unsupported), and why (check_target_support's first diagnostic; empty: none given).
+void say_left_out(std::string_view kernel, std::string_view target, std::string_view why);
+
 /// Writes `text` to `output` ("-" or /dev/stdout: standard output, every write checked; else a
 /// file, atomically). A failure is printed ("<path>: error: <reason>") and is kUserError.
 int write_output(const char *tool, const std::string &output, std::string_view text);
