@@ -24,6 +24,7 @@
 
 #include "cubecc/ir/clone.h"
 #include "cubecc/ir/ir.h"
+#include "cubecc/ir/print_format.h"
 #include "cubecc/ir/semantics.h"
 #include "cubecc/ir/subgroup_combine.h"
 #include "cubecc/ir/uniformity.h"
@@ -387,6 +388,7 @@ private:
   void emit_load_store(const ir::Operation &op);
   void emit_async(const ir::Operation &op);
   void emit_builtin(const ir::Operation &op);
+  void emit_print(const ir::Operation &op);
   void emit_atomic(const ir::Operation &op);
   void emit_narrow_atomic(const ir::Operation &op);
   void emit_subgroup(const ir::Operation &op);
@@ -786,6 +788,8 @@ void CEmitter::emit_op(const ir::Operation &op) {
   case ir::Signature::AsyncCopy:
   case ir::Signature::AsyncGroup:
     return emit_async(op);
+  case ir::Signature::Print:
+    return emit_print(op);
   case ir::Signature::AtomicRmw:
   case ir::Signature::AtomicCmpXchg:
   case ir::Signature::AtomicLoad:
@@ -1105,6 +1109,40 @@ void CEmitter::emit_builtin(const ir::Operation &op) {
   default:
     throw std::logic_error(fmt::format("emit_builtin: op '{}' is not one", op.name()));
   }
+}
+
+namespace {
+
+/// `text` as a C string literal: quotes, backslashes and bytes outside printable ASCII escaped
+/// (three-digit octal, which never runs into the next character).
+std::string c_string_literal(std::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\')
+      out += {'\\', c};
+    else if (u >= 0x20 && u < 0x7f)
+      out += c;
+    else
+      out += fmt::format("\\{:03o}", u);
+  }
+  return out + '"';
+}
+
+} // namespace
+
+/// printf with the format's conversions (docs/ir.md §4.15): each value widened as printf's
+/// default promotions would not (to 64-bit integers and double), so every target prints alike.
+void CEmitter::emit_print(const ir::Operation &op) {
+  const ir::PrintFormat format = ir::print_format_of(op);
+  std::string args;
+  for (const ir::PrintArgument &a : format.args) {
+    const char *cast = ir::print_class(a.type) == ir::PrintClass::Float    ? "(double)"
+                       : ir::print_class(a.type) == ir::PrintClass::Signed ? "(long long)"
+                                                                           : "(unsigned long long)";
+    args += fmt::format(", {}({})", cast, lane(op.operand(a.operand), a.lane));
+  }
+  line(fmt::format("printf({}{});", c_string_literal(format.printf_string()), args));
 }
 
 /// Atomics, through the vendor functions (64-bit signed values as unsigned long long).

@@ -2,6 +2,7 @@
 //------------===//
 #include "llvm/lowering.h"
 
+#include "cubecc/ir/print_format.h"
 #include "cubecc/ir/subgroup_combine.h"
 
 #include <stdexcept>
@@ -445,6 +446,8 @@ void Lowering::emit_op(const ir::Operation *op) {
     if (o != Opcode::Barrier)
       B_.CreateFence(llvm::AtomicOrdering::AcquireRelease);
     return;
+  case ir::Signature::Print:
+    return emit_print(op);
   case ir::Signature::AsyncCopy: // done at once by the legalize pass
   case ir::Signature::AsyncGroup:
     throw std::logic_error(fmt::format("the LLVM lowering met '{}', which the legalize pass "
@@ -470,6 +473,45 @@ void Lowering::emit_op(const ir::Operation *op) {
   default:
     fail(op, "internal error: a terminator where an op was expected");
   }
+}
+
+/// printf once per active lane, in lane order, each value widened as docs/ir.md §4.15 says (to
+/// i64 or double), then fflush(NULL): the output is not held back in the stdio buffer.
+void Lowering::emit_print(const ir::Operation *op) {
+  const ir::PrintFormat format = ir::print_format_of(*op);
+  llvm::FunctionCallee printf_fn = module_->getOrInsertFunction(
+      "printf", llvm::FunctionType::get(B_.getInt32Ty(), {B_.getPtrTy()}, true));
+  llvm::FunctionCallee fflush_fn = module_->getOrInsertFunction(
+      "fflush", llvm::FunctionType::get(B_.getInt32Ty(), {B_.getPtrTy()}, false));
+  Value *text = B_.CreateGlobalString(format.printf_string(), "print.format");
+  for (unsigned l = 0; l < W_; ++l) {
+    BasicBlock *run = block("print.lane"), *next = block("print.next");
+    B_.CreateCondBr(B_.CreateExtractElement(mask_, uint64_t{l}), run, next);
+    B_.SetInsertPoint(run);
+    std::vector<Value *> args = {text};
+    for (const ir::PrintArgument &a : format.args) {
+      Value *x = part(op->operand(a.operand), a.lane);
+      if (x->getType()->isVectorTy())
+        x = B_.CreateExtractElement(x, uint64_t{l});
+      switch (ir::print_class(a.type)) {
+      case ir::PrintClass::Float:
+        if (is_half(a.type))
+          x = to_f32(a.type, x);
+        args.push_back(B_.CreateFPExt(x, B_.getDoubleTy()));
+        break;
+      case ir::PrintClass::Signed:
+        args.push_back(B_.CreateSExt(x, B_.getInt64Ty()));
+        break;
+      case ir::PrintClass::Unsigned:
+        args.push_back(B_.CreateZExt(x, B_.getInt64Ty()));
+        break;
+      }
+    }
+    B_.CreateCall(printf_fn, args);
+    B_.CreateBr(next);
+    B_.SetInsertPoint(next);
+  }
+  B_.CreateCall(fflush_fn, {llvm::ConstantPointerNull::get(B_.getPtrTy())});
 }
 
 const ir::Operation *Lowering::emit_ops(const ir::Region &region) {

@@ -313,6 +313,7 @@ private:
   void emit_load(const ir::Operation *op);
   void emit_store(const ir::Operation *op);
   void emit_atomic(const ir::Operation *op);
+  void emit_print(const ir::Operation *op);
   void emit_subgroup(const ir::Operation *op);
   void check_matrices();
   void emit_matrix(const ir::Operation *op);

@@ -10,6 +10,14 @@ Id ModuleBuilder::glsl_std_450() {
   return glsl_;
 }
 
+Id ModuleBuilder::debug_printf() {
+  if (!debug_printf_) {
+    debug_printf_ = id();
+    extension("SPV_KHR_non_semantic_info");
+  }
+  return debug_printf_;
+}
+
 Id ModuleBuilder::type_lookup(spv::Op op, const Words &operands) {
   Words key = operands;
   key.insert(key.begin(), static_cast<uint32_t>(op));
@@ -170,6 +178,11 @@ Words ModuleBuilder::finish(Id entry_function, const Words &interface, uint32_t 
   if (glsl_) {
     Words ops = {glsl_};
     append_string(ops, "GLSL.std.450");
+    append(out, spv::Op::OpExtInstImport, ops);
+  }
+  if (debug_printf_) {
+    Words ops = {debug_printf_};
+    append_string(ops, "NonSemantic.DebugPrintf");
     append(out, spv::Op::OpExtInstImport, ops);
   }
   append(out, spv::Op::OpMemoryModel,

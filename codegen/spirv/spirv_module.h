@@ -71,6 +71,8 @@ public:
   }
   void extension(std::string name) { extensions_.insert(std::move(name)); }
   Id glsl_std_450();
+  /// The NonSemantic.DebugPrintf instruction set (and the SPV_KHR_non_semantic_info extension).
+  Id debug_printf();
 
   // Types (deduplicated).
   Id type_void();
@@ -114,7 +116,7 @@ private:
   std::set<uint32_t> capabilities_;
   std::set<std::string> extensions_;
   std::vector<Words> execution_modes_;
-  Id glsl_ = 0;
+  Id glsl_ = 0, debug_printf_ = 0;
   Words debug_strings_, debug_names_, annotations_, globals_;
   std::map<std::vector<uint32_t>, Id> types_;
   std::map<std::pair<Id, uint64_t>, Id> constants_;

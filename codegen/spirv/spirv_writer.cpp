@@ -23,6 +23,7 @@
 
 #include "cubecc/ir/clone.h"
 #include "cubecc/ir/ir.h"
+#include "cubecc/ir/print_format.h"
 #include "cubecc/ir/semantics.h"
 #include "cubecc/ir/subgroup_combine.h"
 #include "cubecc/passes/legalize.h"
@@ -334,6 +335,7 @@ private:
   void emit_conversion(const ir::Operation &op);
   void emit_memory(const ir::Operation &op);
   void emit_builtin(const ir::Operation &op);
+  void emit_print(const ir::Operation &op);
   void emit_atomic(const ir::Operation &op);
   void emit_subgroup(const ir::Operation &op);
   void emit_matrix(const ir::Operation &op);
@@ -814,6 +816,24 @@ Id Writer::cast(Scalar from, Scalar to, Id x) {
     return emit(spv::Op::OpFConvert, t, {x});
   // Float to integer: legalization made the operand one that converts without saturating.
   return emit(ir::is_signed(to) ? spv::Op::OpConvertFToS : spv::Op::OpConvertFToU, t, {x});
+}
+
+/// NonSemantic.DebugPrintf's DebugPrintf (instruction 1): the format as an OpString, then the
+/// values, each converted to the 32-bit (or 64-bit integer) type its conversion reads. Devices
+/// ignore it unless a debug-printf layer is enabled (docs/spirv.md).
+void Writer::emit_print(const ir::Operation &op) {
+  const ir::PrintFormat format = ir::print_format_of(op);
+  Id r = m_.id();
+  Words ops = {m_.type_void(), r, m_.debug_printf(), 1, m_.string(format.printf_string(true))};
+  for (const ir::PrintArgument &a : format.args) {
+    Id x = lane(op.operand(a.operand), a.lane);
+    Scalar to = ir::is_float(a.type)                                ? Scalar::F32
+                : ir::scalar_bits(a.type) == 64                     ? a.type
+                : ir::print_class(a.type) == ir::PrintClass::Signed ? Scalar::I32
+                                                                    : Scalar::U32;
+    ops.push_back(to == a.type ? x : cast(a.type, to, x));
+  }
+  append(body(), spv::Op::OpExtInst, ops);
 }
 
 Lanes Writer::bitcast(Type from, Type to, const Lanes &x) {
@@ -1548,6 +1568,8 @@ void Writer::emit_op(const ir::Operation &op) {
   case ir::Signature::AsyncCopy: // done at once by the legalize pass (no async.copy in SPIR-V)
   case ir::Signature::AsyncGroup:
     passes::throw_not_legalized(op, "SPIR-V");
+  case ir::Signature::Print:
+    return emit_print(op);
   case ir::Signature::AtomicRmw:
   case ir::Signature::AtomicCmpXchg:
   case ir::Signature::AtomicLoad:

@@ -5,6 +5,7 @@
 
 #include "cubecc/ir/builder.h"
 #include "cubecc/ir/ir.h"
+#include "cubecc/ir/print_format.h"
 #include "cubecc/ir/printer.h"
 #include "cubecc/ir/verifier.h"
 
@@ -297,6 +298,16 @@ ir::Value *emit_extract(ir::Value *vector, uint32_t lane, const Loc &loc) {
 ir::Value *emit_n(ir::Opcode op, std::span<ir::Value *const> operands, ir::Type type,
                   const Loc &loc) {
   return builder_at(loc).create(op, operands, std::span<const ir::Type>(&type, 1))->result();
+}
+
+void emit_print(std::string_view format, std::span<ir::Value *const> values, const Loc &loc) {
+  std::vector<ir::Type> types;
+  for (const ir::Value *v : values)
+    types.push_back(v->type());
+  std::string why;
+  if (!ir::parse_print_format(format, types, why))
+    throw TraceError(fmt::format("print({:?}, ...): {}", format, why), loc);
+  builder_at(loc).create(ir::Opcode::Print, values, {}, {{"format", std::string(format)}});
 }
 
 ir::Value *emit_insert(ir::Value *vector, ir::Value *value, uint32_t lane, const Loc &loc) {

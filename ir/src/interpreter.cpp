@@ -6,6 +6,7 @@
 
 #include "cubecc/ir/float16.h"
 #include "cubecc/ir/float_formats.h"
+#include "cubecc/ir/print_format.h"
 #include "cubecc/ir/printer.h"
 
 #include <fmt/format.h>
@@ -14,6 +15,7 @@
 #include <array>
 #include <bit>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <limits>
@@ -900,6 +902,22 @@ private:
           next = evaluate_lane(atomic_combine(o), s, old, v, 0);
         write_element(p, s, next);
         set(op.result(), inv, l, old);
+      }
+      return;
+    }
+    case Signature::Print: {
+      const PrintFormat format = print_format_of(op);
+      std::string text = format.texts[0];
+      for (size_t i = 0; i < format.args.size(); ++i) {
+        const PrintArgument &a = format.args[i];
+        text += format_print_value(a.type, get(op.operand(a.operand), inv, a.lane));
+        text += format.texts[i + 1];
+      }
+      if (config_.print) {
+        config_.print(text);
+      } else {
+        std::fwrite(text.data(), 1, text.size(), stdout);
+        std::fflush(stdout);
       }
       return;
     }

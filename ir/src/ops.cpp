@@ -66,6 +66,7 @@ int fixed_operand_count(Signature sig) {
   case Signature::AsyncCopy:
     return 5;
   case Signature::VecBuild:
+  case Signature::Print:
   case Signature::For:
   case Signature::While:
   case Signature::Yield:
@@ -83,6 +84,7 @@ int fixed_result_count(Signature sig) {
   case Signature::AtomicStore:
   case Signature::MatrixStore:
   case Signature::Sync:
+  case Signature::Print:
   case Signature::AsyncCopy:
   case Signature::AsyncGroup:
   case Signature::Yield:

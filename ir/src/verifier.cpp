@@ -2,6 +2,7 @@
 #include "cubecc/ir/verifier.h"
 
 #include "cubecc/ir/float_formats.h"
+#include "cubecc/ir/print_format.h"
 #include "cubecc/ir/printer.h"
 #include "cubecc/ir/uniformity.h"
 #include "value_flags.h"
@@ -319,10 +320,15 @@ private:
     case Opcode::AsyncWait:
       allowed = "pending";
       break;
+    case Opcode::Print:
+      allowed = "format"; // a string: checked with the operands (verify_types)
+      break;
     default:
       break;
     }
     for (const NamedAttribute &a : op.attributes().entries()) {
+      if (op.opcode() == Opcode::Print && a.name == allowed)
+        continue;
       if (a.name != allowed) {
         error(&op, allowed.empty()
                        ? fmt::format("takes no attributes, has '{}'", a.name)
@@ -628,6 +634,20 @@ private:
       return;
     case Signature::Sync:
       return;
+    case Signature::Print: {
+      const AttributeValue *format = op.attributes().find("format");
+      const std::string *text = format ? std::get_if<std::string>(format) : nullptr;
+      if (!text)
+        return error(&op, "needs a string attribute 'format' (the text, with '{}' for each "
+                          "operand: print %x {format = \"x = {}\\n\"})");
+      std::vector<Type> types;
+      for (unsigned i = 0; i < op.num_operands(); ++i)
+        types.push_back(operand(i));
+      std::string why;
+      if (!parse_print_format(*text, types, why))
+        return error(&op, why);
+      return;
+    }
     case Signature::AsyncCopy: {
       // async.copy dst, dst_index, src, src_index, inside {lanes = N}: N elements, 4, 8 or 16
       // bytes, from a buffer into a shared array (docs/ir.md §4.14).

@@ -107,13 +107,14 @@ inline bool defined_inside(const ir::Value *v, const ir::Operation *op) {
 }
 
 /// True when nothing in `region` (at any depth) writes memory, synchronizes, takes part in a
-/// subgroup operation or leaves a loop outside the region: running it or not is invisible.
+/// subgroup operation, prints or leaves a loop outside the region: running it or not is
+/// invisible.
 /// `exits_are_local` says whether a break/continue directly in `region` belongs to a loop that
 /// is itself being considered (true for a loop's own regions).
 inline bool has_no_effects(const ir::Region &region, bool exits_are_local) {
   for (ir::Operation *op : region) {
     if (op->has_flag(ir::WritesMemory) || op->has_flag(ir::Synchronizes) ||
-        op->has_flag(ir::Subgroup))
+        op->has_flag(ir::Subgroup) || op->has_flag(ir::Effect))
       return false;
     if (!exits_are_local &&
         (op->opcode() == ir::Opcode::Break || op->opcode() == ir::Opcode::Continue))

@@ -21,6 +21,7 @@
 #include <array>
 #include <bit>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <limits>
@@ -56,6 +57,18 @@ void unsigned_loop_and_bool_var(dsl::Tensor<const float> x, dsl::Tensor<float> o
     });
     out[i] = dsl::select(any_negative, -sum, sum);
     half.store<4>(i * 4u, half.load<4>(i * 4u) * dsl::splat<4>(0.5f));
+  });
+}
+
+// out[i] = 2 x[i]; each invocation below the end prints its index, its value, a bool, a 64-bit
+// integer (negative for the first three) and escaped braces (docs/dsl.md, "Printing").
+void print_values(dsl::Tensor<const float> x, dsl::Tensor<float> out) {
+  dsl::Val<uint32_t> i = dsl::global_id().x;
+  dsl::if_(i < x.size(), [&] {
+    dsl::Val<float> v = x[i];
+    dsl::print("i={} x={} negative={} wide={} {{ok}} 100%\n", i, v, v < 0.0f,
+               dsl::cast<int64_t>(i) - int64_t{3});
+    out[i] = v * 2.0f;
   });
 }
 
@@ -524,6 +537,46 @@ TEST_P(DslReach, unsigned_loop_bounds_a_bool_var_and_a_splatted_literal) {
     for (uint32_t j = 0; j < 4; ++j)
       EXPECT_EQ(got_half[4 * k + j], half[4 * k + j] * 0.5f) << "lane " << j << " of " << k;
   }
+}
+
+TEST_P(DslReach, print_writes_each_invocations_values_to_standard_output) {
+  auto module = traced(dsl::trace<print_values>("print_values", {.workgroup = {64, 1, 1}}));
+  ASSERT_TRUE(module);
+  const std::vector<float> x = {0.5f, -2.0f, 1e10f, 3.25f, 0.1f, -0.0f};
+  const uint32_t n = static_cast<uint32_t>(x.size());
+  Args args;
+  args.tensor(cubecc::ir::Scalar::F32, x, n);
+  size_t out = args.tensor(cubecc::ir::Scalar::F32, std::vector<float>(n, 7.0f), n);
+  ::testing::internal::CaptureStdout();
+  std::vector<cubecc::ir::Diagnostic> problems = launch(*module->kernels()[0], args, {1, 1, 1});
+  std::string printed = ::testing::internal::GetCapturedStdout();
+  ASSERT_TRUE(problems.empty()) << cubecc::ir::to_string(problems);
+  std::vector<float> got = args.read<float>(out);
+  for (uint32_t k = 0; k < n; ++k)
+    EXPECT_EQ(got[k], 2 * x[k]) << "element " << k;
+  if (GetParam() == "vulkan") {
+    // NonSemantic.DebugPrintf: only a debug-printf layer prints it; lavapipe runs the kernel.
+    EXPECT_EQ(printed, "");
+    return;
+  }
+  // The order between invocations is unspecified: compare sorted lines.
+  std::vector<std::string> lines, expected;
+  for (size_t at = 0; at < printed.size();) {
+    size_t end = printed.find('\n', at);
+    end = end == std::string::npos ? printed.size() : end + 1;
+    lines.push_back(printed.substr(at, end - at));
+    at = end;
+  }
+  for (uint32_t k = 0; k < n; ++k) {
+    char value[32];
+    std::snprintf(value, sizeof value, "%g", static_cast<double>(x[k]));
+    expected.push_back("i=" + std::to_string(k) + " x=" + value +
+                       " negative=" + (x[k] < 0 ? "1" : "0") +
+                       " wide=" + std::to_string(int64_t{k} - 3) + " {ok} 100%\n");
+  }
+  std::sort(lines.begin(), lines.end());
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(lines, expected) << printed;
 }
 
 TEST_P(DslReach, inverse_trigonometric_hyperbolic_and_c99_functions_and_classifications) {

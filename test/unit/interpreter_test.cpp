@@ -169,6 +169,43 @@ TEST(Interpreter, subgroup_scans_shuffles_and_ballots_follow_lane_order) {
   }
 }
 
+TEST(Interpreter, print_formats_each_invocations_values_in_invocation_order) {
+  // Constants the test knows the printed form of: printf's %g for floats (f16 and bf16 exactly,
+  // widened), decimal for integers of every width and sign, 0 or 1 for bool, vectors in
+  // parentheses, escaped braces, a literal '%'.
+  auto m = test::parse_valid(R"(module @m {
+  kernel @k(%n: i64) workgroup(3, 1, 1) {
+    %li = local_index : u32
+    %c = const 0xc8 : u8
+    %neg = bitcast %c : i8
+    %big = const 0xffffffffffffffff : u64
+    %h = const 0x3e00 : f16
+    %b = const 0x3fc0 : bf16
+    %third = const 0x3eaaaaab : f32
+    %huge = const 0x7e37e43c8800759c : f64
+    %one = const 1 : u32
+    %odd = and %li, %one : u32
+    %is_odd = eq %odd, %one : bool
+    %pair = vec.build %li, %odd : u32x2
+    print %li, %neg, %big, %n, %h, %b, %third, %huge, %is_odd, %pair {format = "{} {} {} {} {} {} {} {} {} {} {{}} 100%\n"}
+    print {format = "end\n"}
+    return
+  }
+})");
+  ASSERT_TRUE(m);
+  std::vector<std::string> printed;
+  LaunchConfig config;
+  config.print = [&](std::string_view text) { printed.emplace_back(text); };
+  Argument n{nullptr, {static_cast<uint64_t>(int64_t{-5})}};
+  ASSERT_EQ(run(*m->kernels()[0], {n}, config), "");
+  // Invocations advance together op by op: every invocation's first print, then every second.
+  EXPECT_EQ(printed, (std::vector<std::string>{
+                         "0 -56 18446744073709551615 -5 1.5 1.5 0.333333 1e+300 0 (0, 0) {} 100%\n",
+                         "1 -56 18446744073709551615 -5 1.5 1.5 0.333333 1e+300 1 (1, 1) {} 100%\n",
+                         "2 -56 18446744073709551615 -5 1.5 1.5 0.333333 1e+300 0 (2, 0) {} 100%\n",
+                         "end\n", "end\n", "end\n"}));
+}
+
 TEST(Interpreter, loops_with_break_and_continue_carry_values_per_invocation) {
   // Each invocation sums k for k in [0, 100) skipping multiples of 3, stopping once the sum
   // exceeds its own limit (local_index * 10): invocations leave the loop at different times.

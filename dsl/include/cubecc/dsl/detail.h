@@ -54,6 +54,8 @@ void emit_void(ir::Opcode op, std::initializer_list<ir::Value *> operands, const
 /// As emit_void, with one integer attribute.
 void emit_void(ir::Opcode op, std::initializer_list<ir::Value *> operands,
                std::string_view attribute, int64_t value, const Loc &loc);
+/// A `print` op with `format` (checked against the values here, naming the user's line).
+void emit_print(std::string_view format, std::span<ir::Value *const> values, const Loc &loc);
 ir::Value *emit_int_constant(ir::Type type, int64_t value, const Loc &loc);
 ir::Value *emit_float_constant(ir::Type type, double value, const Loc &loc);
 ir::Value *emit_extract(ir::Value *vector, uint32_t lane, const Loc &loc);

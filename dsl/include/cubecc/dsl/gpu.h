@@ -94,6 +94,37 @@ auto workgroup_uniform_load(const ElementRef<T, Index> &element, const Loc &loc 
   barrier(loc);
   return value;
 }
+/// print's format text, with the location of the call that wrote it.
+struct PrintFormat {
+  std::string_view text;
+  Loc loc;
+  template <class S>
+  requires std::is_convertible_v<const S &, std::string_view>
+  PrintFormat(const S &format, const Loc &where = Loc::current()) : text(format), loc(where) {}
+};
+
+namespace detail {
+template <class X> ir::Value *print_operand(const X &x, const Loc &loc) {
+  if constexpr (ExprLike<X>)
+    return x.dsl_node().emit(loc);
+  else if constexpr (Literal<X>)
+    return node_as<std::remove_cvref_t<X>>(x).emit(loc);
+  else
+    static_assert(dependent_false<X>, "cubecc: print takes kernel values and C++ numbers");
+}
+} // namespace detail
+
+/// Prints `format` with each "{}" replaced by the next value ("{{" and "}}" print braces), once
+/// per invocation that reaches it: print("i = {}, x = {}\n", i, x). Integers print in decimal,
+/// bool as 0 or 1, floats as printf's %g, vectors as "(x, y, z)"; no newline is added. Output
+/// goes to standard output: at once on `interp` and `cpu`, when the launch's stream synchronizes
+/// on `cuda` and `hip`, and through the Vulkan debug-printf layer only on `vulkan` (docs/dsl.md).
+/// The order between invocations is unspecified (the interpreter's is invocation order).
+template <class... Args> void print(PrintFormat format, const Args &...args) {
+  std::array<ir::Value *, sizeof...(Args)> values = {detail::print_operand(args, format.loc)...};
+  detail::emit_print(format.text, values, format.loc);
+}
+
 inline void fence_workgroup(const Loc &loc = Loc::current()) {
   detail::emit_void(ir::Opcode::FenceWorkgroup, {}, loc);
 }

@@ -16,7 +16,9 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 namespace cubecc::ir {
@@ -40,6 +42,9 @@ struct LaunchConfig {
   uint32_t subgroup_size = 32; ///< a power of two, 1 to 128
   /// Ops executed (per invocation, summed) before the run is stopped as runaway.
   uint64_t op_limit = 1u << 30;
+  /// Where `print` ops write, one call per print per invocation (in the order the invocations
+  /// run: workgroup by workgroup, invocation 0 first); standard output when empty.
+  std::function<void(std::string_view)> print;
 };
 
 /// Runs `kernel` (which must verify) for `config`; buffers are read and written in place.

@@ -32,6 +32,7 @@ enum class Signature : uint8_t {
   Builtin3,        ///< () -> u32x3
   Builtin1,        ///< () -> u32
   Sync,            ///< () -> ()
+  Print,           ///< (scalars...) -> (); attribute `format`
   AsyncCopy,       ///< (shared of S, integer index, buffer of S, integer index, bool) -> ()
   AsyncGroup,      ///< () -> (): async.commit, async.wait
   AtomicRmw,       ///< (buffer or shared of S, integer index, S) -> S
@@ -80,6 +81,7 @@ enum OpFlag : uint32_t {
   HasRegions = 1u << 8,   ///< owns regions
   Terminator = 1u << 9,   ///< ends a region
   Approximate = 1u << 10, ///< accuracy is the target's (docs/ir.md §4.2): never folded on the host
+  Effect = 1u << 11,      ///< an effect outside memory (print): never removed, merged or moved
 };
 
 enum class Opcode : uint16_t {
