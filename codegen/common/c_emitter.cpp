@@ -41,6 +41,14 @@
 namespace cubecc::codegen {
 namespace {
 
+/// The most shared memory a CUDA kernel may declare statically (`__shared__`); beyond it, the
+/// kernel's shared memory is dynamic and opted in to at load (up to the device's limit).
+constexpr uint64_t kStaticSharedBytes = 48 * 1024;
+
+} // namespace
+
+namespace {
+
 using ir::Opcode;
 using ir::Scalar;
 using ir::Type;
@@ -98,6 +106,11 @@ private:
   const ir::Kernel &kernel_;
   const TargetFeatures &features_;
   bool hip_;
+  /// CUDA kernels with more shared memory than a static __shared__ declaration may hold (48 KiB)
+  /// carve their arrays from one `extern __shared__` block that the runtime sizes at launch (and
+  /// opts in to beyond 48 KiB); `shared_offset_` is the next array's place in it.
+  bool dynamic_shared_ = false;
+  uint64_t shared_offset_ = 0;
   std::vector<ir::Diagnostic> &errors_;
   std::ostringstream body_;
   int indent_ = 1;
@@ -939,6 +952,12 @@ void CEmitter::emit_memory(const ir::Operation &op) {
     return;
   case ir::Signature::SharedAlloc:
     // 16-byte aligned: vector accesses and ldmatrix rows need it at any element type.
+    if (dynamic_shared_) {
+      line(fmt::format("{} *const {} = reinterpret_cast<{} *>(cubecc_dynamic_shared + {});",
+                       storage(rs), name_of(r), storage(rs), shared_offset_));
+      shared_offset_ += KernelAbi::padded_shared_bytes(r->type());
+      return;
+    }
     line(fmt::format("__shared__ __align__(16) {} {}[{}];", storage(rs), name_of(r),
                      r->type().count()));
     return;
@@ -1762,6 +1781,9 @@ std::optional<CSource> CEmitter::run() {
   if (!check_limits(out.abi) || !ok)
     return std::nullopt;
   uniformity_ = std::make_unique<ir::UniformityAnalysis>(kernel_);
+  dynamic_shared_ = !hip_ && out.abi.shared_bytes > kStaticSharedBytes;
+  if (dynamic_shared_)
+    line("extern __shared__ __align__(16) unsigned char cubecc_dynamic_shared[];");
 
   // The entry has C linkage, so it must not meet a C function of the vendor headers (sin, nan,
   // select, ...): the kernel's name with a `_kernel` suffix, which none of them has.

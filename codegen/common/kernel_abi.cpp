@@ -34,7 +34,7 @@ KernelAbi KernelAbi::of(const ir::Kernel &kernel) {
   abi.param_block_bytes = (offset + 3) / 4 * 4;
   for (const ir::Operation *op : kernel.body()) { // shared.alloc is only at the top level
     if (op->opcode() == ir::Opcode::SharedAlloc)
-      abi.shared_bytes += op->result()->type().array_bytes();
+      abi.shared_bytes += padded_shared_bytes(op->result()->type());
   }
   return abi;
 }

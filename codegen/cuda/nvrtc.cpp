@@ -97,8 +97,16 @@ TargetFeatures cuda_features(const std::string &arch) {
   f.matrix_shapes = ir::matrix_shape_mask(
       [&](const ir::MatrixShape &s) { return sm >= (ir::is_storage_float(s.a) ? 89u : 80u); });
   f.matrix_note = "mma.sync needs sm_80 or newer (fp8 shapes sm_89)";
-  f.async_copy = sm >= 80;        // cp.async
-  f.max_shared_bytes = 49152;     // static __shared__ limit; more needs dynamic shared memory
+  f.async_copy = sm >= 80; // cp.async
+  // Shared memory per block with the opt-in (CUDA Programming Guide, "Technical Specifications
+  // per Compute Capability"); above 48 KiB the emitter declares it dynamically.
+  f.max_shared_bytes = sm >= 120              ? 101376 // 99 KiB
+                       : sm >= 90             ? 232448 // 227 KiB (Hopper, Blackwell)
+                       : sm == 86 || sm == 89 ? 101376 // 99 KiB
+                       : sm >= 80             ? 166912 // 163 KiB (A100, Orin)
+                       : sm == 75             ? 65536  // 64 KiB
+                       : sm >= 70             ? 98304  // 96 KiB
+                                              : 49152;
   f.max_param_block_bytes = 4096; // kernel parameters: 4 KiB (32 KiB needs a 12.1+ driver, sm_70+)
   f.max_workgroup_invocations = 1024;
   f.max_workgroup_size[0] = 1024;

@@ -574,7 +574,7 @@ void Lowering::emit_entry() {
     if (op->opcode() == Opcode::SharedAlloc) {
       mem.kind = MemInfo::Shared;
       mem.base = B_.CreateConstGEP1_64(B_.getInt8Ty(), shared_, shared_offset);
-      shared_offset += t.array_bytes();
+      shared_offset += (t.array_bytes() + 15) / 16 * 16; // KernelAbi::padded_shared_bytes
     } else {
       mem.kind = MemInfo::Local;
       uint64_t copies = has_wg_ops_ ? G_ : 1;

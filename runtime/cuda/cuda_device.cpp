@@ -531,8 +531,9 @@ gpu::Setup open_setup() {
   f.target = "cuda:" + s.arch;
   f.subgroup_size = static_cast<uint32_t>(warp);
   f.linear_subgroups = true;
-  // Static __shared__ arrays are limited to the per-block default (48 KiB).
-  f.max_shared_bytes = std::min<uint32_t>(f.max_shared_bytes, static_cast<uint32_t>(s.max_shared));
+  // Beyond the 48 KiB a block gets by default, the kernel opts in at load (gpu_device.cpp).
+  f.max_shared_bytes = std::min<uint32_t>(
+      f.max_shared_bytes, static_cast<uint32_t>(std::max(s.max_shared, s.max_shared_optin)));
   f.max_workgroup_invocations =
       std::min<uint32_t>(f.max_workgroup_invocations, static_cast<uint32_t>(s.max_threads));
   for (int i = 0; i < 3; ++i)

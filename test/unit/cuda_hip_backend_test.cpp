@@ -265,7 +265,9 @@ TEST(CudaBackend, features_and_architectures) {
   EXPECT_EQ(f.target, "cuda:sm_90a");
   EXPECT_EQ(f.subgroup_size, 32u);
   EXPECT_TRUE(f.linear_subgroups && f.fused_fma && f.float64_atomic_add && f.bfloat16);
-  EXPECT_EQ(f.max_shared_bytes, 49152u);
+  EXPECT_EQ(f.max_shared_bytes, 232448u); // 227 KiB with the opt-in
+  EXPECT_EQ(codegen::cuda_features("sm_80").max_shared_bytes, 166912u);
+  EXPECT_EQ(codegen::cuda_features("sm_89").max_shared_bytes, 101376u);
   EXPECT_EQ(f.max_param_block_bytes, 4096u);
   EXPECT_EQ(f.max_workgroup_size[2], 64u);
   SKIP_WITHOUT_NVRTC();

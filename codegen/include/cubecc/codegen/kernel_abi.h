@@ -44,11 +44,17 @@ struct KernelAbi {
   /// target's limit: then a read-only storage buffer at binding `num_buffers` (set by the
   /// backend; the runtime creates and binds it).
   bool param_block_in_buffer = false;
-  /// Workgroup memory of all shared.alloc ops, in 64 bits so that a huge array is refused by the
+  /// Workgroup memory of all shared.alloc ops, each rounded up to 16 bytes (padded_shared_bytes:
+  /// every array starts 16-byte aligned), in 64 bits so that a huge array is refused by the
   /// limits rather than wrapping to a small size.
   uint64_t shared_bytes = 0;
 
   static KernelAbi of(const ir::Kernel &kernel);
+  /// The bytes a shared array of type `array` takes in a workgroup's shared memory: its elements,
+  /// rounded up to the 16-byte alignment of the next array.
+  static uint64_t padded_shared_bytes(ir::Type array) {
+    return (array.array_bytes() + 15) / 16 * 16;
+  }
 };
 
 /// Empty when a kernel of launch shape `actual` runs the launches made for `expected`: the same

@@ -27,9 +27,11 @@ template <class T> constexpr size_t bytes_of() {
   return scalar * static_cast<size_t>(lanes_of<T>);
 }
 
-/// The most shared memory one Shared<T, N> array may take: CUDA's 48 KiB static limit. (The
-/// total over a kernel's arrays, and devices with less, are checked when compiling for a target.)
-inline constexpr size_t kMaxSharedBytes = 48 * 1024;
+/// The most shared memory one Shared<T, N> array may take: the largest target's, 227 KiB (CUDA
+/// sm_90 with the opt-in). The total over a kernel's arrays, and targets with less (48 KiB of
+/// static __shared__ on most GPUs before the opt-in, 64 KiB of LDS, Vulkan's limit), are checked
+/// when compiling for a target.
+inline constexpr size_t kMaxSharedBytes = 227 * 1024;
 
 /// The node for an index: integer kernel values, or C++ integers (as u32).
 template <class I> auto index_node(const I &i) {
@@ -305,8 +307,8 @@ private:
 template <KernelType T, int N> class Shared : public Indexable<T, Shared<T, N>> {
   static_assert(N > 0, "cubecc: Shared<T, N> needs N > 0");
   static_assert(detail::bytes_of<T>() * N <= detail::kMaxSharedBytes,
-                "cubecc: this Shared<T, N> is larger than the 48 KiB of shared memory a kernel "
-                "may declare; use smaller tiles");
+                "cubecc: this Shared<T, N> is larger than the 227 KiB of shared memory the "
+                "largest GPU gives a kernel; use smaller tiles");
   static_assert(lanes_of<T> == 1, "cubecc: Shared<T, N> holds scalars; load vectors with load<N>");
 
 public:
