@@ -346,12 +346,15 @@ bool load_inputs(const std::vector<std::string> &inputs, ir::Module &module,
 
 namespace {
 
-/// A file name for a kernel: its name with anything unusual replaced by '_' ("_" for @"").
+/// A file name for a kernel: its name with anything unusual replaced by '_' ("_" for @""), and a
+/// leading '.' too, so that no kernel (@"..", @".hidden") becomes a hidden file.
 std::string file_stem(const std::string &kernel) {
   std::string out = kernel.empty() ? "_" : kernel;
   for (char &c : out)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.'))
       c = '_';
+  if (out.front() == '.')
+    out.front() = '_';
   return out;
 }
 
