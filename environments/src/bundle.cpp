@@ -909,9 +909,11 @@ Bundle::find_named_kernel(std::string_view library, std::string_view kernel,
   auto shown_configuration = [](std::string_view c) {
     return c.empty() ? std::string("no configuration") : fmt::format("configuration '{}'", c);
   };
-  const std::string wanted =
-      fmt::format("kernel '{}' ({}) of library '{}' compiled with {}", kernel,
-                  shown_configuration(configuration), library, options);
+  // Said only when the kernel is not found: a hit formats nothing.
+  auto wanted = [&] {
+    return fmt::format("kernel '{}' ({}) of library '{}' compiled with {}", kernel,
+                       shown_configuration(configuration), library, options);
+  };
   // Before the mapping is touched: a file truncated under it would be SIGBUS.
   if (std::string changed = file_changed(); !changed.empty()) {
     result.lookup.outcome = runtime::EnvironmentLookup::Rejected;
@@ -925,7 +927,7 @@ Bundle::find_named_kernel(std::string_view library, std::string_view kernel,
       for (const flatbuffers::String *p : *e->parameter_names())
         result.parameter_names.emplace_back(view(p));
     result.library_build = std::string(view(e->library_build()));
-    result.lookup = find_kernel(result.hash, options, targets);
+    result.lookup = find_unchanged(result.hash, options, targets);
   };
   // The name table points at the entry: only that one is verified (a lookup in a bundle of
   // thousands of kernels reads no other). It is only a guide: the entry's own strings decide.
@@ -997,10 +999,10 @@ Bundle::find_named_kernel(std::string_view library, std::string_view kernel,
     result.lookup.outcome = runtime::EnvironmentLookup::Rejected;
     result.lookup.why = fmt::format("no sound {}: {}, and it may have been that one; rebuild the "
                                     "bundle ({})",
-                                    wanted, damaged, has);
+                                    wanted(), damaged, has);
     return result;
   }
-  result.lookup.why = fmt::format("no {}: {}", wanted, has);
+  result.lookup.why = fmt::format("no {}: {}", wanted(), has);
   return result;
 }
 
@@ -1053,13 +1055,20 @@ bool takes(std::string_view artifact, std::string_view device,
 runtime::EnvironmentLookup
 Bundle::find_kernel(const ir::Hash128 &hash, std::string_view options,
                     std::span<const runtime::BinaryTarget> targets) const {
-  runtime::EnvironmentLookup result;
   // Before the mapping is touched: a file truncated under it would be SIGBUS.
   if (std::string changed = file_changed(); !changed.empty()) {
+    runtime::EnvironmentLookup result;
     result.outcome = runtime::EnvironmentLookup::Rejected;
     result.why = std::move(changed);
     return result;
   }
+  return find_unchanged(hash, options, targets);
+}
+
+runtime::EnvironmentLookup
+Bundle::find_unchanged(const ir::Hash128 &hash, std::string_view options,
+                       std::span<const runtime::BinaryTarget> targets) const {
+  runtime::EnvironmentLookup result;
   if (!version_matches_) {
     result.outcome = runtime::EnvironmentLookup::Rejected;
     result.why = fmt::format("the bundle was built by cubecc {}, this is cubecc {}: rebuild it",

@@ -72,6 +72,25 @@ void print_values(dsl::Tensor<const float> x, dsl::Tensor<float> out) {
   });
 }
 
+// Prints around barriers: two rounds of a loop with a barrier in each (on the CPU such a loop
+// runs at workgroup level, its body in segments), a print after the barrier and one under a
+// condition that varies by invocation; each round passes values through shared memory.
+void print_in_barrier_loop(dsl::Tensor<uint32_t> out) {
+  dsl::Shared<uint32_t, 16> slots;
+  dsl::Val<uint32_t> li = dsl::local_index();
+  dsl::Var<uint32_t> acc = li;
+  dsl::for_(0u, 2u, [&](dsl::Val<uint32_t> round) {
+    slots[li] = acc;
+    dsl::barrier();
+    dsl::Val<uint32_t> next = slots[(li + 1u) % 16u];
+    dsl::print("round {} invocation {} got {}\n", round, li, next);
+    dsl::if_((li & 1u) == 1u, [&] { dsl::print("odd {}\n", li); });
+    dsl::barrier();
+    acc = acc + next;
+  });
+  out[li] = acc;
+}
+
 // The functions added to the DSL, and the classifications of their results.
 void more_math(dsl::Tensor<const float> x, dsl::Tensor<float> out, dsl::Tensor<uint32_t> flags) {
   dsl::Val<uint32_t> i = dsl::global_id().x;
@@ -577,6 +596,46 @@ TEST_P(DslReach, print_writes_each_invocations_values_to_standard_output) {
   std::sort(lines.begin(), lines.end());
   std::sort(expected.begin(), expected.end());
   EXPECT_EQ(lines, expected) << printed;
+}
+
+TEST_P(DslReach, print_around_barriers_prints_what_the_interpreter_prints) {
+  auto module =
+      traced(dsl::trace<print_in_barrier_loop>("print_in_barrier_loop", {.workgroup = {16, 1, 1}}));
+  ASSERT_TRUE(module);
+  const cubecc::ir::Kernel &kernel = *module->kernels()[0];
+  auto split_sorted = [](const std::string &text) {
+    std::vector<std::string> lines;
+    for (size_t at = 0; at < text.size();) {
+      size_t end = text.find('\n', at);
+      end = end == std::string::npos ? text.size() : end + 1;
+      lines.push_back(text.substr(at, end - at));
+      at = end;
+    }
+    std::sort(lines.begin(), lines.end());
+    return lines;
+  };
+  // The reference: the interpreter's print callback.
+  Args reference;
+  size_t reference_out = reference.tensor(cubecc::ir::Scalar::U32, std::vector<uint32_t>(16), 16);
+  std::string expected;
+  cubecc::ir::LaunchConfig config;
+  config.print = [&](std::string_view text) { expected += text; };
+  std::vector<cubecc::ir::Diagnostic> problems =
+      cubecc::ir::interpret(kernel, reference.args(), config);
+  ASSERT_TRUE(problems.empty()) << cubecc::ir::to_string(problems);
+  ASSERT_EQ(split_sorted(expected).size(), 2u * (16 + 8)); // two rounds: 16 lines and 8 odd ones
+
+  Args args;
+  size_t out = args.tensor(cubecc::ir::Scalar::U32, std::vector<uint32_t>(16), 16);
+  ::testing::internal::CaptureStdout();
+  problems = launch(kernel, args, {1, 1, 1});
+  std::string printed = ::testing::internal::GetCapturedStdout();
+  ASSERT_TRUE(problems.empty()) << cubecc::ir::to_string(problems);
+  EXPECT_EQ(args.read<uint32_t>(out), reference.read<uint32_t>(reference_out));
+  if (GetParam() == "vulkan")
+    EXPECT_EQ(printed, ""); // only a debug-printf layer prints
+  else
+    EXPECT_EQ(split_sorted(printed), split_sorted(expected)) << printed;
 }
 
 TEST_P(DslReach, inverse_trigonometric_hyperbolic_and_c99_functions_and_classifications) {

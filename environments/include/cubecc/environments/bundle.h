@@ -220,6 +220,9 @@ private:
   size_t find_entry(const ir::Hash128 &key) const;
   /// Verifies entry `i` once (the checksum and the FlatBuffer); empty when sound.
   std::string verify_entry(size_t i) const;
+  /// find_kernel after its check that the file did not change (find_named_kernel made it).
+  runtime::EnvironmentLookup find_unchanged(const ir::Hash128 &hash, std::string_view options,
+                                            std::span<const runtime::BinaryTarget> targets) const;
   const void *index() const;
 
   std::string name_;
