@@ -124,7 +124,6 @@ private:
   std::unique_ptr<ir::UniformityAnalysis> uniformity_;
   int divergent_ = 0;    ///< > 0 inside control flow that may differ between lanes of a warp
   bool refused_ = false; ///< an op was refused during emission (errors_ says which)
-  bool partial_subgroups_refused_ = false;
   bool divergent_matrix_refused_ = false;
   /// The ldmatrix branch of a matrix.load from shared memory (CUDA, 16-bit 'a' and 'b'), opened
   /// with `if (aligned) {` and left open; false when the load cannot take it.
@@ -1419,12 +1418,8 @@ FragmentLayout layout_of(Type t) {
 bool CEmitter::check_matrix(const ir::Operation &op) {
   auto wg = kernel_.workgroup_size();
   uint32_t invocations = wg[0] * wg[1] * wg[2];
-  if (invocations % features_.subgroup_size != 0) // said once, at the first matrix op
-    return std::exchange(partial_subgroups_refused_, true)
-               ? false
-               : refuse(op, fmt::format("whole subgroups (the workgroup has {} invocations, not "
-                                        "a multiple of the subgroup size {})",
-                                        invocations, features_.subgroup_size));
+  if (invocations % features_.subgroup_size != 0)
+    return false; // said by check_target_support, once for the kernel
   std::vector<Type> types;
   for (unsigned i = 0; i < op.num_operands(); ++i)
     types.push_back(op.operand(i)->type());

@@ -100,36 +100,44 @@ bool check_target_support(const ir::Kernel &kernel, const TargetFeatures &featur
         {}});
     ok = false;
   }
-  bool no_matrices_said = false;
+  bool no_matrices_said = false, partial_subgroups_said = false;
   uint32_t shapes_said = 0; // one error per missing shape: its first op
+  const auto &wg = kernel.workgroup_size();
+  const uint64_t invocations = uint64_t(wg[0]) * wg[1] * wg[2];
 
   kernel.walk([&](const ir::Operation *op) {
     if (!ir::is_matrix_op(op->opcode()))
       return;
-    std::string what;
+    auto refuse = [&](const std::string &what) {
+      errors.push_back(ir::diagnostic_at(
+          *kernel.module(), op,
+          fmt::format("kernel '{}': op '{}' needs {}", kernel.name(), op->name(), what)));
+      ok = false;
+    };
     if (features.matrix_shapes == 0) {
-      if (std::exchange(no_matrices_said, true))
-        return; // one error says it for the kernel
-      what = fmt::format("matrix ops, which target '{}' does not support: {}", features.target,
-                         features.matrix_note);
-    } else if (op->opcode() == ir::Opcode::MatrixMma) {
-      // (the verifier has checked that the shape is one of matrix_shapes())
-      size_t index = ir::matrix_shape_index(op->operand(0)->type(), op->operand(1)->type(),
-                                            op->operand(2)->type())
-                         .value_or(0);
-      if ((features.matrix_shapes | shapes_said) >> index & 1)
-        return;
-      shapes_said |= 1u << index;
-      what = fmt::format("the matrix shape {}, which target '{}' does not support (it has {}; {})",
-                         ir::matrix_shapes()[index].str(), features.target,
-                         ir::matrix_shapes_text(features.matrix_shapes), features.matrix_note);
-    } else {
+      if (!std::exchange(no_matrices_said, true)) // one error says it for the kernel
+        refuse(fmt::format("matrix ops, which target '{}' does not support: {}", features.target,
+                           features.matrix_note));
       return;
     }
-    errors.push_back(ir::diagnostic_at(
-        *kernel.module(), op,
-        fmt::format("kernel '{}': op '{}' needs {}", kernel.name(), op->name(), what)));
-    ok = false;
+    // A matrix belongs to a whole subgroup (a 32-wide workgroup is half a 64-wide wavefront).
+    if (features.subgroup_size != 0 && invocations % features.subgroup_size != 0 &&
+        !std::exchange(partial_subgroups_said, true))
+      refuse(fmt::format("whole subgroups (the workgroup has {} invocations, not a multiple of the "
+                         "subgroup size {}), which target '{}' does not support",
+                         invocations, features.subgroup_size, features.target));
+    if (op->opcode() != ir::Opcode::MatrixMma)
+      return;
+    // (the verifier has checked that the shape is one of matrix_shapes())
+    size_t index = ir::matrix_shape_index(op->operand(0)->type(), op->operand(1)->type(),
+                                          op->operand(2)->type())
+                       .value_or(0);
+    if ((features.matrix_shapes | shapes_said) >> index & 1)
+      return;
+    shapes_said |= 1u << index;
+    refuse(fmt::format("the matrix shape {}, which target '{}' does not support (it has {}; {})",
+                       ir::matrix_shapes()[index].str(), features.target,
+                       ir::matrix_shapes_text(features.matrix_shapes), features.matrix_note));
   });
   return ok;
 }
