@@ -201,6 +201,20 @@ bool trace_library(const std::string &path, const std::string &input, ir::Module
   std::string error;
   auto library = dsl::KernelLibrary::open(path, error);
   if (!library) {
+    // A DSL source's temporary library is gone by the time this is read: name the source, and
+    // say what to write in it.
+    const std::string prefix = path + ": error: ";
+    if (path != input && error.starts_with(prefix)) {
+      std::string why = error.substr(prefix.size());
+      if (why.starts_with("not a cubecc kernel library"))
+        why = "it registers no kernel: register each with dsl::register_kernel<kernel>(\"name\", "
+              "{.workgroup = ...}) at namespace scope (docs/dsl.md)";
+      else if (why.starts_with("two kernels of the kernel table are named"))
+        why.replace(0, std::string_view("two kernels of the kernel table are named").size(),
+                    "two kernels are registered under the name");
+      errors.push_back({input, 0, 0, why, {}});
+      return false;
+    }
     errors.push_back({"", 0, 0, error, {}});
     return false;
   }
