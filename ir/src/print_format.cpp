@@ -80,6 +80,12 @@ std::optional<PrintFormat> parse_print_format(std::string_view format, std::span
     error = fmt::format("the format has {} '{{}}' for {} operand(s)", operand, types.size());
     return std::nullopt;
   }
+  if (out.args.size() > kMaxPrintValues) {
+    error = fmt::format("it prints {} values (a vector's lanes count one each); a print takes at "
+                        "most {}, as CUDA's printf does: split it",
+                        out.args.size(), kMaxPrintValues);
+    return std::nullopt;
+  }
   return out;
 }
 

@@ -50,9 +50,12 @@ struct PrintFormat {
   std::string printf_string(bool debug_printf = false) const;
 };
 
+/// The most values (lanes) one print takes: CUDA's printf ignores arguments past 32.
+inline constexpr size_t kMaxPrintValues = 32;
+
 /// The lanes of the operands (of `types`, in order) placed into `format`; std::nullopt with
-/// `error` set when the braces do not match the operand lanes or an operand is not a scalar or
-/// vector of numbers or bool.
+/// `error` set when the braces do not match the operand lanes, an operand is not a scalar or
+/// vector of numbers or bool, or there are more than kMaxPrintValues lanes.
 std::optional<PrintFormat> parse_print_format(std::string_view format, std::span<const Type> types,
                                               std::string &error);
 
