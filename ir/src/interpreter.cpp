@@ -114,8 +114,10 @@ private:
       if (arg->buffer->element != t.element())
         fail(nullptr, fmt::format("parameter {} is {}, but the buffer holds {}", index, t.str(),
                                   scalar_name(arg->buffer->element)));
-      memory_[p] = Memory{t.element(), arg->buffer->size(), arg->buffer->bytes.data(), false,
-                          fmt::format("buffer parameter {}", index)};
+      memory_[p] =
+          Memory{t.element(), arg->buffer->size(), arg->buffer->bytes.data(), false,
+                 p->name().empty() ? fmt::format("buffer parameter {}", index)
+                                   : fmt::format("buffer parameter {} ('{}')", index, p->name())};
       return;
     }
     if (!arg || arg->bits.size() != t.lanes())

@@ -365,7 +365,7 @@ TEST(Interpreter, an_out_of_bounds_access_names_the_op_index_and_size) {
   HostBuffer data = buffer_of(Scalar::F32, std::vector<float>(10));
   EXPECT_EQ(run(*m->kernels()[0], {buf(data)}),
             "user.cpp:7:9: error: 'load' in kernel @k (workgroup (0, 0, 0)): index 10 is out of "
-            "bounds of buffer parameter 0 (10 elements) in invocation 2\n");
+            "bounds of buffer parameter 0 ('data') (10 elements) in invocation 2\n");
 }
 
 TEST(Interpreter, a_barrier_reached_by_part_of_the_workgroup_is_reported) {

@@ -286,7 +286,7 @@ TEST(Matrix, the_interpreter_reports_misuse_instead_of_computing_through_it) {
   // The last row of a 16x16 block at offset 16 with stride 16 ends at element 271 of 256.
   EXPECT_THAT(
       interpreter_error("    %m = matrix.load %a, %ld, %ld : matrix<subgroup, a, f16, 16, 16>"),
-      ::testing::HasSubstr("index 256 is out of bounds of buffer parameter 0 (256 "
+      ::testing::HasSubstr("index 256 is out of bounds of buffer parameter 0 ('a') (256 "
                            "elements)"));
   // A matrix yielded by a divergent if differs within the subgroup when it is used.
   EXPECT_THAT(interpreter_error(R"(    %one = const 1.0 : f32
