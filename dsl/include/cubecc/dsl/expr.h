@@ -125,8 +125,9 @@ template <class T, class U> ConstExpr<T> make_const(const U &u) {
 template <class T, class X> auto node_as(const X &x) {
   if constexpr (ExprLike<X>) {
     static_assert(std::is_same_v<value_of<X>, T>,
-                  "cubecc: operands have different types (for example float and int32_t); "
-                  "convert one with dsl::cast<T>(...)");
+                  "cubecc: operands have different types (float and int32_t, or uint32_t and "
+                  "int32_t: ids, sizes and 8u are uint32_t, 8 is int32_t, a for_ index has its "
+                  "bounds' type); convert one with dsl::cast<T>(...)");
     return x.dsl_node();
   } else if constexpr (Literal<X>) {
     return make_const<T>(x);
