@@ -25,6 +25,12 @@ public:
                                           std::string &error) const override {
     std::string_view level = level_of(target);
     const std::vector<std::string> &levels = cpu_levels();
+    if (target.find(':') == std::string_view::npos) {
+      error = fmt::format("target '{}' needs a CPU level: cpu:native (this host's) or one of "
+                          "cpu:{}",
+                          target, fmt::join(levels, ", cpu:"));
+      return std::nullopt;
+    }
     if (level != "native" && std::find(levels.begin(), levels.end(), level) == levels.end()) {
       error = fmt::format("target '{}': unknown CPU level '{}' (levels: {}, native)", target, level,
                           fmt::join(levels, ", "));
