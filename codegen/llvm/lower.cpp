@@ -24,6 +24,7 @@
 #include "llvm/lowering.h"
 
 #include "cubecc/codegen/cpu_abi.h"
+#include "cubecc/codegen/kernel_abi.h"
 
 #include "cubecc/ir/subgroup_combine.h"
 
@@ -574,7 +575,7 @@ void Lowering::emit_entry() {
     if (op->opcode() == Opcode::SharedAlloc) {
       mem.kind = MemInfo::Shared;
       mem.base = B_.CreateConstGEP1_64(B_.getInt8Ty(), shared_, shared_offset);
-      shared_offset += (t.array_bytes() + 15) / 16 * 16; // KernelAbi::padded_shared_bytes
+      shared_offset += codegen::KernelAbi::padded_shared_bytes(t); // the ABI's layout
     } else {
       mem.kind = MemInfo::Local;
       uint64_t copies = has_wg_ops_ ? G_ : 1;
