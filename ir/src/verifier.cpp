@@ -299,6 +299,7 @@ private:
 
   void verify_attributes(const Operation &op) {
     std::string_view allowed;
+    bool is_string = false; // the allowed attribute's kind: a string, else an integer
     switch (op.opcode()) {
     case Opcode::Const:
       allowed = "value";
@@ -321,20 +322,20 @@ private:
       allowed = "pending";
       break;
     case Opcode::Print:
-      allowed = "format"; // a string: checked with the operands (verify_types)
+      allowed = "format"; // its text is checked with the operands (verify_types)
+      is_string = true;
       break;
     default:
       break;
     }
     for (const NamedAttribute &a : op.attributes().entries()) {
-      if (op.opcode() == Opcode::Print && a.name == allowed)
-        continue;
       if (a.name != allowed) {
         error(&op, allowed.empty()
                        ? fmt::format("takes no attributes, has '{}'", a.name)
                        : fmt::format("does not take attribute '{}' (only '{}')", a.name, allowed));
-      } else if (!std::holds_alternative<int64_t>(a.value)) {
-        error(&op, fmt::format("attribute '{}' must be an integer", a.name));
+      } else if (std::holds_alternative<std::string>(a.value) != is_string) {
+        error(&op, fmt::format("attribute '{}' must be {}", a.name,
+                               is_string ? "a string" : "an integer"));
       }
     }
   }
@@ -636,10 +637,12 @@ private:
       return;
     case Signature::Print: {
       const AttributeValue *format = op.attributes().find("format");
-      const std::string *text = format ? std::get_if<std::string>(format) : nullptr;
-      if (!text)
+      if (!format)
         return error(&op, "needs a string attribute 'format' (the text, with '{}' for each "
                           "operand: print %x {format = \"x = {}\\n\"})");
+      const std::string *text = std::get_if<std::string>(format);
+      if (!text)
+        return; // verify_attributes said so
       std::vector<Type> types;
       for (unsigned i = 0; i < op.num_operands(); ++i)
         types.push_back(operand(i));
