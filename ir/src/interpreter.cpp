@@ -908,7 +908,11 @@ private:
       return;
     }
     case Signature::Print: {
-      const PrintFormat format = print_format_of(op);
+      // Parsed once per op, not once per invocation.
+      auto cached = print_formats_.try_emplace(&op);
+      if (cached.second)
+        cached.first->second = print_format_of(op);
+      const PrintFormat &format = cached.first->second;
       std::string text = format.texts[0];
       for (size_t i = 0; i < format.args.size(); ++i) {
         const PrintArgument &a = format.args[i];
@@ -933,6 +937,7 @@ private:
   unsigned size_ = 1;
   std::array<uint32_t, 3> workgroup_ = {0, 0, 0};
   std::unordered_map<const Value *, std::vector<uint64_t>> values_;
+  std::unordered_map<const Operation *, PrintFormat> print_formats_;
   std::unordered_map<const Value *, Memory> memory_;
   std::unordered_map<const Operation *, std::vector<uint8_t>> shared_storage_, local_storage_;
   std::vector<Mask *> masks_;
