@@ -431,6 +431,20 @@ void conveniences(dsl::Tensor<const float> x, dsl::Tensor<const uint32_t> pick,
   });
 }
 
+/// The lines of printed text (each with its newline), sorted: the order between invocations is
+/// unspecified.
+std::vector<std::string> sorted_lines(const std::string &text) {
+  std::vector<std::string> lines;
+  for (size_t at = 0; at < text.size();) {
+    size_t end = text.find('\n', at);
+    end = end == std::string::npos ? text.size() : end + 1;
+    lines.push_back(text.substr(at, end - at));
+    at = end;
+  }
+  std::sort(lines.begin(), lines.end());
+  return lines;
+}
+
 std::unique_ptr<cubecc::ir::Module> traced(dsl::TraceResult result) {
   EXPECT_TRUE(result.module) << cubecc::ir::to_string(result.errors);
   return std::move(result.module);
@@ -578,14 +592,7 @@ TEST_P(DslReach, print_writes_each_invocations_values_to_standard_output) {
     EXPECT_EQ(printed, "");
     return;
   }
-  // The order between invocations is unspecified: compare sorted lines.
-  std::vector<std::string> lines, expected;
-  for (size_t at = 0; at < printed.size();) {
-    size_t end = printed.find('\n', at);
-    end = end == std::string::npos ? printed.size() : end + 1;
-    lines.push_back(printed.substr(at, end - at));
-    at = end;
-  }
+  std::vector<std::string> expected;
   for (uint32_t k = 0; k < n; ++k) {
     char value[32];
     std::snprintf(value, sizeof value, "%g", static_cast<double>(x[k]));
@@ -593,9 +600,8 @@ TEST_P(DslReach, print_writes_each_invocations_values_to_standard_output) {
                        " negative=" + (x[k] < 0 ? "1" : "0") +
                        " wide=" + std::to_string(int64_t{k} - 3) + " {ok} 100%\n");
   }
-  std::sort(lines.begin(), lines.end());
   std::sort(expected.begin(), expected.end());
-  EXPECT_EQ(lines, expected) << printed;
+  EXPECT_EQ(sorted_lines(printed), expected) << printed;
 }
 
 TEST_P(DslReach, print_around_barriers_prints_what_the_interpreter_prints) {
@@ -603,17 +609,6 @@ TEST_P(DslReach, print_around_barriers_prints_what_the_interpreter_prints) {
       traced(dsl::trace<print_in_barrier_loop>("print_in_barrier_loop", {.workgroup = {16, 1, 1}}));
   ASSERT_TRUE(module);
   const cubecc::ir::Kernel &kernel = *module->kernels()[0];
-  auto split_sorted = [](const std::string &text) {
-    std::vector<std::string> lines;
-    for (size_t at = 0; at < text.size();) {
-      size_t end = text.find('\n', at);
-      end = end == std::string::npos ? text.size() : end + 1;
-      lines.push_back(text.substr(at, end - at));
-      at = end;
-    }
-    std::sort(lines.begin(), lines.end());
-    return lines;
-  };
   // The reference: the interpreter's print callback.
   Args reference;
   size_t reference_out = reference.tensor(cubecc::ir::Scalar::U32, std::vector<uint32_t>(16), 16);
@@ -623,7 +618,7 @@ TEST_P(DslReach, print_around_barriers_prints_what_the_interpreter_prints) {
   std::vector<cubecc::ir::Diagnostic> problems =
       cubecc::ir::interpret(kernel, reference.args(), config);
   ASSERT_TRUE(problems.empty()) << cubecc::ir::to_string(problems);
-  ASSERT_EQ(split_sorted(expected).size(), 2u * (16 + 8)); // two rounds: 16 lines and 8 odd ones
+  ASSERT_EQ(sorted_lines(expected).size(), 2u * (16 + 8)); // two rounds: 16 lines and 8 odd ones
 
   Args args;
   size_t out = args.tensor(cubecc::ir::Scalar::U32, std::vector<uint32_t>(16), 16);
@@ -635,7 +630,7 @@ TEST_P(DslReach, print_around_barriers_prints_what_the_interpreter_prints) {
   if (GetParam() == "vulkan")
     EXPECT_EQ(printed, ""); // only a debug-printf layer prints
   else
-    EXPECT_EQ(split_sorted(printed), split_sorted(expected)) << printed;
+    EXPECT_EQ(sorted_lines(printed), sorted_lines(expected)) << printed;
 }
 
 TEST_P(DslReach, inverse_trigonometric_hyperbolic_and_c99_functions_and_classifications) {
