@@ -20,25 +20,27 @@ shared float b_tile[16 * 16];
 
 // a * b + c with one rounding: a * b is exact in f64, a * b + c rounded to f64 then to f32 is
 // the correctly rounded result except when the f64 sum lies exactly halfway between two floats
-// without being exact; then its last bit moves toward the exact sum. `precise`: no contraction.
+// without being exact; then its last bit moves toward the exact sum. The fix is behind a branch,
+// as cubecc's writer puts it (DontFlatten there; glslang keeps the if). `precise`: no contraction.
 float fma_exact(float a, float b, float c) {
   double x = double(a), y = double(b), z = double(c);
   precise double xy = x * y;
   precise double r = xy + z;
   uint64_t bits = doubleBitsToUint64(r);
-  bool halfway = (bits & 0x1fffffffUL) == 0x10000000UL;
-  precise double r_minus_xy = r - xy;
-  precise double r_minus_z = r - z;
-  bool exact = r_minus_xy == z && r_minus_z == xy;
-  bool special = isnan(r) || isinf(r);
-  bool fix = halfway && !(exact || special);
-  bool negative = (bits >> 63) != 0UL;
-  precise double err_a = (xy - r) + z;
-  precise double err_b = (z - r) + xy;
-  double err = negative == (z > xy) ? err_a : err_b;
-  bool up = negative == (err < 0.0);
-  uint64_t moved = up ? bits + 1UL : bits - 1UL;
-  return float(fix ? uint64BitsToDouble(moved) : r);
+  if ((bits & 0x1fffffffUL) == 0x10000000UL) {
+    precise double r_minus_xy = r - xy;
+    precise double r_minus_z = r - z;
+    bool exact = r_minus_xy == z && r_minus_z == xy;
+    bool special = isnan(r) || isinf(r);
+    bool negative = (bits >> 63) != 0UL;
+    precise double err_a = (xy - r) + z;
+    precise double err_b = (z - r) + xy;
+    double err = negative == (z > xy) ? err_a : err_b;
+    bool up = negative == (err < 0.0);
+    uint64_t moved = up ? bits + 1UL : bits - 1UL;
+    r = exact || special ? r : uint64BitsToDouble(moved);
+  }
+  return float(r);
 }
 
 void main() {
