@@ -855,8 +855,8 @@ void CEmitter::emit_arith(const ir::Operation &op) {
   case ir::Signature::Ternary:
     if (opc == Opcode::Fma)
       return define(r, [&](unsigned k) {
-        if (half_like(rs)) // exact in f64 (a * b has at most 22 bits), one rounding to odd
-          return round(rs, fmt::format("cubecc_f64_to_f32_odd(fma((f64){}, (f64){}, (f64){}))",
+        if (half_like(rs)) // rounded to odd in f32, then once to the narrow type
+          return round(rs, fmt::format("cubecc_half_fma_to_odd((f64){}, (f64){}, (f64){})",
                                        operand(0, k), operand(1, k), operand(2, k)));
         return fmt::format("{}({}, {}, {})", math_fn("fma", rs), operand(0, k), operand(1, k),
                            operand(2, k));

@@ -78,6 +78,18 @@ __device__ inline f32 cubecc_f64_to_f32_odd(f64 x) {
     bits -= 1;
   return __uint_as_float(bits | 1u);
 }
+// x * y + z of f16 or bf16 values, rounded to odd in f32: rounding that to f16 or bf16 is one
+// correct rounding. The product is exact in f64 and so is the sum's error (TwoSum; no
+// contraction: --fmad=false, -ffp-contract=off). fma in f64 alone would round a bf16 product that
+// is a halfway point plus a far smaller addend onto the halfway point.
+__device__ inline f32 cubecc_half_fma_to_odd(f64 x, f64 y, f64 z) {
+  f64 xy = x * y, r = xy + z, z_part = r - xy;
+  f64 err = (xy - (r - z_part)) + (z - z_part);
+  u64 bits = (u64)__double_as_longlong(r), err_bits = (u64)__double_as_longlong(err);
+  if ((err < 0.0 || err > 0.0) && (bits & 1u) == 0u) // an infinite or NaN sum: a NaN error
+    bits = ((bits ^ err_bits) >> 63) == 0u ? bits + 1u : bits - 1u;
+  return cubecc_f64_to_f32_odd(__longlong_as_double((i64)bits));
+}
 
 // atomic.min and atomic.max on floats: a compare-and-swap loop on the bits, with fmin/fmax (the
 // non-atomic min and max); returns the old value.

@@ -97,6 +97,26 @@ Value *Lowering::f64_to_odd_f32(Value *d) {
   return B_.CreateBitCast(B_.CreateSelect(keep, bits, odd), f32);
 }
 
+Value *Lowering::half_fma_to_odd_f32(Value *a, Value *b, Value *c) {
+  Type *f64 = shaped(a, B_.getDoubleTy()), *i64 = shaped(a, B_.getInt64Ty());
+  Value *x = B_.CreateFPExt(a, f64), *y = B_.CreateFPExt(b, f64), *z = B_.CreateFPExt(c, f64);
+  Value *xy = B_.CreateFMul(x, y); // at most 22 significant bits: exact
+  Value *r = B_.CreateFAdd(xy, z);
+  Value *z_part = B_.CreateFSub(r, xy);
+  Value *xy_part = B_.CreateFSub(r, z_part);
+  Value *xy_err = B_.CreateFSub(xy, xy_part), *z_err = B_.CreateFSub(z, z_part);
+  Value *err = B_.CreateFAdd(xy_err, z_err);
+  Value *bits = B_.CreateBitCast(r, i64);
+  auto c64 = [&](uint64_t v) { return int_const(a, B_.getInt64Ty(), v); };
+  // Inexact (an infinite or NaN sum has a NaN error: unordered, kept) with an even last bit:
+  // one unit in the last place toward the exact sum.
+  Value *move = B_.CreateAnd(B_.CreateFCmpONE(err, llvm::ConstantFP::get(f64, 0.0)),
+                             B_.CreateICmpEQ(B_.CreateAnd(bits, c64(1)), c64(0)));
+  Value *same_sign = B_.CreateICmpSGE(B_.CreateXor(bits, B_.CreateBitCast(err, i64)), c64(0));
+  Value *moved = B_.CreateSelect(same_sign, B_.CreateAdd(bits, c64(1)), B_.CreateSub(bits, c64(1)));
+  return f64_to_odd_f32(B_.CreateBitCast(B_.CreateSelect(move, moved, bits), f64));
+}
+
 /// A 64-bit integer as a double that is exact, or rounded to odd past 2^53 (ir::convert_lane).
 Value *Lowering::int64_to_odd_f64(Value *v, bool is_signed) {
   Type *i64 = v->getType(), *f64 = shaped(v, B_.getDoubleTy());
@@ -331,6 +351,9 @@ Value *Lowering::float_arith(Opcode op, Scalar s, Value *a, Value *b, Value *c) 
   }
   if (is_half(s)) {
     Value *fa = to_f32(s, a), *fb = b ? to_f32(s, b) : nullptr, *fc = c ? to_f32(s, c) : nullptr;
+    // The other ops are correctly rounded through f32 (it has over twice their bits); fma is not.
+    if (op == Opcode::Fma)
+      return from_f32(s, half_fma_to_odd_f32(fa, fb, fc));
     Value *r = float_arith(op, Scalar::F32, fa, fb, fc);
     return r->getType()->getScalarType()->isIntegerTy(1) ? r : from_f32(s, r);
   }

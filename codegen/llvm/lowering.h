@@ -336,6 +336,9 @@ private:
   Value *to_f32(Scalar s, Value *bits);
   Value *from_f32(Scalar s, Value *f);
   Value *f64_to_odd_f32(Value *d);
+  /// fma of f16/bf16 values (as f32) rounded to odd in f64 and then in f32: exact product, the
+  /// sum's error by TwoSum. Rounding the result to f16/bf16 is then one correct rounding.
+  Value *half_fma_to_odd_f32(Value *a, Value *b, Value *c);
   Value *int64_to_odd_f64(Value *v, bool is_signed);
   Value *index64(Scalar s, Value *v) {
     Type *t = shaped(v, B_.getInt64Ty());

@@ -354,7 +354,10 @@ private:
   Id cast(Scalar from, Scalar to, Id x);
   Lanes bitcast(Type from, Type to, const Lanes &x);
   Id round_away(Scalar s, Id x);
-  Id fma_through_f64(Scalar s, Id a, Id b, Id c);
+  Id fma_through_f64(Id a, Id b, Id c); // f32
+  Id sum_to_odd(Scalar s, Id p, Id q);
+  Id f64_to_odd_f32(Id d);
+  Id half_fma_to_odd(Scalar s, Id x, Id y, Id z);
   Id fmod_exact(Scalar s, Id x, Id y);
   Id element_pointer(const ir::Value *memory, Id index);
   Id index_operand(const ir::Value *index, uint32_t offset);
@@ -989,17 +992,17 @@ Id Writer::fmod_exact(Scalar s, Id x, Id y) {
               {invalid, constant(s, ir::from_double(s, std::nan(""))), result});
 }
 
-Id Writer::fma_through_f64(Scalar s, Id a, Id b, Id c) {
+Id Writer::fma_through_f64(Id a, Id b, Id c) {
   // a * b is exact in f64 (at most 48 significant bits); a * b + c rounded to f64 and then to
-  // s is the correctly rounded fma except when the f64 result falls exactly halfway between two
-  // values of s without being exact: then its last bit is moved toward the exact result (the
+  // f32 is the correctly rounded fma except when the f64 result falls exactly halfway between two
+  // floats without being exact: then its last bit is moved toward the exact result (the
   // rounding-to-odd fix, as in musl's fmaf). Every f64 operation is NoContraction: fusing them
   // again would break the exactness this relies on. The fix is rare (one sum in 2^29 for f32
   // lands halfway), so it sits behind a branch that is not flattened: lavapipe skips a branch no
   // lane takes, and the common path is a multiply, an add and one compare (about 1.25x faster
   // than the same fix computed on every lane, bench/vulkan_vs_glsl).
   Id d = scalar_type(Scalar::F64), u = uint_type(64), b1 = m_.type_bool();
-  unsigned dropped = 52 - (s == Scalar::F32 ? 23 : 10); // mantissa bits s does not keep
+  unsigned dropped = 52 - 23; // mantissa bits f32 does not keep
   auto nc = [&](spv::Op op, Id p, Id q) { return no_contraction(emit(op, d, {p, q})); };
   Id x = emit(spv::Op::OpFConvert, d, {a}), y = emit(spv::Op::OpFConvert, d, {b}),
      z = emit(spv::Op::OpFConvert, d, {c});
@@ -1043,13 +1046,86 @@ Id Writer::fma_through_f64(Scalar s, Id a, Id b, Id c) {
   new_block(merge);
   Id result = m_.id();
   append(blocks_[cur_].phis, spv::Op::OpPhi, {d, result, r, common, fixed, fixed_label});
-  return emit(spv::Op::OpFConvert, scalar_type(s), {result});
+  return emit(spv::Op::OpFConvert, scalar_type(Scalar::F32), {result});
+}
+
+Id Writer::sum_to_odd(Scalar s, Id p, Id q) {
+  // TwoSum: the error of the rounded sum, exactly (no contraction). An inexact sum with an even
+  // last bit moves one unit in the last place toward the exact sum; an infinite or NaN sum has
+  // a NaN error (unordered: kept).
+  unsigned w = ir::scalar_bits(s);
+  Scalar us = w == 64 ? Scalar::U64 : Scalar::U32;
+  Id t = scalar_type(s), u = uint_type(w), b1 = m_.type_bool();
+  auto nc = [&](spv::Op op, Id l, Id r) { return no_contraction(emit(op, t, {l, r})); };
+  Id r = nc(spv::Op::OpFAdd, p, q);
+  Id q_part = nc(spv::Op::OpFSub, r, p);
+  Id p_part = nc(spv::Op::OpFSub, r, q_part);
+  Id p_err = nc(spv::Op::OpFSub, p, p_part);
+  Id q_err = nc(spv::Op::OpFSub, q, q_part);
+  Id err = nc(spv::Op::OpFAdd, p_err, q_err);
+  Id bits = emit(spv::Op::OpBitcast, u, {r});
+  Id one = constant(us, 1), zero = constant(us, 0);
+  Id move =
+      emit(spv::Op::OpLogicalAnd, b1,
+           {emit(spv::Op::OpFOrdNotEqual, b1, {err, constant_value(s, 0)}),
+            emit(spv::Op::OpIEqual, b1, {emit(spv::Op::OpBitwiseAnd, u, {bits, one}), zero})});
+  Id same_sign =
+      emit(spv::Op::OpIEqual, b1,
+           {emit(spv::Op::OpShiftRightLogical, u,
+                 {emit(spv::Op::OpBitwiseXor, u, {bits, emit(spv::Op::OpBitcast, u, {err})}),
+                  constant(us, w - 1)}),
+            zero});
+  Id moved = emit(
+      spv::Op::OpSelect, u,
+      {same_sign, emit(spv::Op::OpIAdd, u, {bits, one}), emit(spv::Op::OpISub, u, {bits, one})});
+  return emit(spv::Op::OpBitcast, t, {emit(spv::Op::OpSelect, u, {move, moved, bits})});
+}
+
+Id Writer::f64_to_odd_f32(Id d) {
+  // Rounded to nearest, then, when inexact (and finite), toward zero with the last bit set.
+  Id f32 = scalar_type(Scalar::F32), f64 = scalar_type(Scalar::F64), u = uint_type(32);
+  Id b1 = m_.type_bool();
+  Id f = emit(spv::Op::OpFConvert, f32, {d});
+  Id back = emit(spv::Op::OpFConvert, f64, {f});
+  Id keep = emit(spv::Op::OpLogicalOr, b1,
+                 {emit(spv::Op::OpFOrdEqual, b1, {back, d}),
+                  emit(spv::Op::OpLogicalOr, b1,
+                       {emit(spv::Op::OpIsNan, b1, {d}), emit(spv::Op::OpIsInf, b1, {f})})});
+  Id bits = emit(spv::Op::OpBitcast, u, {f});
+  Id away = emit(spv::Op::OpFOrdGreaterThan, b1,
+                 {ext(GLSLstd450FAbs, f64, {back}), ext(GLSLstd450FAbs, f64, {d})});
+  Id toward_zero = emit(spv::Op::OpSelect, u,
+                        {away, emit(spv::Op::OpISub, u, {bits, constant(Scalar::U32, 1)}), bits});
+  Id odd = emit(spv::Op::OpBitwiseOr, u, {toward_zero, constant(Scalar::U32, 1)});
+  return emit(spv::Op::OpSelect, f32, {keep, f, emit(spv::Op::OpBitcast, f32, {odd})});
+}
+
+Id Writer::half_fma_to_odd(Scalar s, Id x, Id y, Id z) {
+  // x * y + z for f16 or bf16 values held in f32, rounded to odd in f32: rounding that to the
+  // narrow type to nearest is one correct rounding of the exact result. Rounding to nearest in
+  // f32 first would not be: (32 + 2^-5)(32 - 2^-6) + 9 * 2^-14 in f16, or a bf16 product that is
+  // itself a halfway point plus a much smaller addend. An f16 product is exact in f32 (at most
+  // 22 significant bits, well inside f32's range), so is the error of the f32 sum; a bf16
+  // product may leave f32's range, so it is formed in f64 where the device has it (then rounded
+  // to odd again, into f32) and in f32 (exact unless the product over- or underflows) elsewhere.
+  Scalar w = s == Scalar::BF16 && features_.float64 ? Scalar::F64 : Scalar::F32;
+  if (w == Scalar::F64) {
+    Id d = scalar_type(Scalar::F64);
+    x = emit(spv::Op::OpFConvert, d, {x});
+    y = emit(spv::Op::OpFConvert, d, {y});
+    z = emit(spv::Op::OpFConvert, d, {z});
+  }
+  Id xy = no_contraction(emit(spv::Op::OpFMul, scalar_type(w), {x, y}));
+  Id r = sum_to_odd(w, xy, z);
+  return w == Scalar::F64 ? f64_to_odd_f32(r) : r;
 }
 
 Id Writer::math(const ir::Operation &op, Scalar s, Id a, Id b, Id c) {
   if (s == Scalar::BF16) {
-    // In f32, rounded once to bf16 (floor, ceil and round of a bf16 value are bf16 values).
-    // fma: f32's single rounding then bf16's can differ from one rounding in rare halfway cases.
+    // In f32, rounded once to bf16 (floor, ceil and round of a bf16 value are bf16 values); fma
+    // rounded to odd in f32 first (even a fused f32 fma rounds twice on the way to bf16).
+    if (op.opcode() == Opcode::Fma)
+      return round_bf16(half_fma_to_odd(Scalar::BF16, a, b, c));
     Id r = math(op, Scalar::F32, a, b, c);
     bool exact = op.opcode() == Opcode::Floor || op.opcode() == Opcode::Ceil ||
                  op.opcode() == Opcode::Round || op.opcode() == Opcode::Trunc;
@@ -1110,9 +1186,17 @@ Id Writer::math(const ir::Operation &op, Scalar s, Id a, Id b, Id c) {
   // cancels near 0, and it has no expm1, log1p or hypot.
   case Opcode::Fma:
     relies_on_.fused_fma |= features_.fused_fma;
-    if (features_.fused_fma || s == Scalar::F64 || !features_.float64)
+    if (features_.fused_fma || s == Scalar::F64)
       return ext(GLSLstd450Fma, t, {a, b, c});
-    return fma_through_f64(s, a, b, c);
+    if (s == Scalar::F16) {
+      Id f = scalar_type(Scalar::F32);
+      Id x = emit(spv::Op::OpFConvert, f, {a}), y = emit(spv::Op::OpFConvert, f, {b}),
+         z = emit(spv::Op::OpFConvert, f, {c});
+      return emit(spv::Op::OpFConvert, t, {half_fma_to_odd(s, x, y, z)});
+    }
+    if (!features_.float64)
+      return ext(GLSLstd450Fma, t, {a, b, c});
+    return fma_through_f64(a, b, c);
   default:
     throw std::logic_error("math: not a math op");
   }

@@ -60,9 +60,9 @@ float round_to_odd_float(double v) {
 
 } // namespace
 
-/// Rounds `v` to the float type `s`, once: f16 and bf16 through a float rounded to odd. (For f16
-/// and bf16 arithmetic on f16/bf16 operands, computing in float and rounding to nearest is
-/// already exact rounding: float has more than twice their bits.)
+/// Rounds `v` to the float type `s`, once: f16 and bf16 through a float rounded to odd. (For
+/// `+ - * /` and `sqrt` of f16/bf16 operands, computing in float and rounding to nearest is
+/// already exact rounding: float has more than twice their bits. Not for fma: fma_to_odd.)
 uint64_t from_double(Scalar s, double v) {
   switch (s) {
   case Scalar::F16:
@@ -88,6 +88,23 @@ template <class F> uint64_t float_op(Scalar s, F &&f, uint64_t a, uint64_t b = 0
       static_cast<float>(f(static_cast<float>(to_double(s, a)), static_cast<float>(to_double(s, b)),
                            static_cast<float>(to_double(s, c))));
   return from_double(s, r);
+}
+
+/// x * y + z rounded to odd in double, for f16 and bf16 operands: their product is exact in
+/// double and the sum's error is exact (TwoSum), so setting the last bit of an inexact sum keeps
+/// the information a second rounding needs (from_double then rounds once). Rounding the sum
+/// through float to nearest instead can land on a halfway point of the narrow type and tie the
+/// wrong way: (1 + 2^-10)(1 - 2^-11) + 9 * 2^-24 in f16.
+double fma_to_odd(double x, double y, double z) {
+  double xy = x * y, r = xy + z;
+  if (!std::isfinite(r))
+    return r;
+  double z_part = r - xy, error = (xy - (r - z_part)) + (z - z_part);
+  uint64_t bits = std::bit_cast<uint64_t>(r);
+  if (error == 0 || (bits & 1) != 0)
+    return r;
+  bool grow = std::signbit(error) == std::signbit(r); // the exact sum is farther from zero
+  return std::bit_cast<double>(grow ? bits + 1 : bits - 1);
 }
 
 bool is_nan(Scalar s, uint64_t bits) {
@@ -261,6 +278,8 @@ uint64_t evaluate_lane(Opcode op, Scalar s, uint64_t a, uint64_t b, uint64_t c) 
   case Opcode::IsInf:
     return std::isinf(to_double(s, a)) ? 1 : 0;
   case Opcode::Fma:
+    if (s == Scalar::F16 || s == Scalar::BF16)
+      return from_double(s, fma_to_odd(to_double(s, a), to_double(s, b), to_double(s, c)));
     return float_op(
         s, [](auto x, auto y, auto z) { return std::fma(x, y, z); }, a, b, c);
   default:

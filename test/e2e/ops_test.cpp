@@ -603,9 +603,29 @@ std::vector<MathOp> math_ops(Scalar s) {
        fmt::format("{} ULP: C's hypot, or max * sqrt(1 + (min / max)^2) (legalized)", h ? 3 : 4)});
   ops.push_back({"fma", 3,
                  [=](size_t k, std::mt19937_64 &r) -> std::array<double, 3> {
+                   // Then sums within 2^-70 of a halfway point of f32 or f16, where rounding
+                   // twice (to f64 or f32 first, then to the type) ties the wrong way. f32:
+                   // (1 + 2^-23)(1 - 2^-24) + 2^-47 + 2^-70 is 1 + 2^-24 + 2^-70, so 1 + 2^-23;
+                   // (1 + 2^-22)(1 - 2^-24) + 2^-46 - 2^-70 is 1 + 3 * 2^-24 - 2^-70, so
+                   // 1 + 2^-23. f16: (32 + 2^-5)(32 - 2^-6) + 9 * 2^-14 is 2^10 (1 + 2^-11 +
+                   // 2^-24), so 1025 (operands normal: the cases replace subnormal inputs). bf16:
+                   // 1.578125 * 2^99 * 2.5 is halfway between two bf16 values and 122.5 tips it
+                   // up, but not through f32 or f64. Exact in their own type; other types round
+                   // them harmlessly (or overflow).
+                   static const double p = std::ldexp(1.0, -70);
                    static const std::array<double, 3> special[] = {
-                       {1, 1, -1},   {kInf, 0, 1}, {kNaN, 1, 1},
-                       {-0.0, 1, 0}, {2, 3, 4},    {1e-3, 1e-3, -1e-6}};
+                       {1, 1, -1},
+                       {kInf, 0, 1},
+                       {kNaN, 1, 1},
+                       {-0.0, 1, 0},
+                       {2, 3, 4},
+                       {1e-3, 1e-3, -1e-6},
+                       {1 + 0x1p-23, 1 - 0x1p-24, 0x1p-47 + p},
+                       {-1 - 0x1p-23, 1 - 0x1p-24, -0x1p-47 - p},
+                       {1 + 0x1p-22, 1 - 0x1p-24, 0x1p-46 - p},
+                       {32 + 0x1p-5, 32 - 0x1p-6, 9 * 0x1p-14},
+                       {-32 - 0x1p-5, 32 - 0x1p-6, -9 * 0x1p-14},
+                       {0x1.94p99, 2.5, 122.5}};
                    if (k < std::size(special))
                      return special[k];
                    return {uniform(r, -100, 100), uniform(r, -100, 100), uniform(r, -1e4, 1e4)};

@@ -4,9 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <random>
 
 using namespace cubecc::ir;
 
@@ -86,6 +88,75 @@ TEST(Float16, casts_from_f64_and_i64_round_once) {
             cubecc::ir::from_double(Scalar::BF16, std::ldexp(1.0, 60) + std::ldexp(1.0, 53)));
   EXPECT_EQ(cubecc::ir::convert_lane(Scalar::U64, Scalar::BF16, big - 1),
             cubecc::ir::from_double(Scalar::BF16, std::ldexp(1.0, 60)));
+}
+
+// fma of f16 rounds once. The exact product 0x3c01 * 0x3bff = (1 + 2^-10)(1 - 2^-11) is
+// 1 + 2^-11 - 2^-21; adding 0x0009 (9 * 2^-24) gives 1 + 2^-11 + 2^-24: just above the halfway
+// point between 1 and 1 + 2^-10, so 1 + 2^-10. Through f32 it first rounds onto the halfway point
+// (2^-24 is half an f32 ulp; ties to even) and then ties to even at 1.
+TEST(Float16, fma_rounds_once) {
+  using cubecc::ir::Opcode;
+  using cubecc::ir::Scalar;
+  EXPECT_EQ(cubecc::ir::evaluate_lane(Opcode::Fma, Scalar::F16, 0x3c01, 0x3bff, 0x0009), 0x3c01u);
+  EXPECT_EQ(cubecc::ir::evaluate_lane(Opcode::Fma, Scalar::F16, 0xbc01, 0x3bff, 0x8009), 0xbc01u);
+  // Just below the halfway point (1 + 2^-11 - 2^-24): 1.
+  EXPECT_EQ(cubecc::ir::evaluate_lane(Opcode::Fma, Scalar::F16, 0x3c01, 0x3bff, 0x0007), 0x3c00u);
+  // Exactly halfway (1 + 2^-11): ties to even, 1.
+  EXPECT_EQ(cubecc::ir::evaluate_lane(Opcode::Fma, Scalar::F16, 0x3c01, 0x3bff, 0x0008), 0x3c00u);
+  // bf16: (1 + 2^-7)(1 - 2^-8) + 2^-15 = 1 + 2^-8, a tie: to even, 1; with 2^-15 + 2^-22 above it.
+  EXPECT_EQ(cubecc::ir::evaluate_lane(Opcode::Fma, Scalar::BF16, 0x3f81, 0x3f7f, 0x3800), 0x3f80u);
+  EXPECT_EQ(cubecc::ir::evaluate_lane(Opcode::Fma, Scalar::BF16, 0x3f81, 0x3f7f, 0x3801), 0x3f81u);
+}
+
+// fma of f16 and bf16 against an exact host reference: a * b + c is exact in binary128 when
+// the operands' exponents are at most ~90 apart (every f16 triple; bf16 triples drawn so), and
+// the nearest f16/bf16 value is picked among the neighbours of its f64 rounding by comparing
+// distances in binary128 (ties to the even bit pattern). Half of the triples have an addend near
+// the product's magnitude, where rounding through f32 first goes wrong about once in 1,300.
+TEST(Float16, fma_matches_an_exact_reference_on_random_operands) {
+  using cubecc::ir::Opcode;
+  using cubecc::ir::Scalar;
+  std::mt19937_64 rng(0xf3a);
+  for (Scalar s : {Scalar::F16, Scalar::BF16}) {
+    unsigned one = s == Scalar::F16 ? 0x3c00 : 0x3f80;
+    size_t compared = 0;
+    while (compared < 200000) {
+      uint64_t a = rng() & 0xffff, b = rng() & 0xffff, c = rng() & 0xffff;
+      if (rng() % 2) { // an addend of about the product's magnitude
+        int64_t e = int64_t(a & 0x7fff) + int64_t(b & 0x7fff) - one + int64_t(rng() % 1201) - 600;
+        c = (c & 0x8000) | uint64_t(std::clamp<int64_t>(e, 0, 0x7fff));
+      }
+      double x = cubecc::ir::to_double(s, a), y = cubecc::ir::to_double(s, b),
+             z = cubecc::ir::to_double(s, c);
+      if (!std::isfinite(x) || !std::isfinite(y) || !std::isfinite(z) || x * y == 0)
+        continue;
+      if (s == Scalar::BF16 && z != 0 && std::abs(std::ilogb(x * y) - std::ilogb(z)) > 90)
+        continue;
+      __float128 exact = __float128(x) * __float128(y) + __float128(z);
+      if (exact == 0)
+        continue; // the sign of an exact zero is not the question here
+      uint64_t near = cubecc::ir::from_double(s, double(exact));
+      uint64_t want = near;
+      __float128 best = -1;
+      for (uint64_t candidate : {near - 1, near, near + 1}) {
+        double v = cubecc::ir::to_double(s, candidate & 0xffff);
+        if (std::isnan(v) || (candidate & 0x8000) != (near & 0x8000))
+          continue;
+        __float128 d = exact - __float128(v);
+        d = d < 0 ? -d : d;
+        if (best < 0 || d < best || (d == best && (candidate & 1) == 0)) {
+          best = d;
+          want = candidate;
+        }
+      }
+      if (std::isinf(double(exact)) || std::isinf(cubecc::ir::to_double(s, near)))
+        want = near; // overflow: the rounding to infinity is from_double's
+      uint64_t got = cubecc::ir::evaluate_lane(Opcode::Fma, s, a, b, c);
+      ASSERT_EQ(got, want) << cubecc::ir::scalar_name(s) << " fma(" << std::hex << a << ", " << b
+                           << ", " << c << ")";
+      ++compared;
+    }
+  }
 }
 
 } // namespace
