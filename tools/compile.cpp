@@ -635,7 +635,9 @@ int compile_command(const CompileOptions &options) {
     if (module.kernels().empty() || !options.kernel.empty())
       return report(errors);
     load_rc = report(errors);
-    std::cerr << fmt::format("cubecc: compiling the other {} kernels\n", module.kernels().size());
+    size_t others = module.kernels().size();
+    std::cerr << fmt::format("cubecc: compiling the other {}\n",
+                             others == 1 ? "kernel" : fmt::format("{} kernels", others));
   }
   int rc = compile_module(options, targets, module, names);
   return rc != kSuccess ? rc : load_rc;

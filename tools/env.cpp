@@ -172,9 +172,10 @@ int env_build_command(const EnvBuildOptions &options) {
       return report(errors);
     load_rc = report(errors);
     errors.clear();
-    std::cerr << fmt::format("cubecc: building the other {} kernels; the bundle leaves out the "
-                             "failed ones\n",
-                             kernels.size());
+    std::cerr << fmt::format("cubecc: building the other {}; the bundle leaves out the failed "
+                             "ones\n",
+                             kernels.size() == 1 ? "kernel"
+                                                 : fmt::format("{} kernels", kernels.size()));
   }
   if (kernels.empty()) {
     std::cerr << "cubecc: error: the inputs hold no kernels\n";
