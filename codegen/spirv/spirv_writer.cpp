@@ -96,6 +96,11 @@ private:
 
   std::unordered_map<const ir::Value *, Lanes> values_;
   std::unordered_map<const ir::Value *, MemoryObject> memory_;
+  /// Value parameters in order, with the parameter block's members each is read from.
+  std::vector<std::pair<const ir::Value *, std::vector<uint32_t>>> value_params_;
+  Id param_block_var_ = 0;
+  spv::StorageClass param_storage_ = spv::StorageClass::PushConstant;
+  Words param_members_; ///< the member types
   Words interface_;
   std::vector<Block> blocks_;
   size_t cur_ = 0;
@@ -328,6 +333,7 @@ private:
   //===--- Lowering ---------------------------------------------------------------------===//
 
   void declare_parameters();
+  void read_parameters();
   void declare_memory();
   void emit_region(const ir::Region &region);
   void emit_op(const ir::Operation &op);
@@ -563,7 +569,7 @@ bool Writer::check_features() {
 
 void Writer::declare_parameters() {
   // Value parameters: one push-constant block, one member per lane (4 or 8 bytes, see
-  // kernel_abi.h), read once at the start of the kernel.
+  // kernel_abi.h), read at the start of the kernel and again after barriers (read_parameters).
   Words members;
   std::vector<std::pair<unsigned, unsigned>> member_of; // (parameter, lane) per member
   for (unsigned i = 0; i < kernel_.num_parameters(); ++i) {
@@ -604,38 +610,22 @@ void Writer::declare_parameters() {
     interface_.push_back(block_var);
   }
 
-  std::vector<Lanes> value_lanes(kernel_.num_parameters());
+  param_block_var_ = block_var;
+  param_storage_ = block_storage;
+  param_members_ = members;
   for (uint32_t j = 0; j < members.size(); ++j) {
-    auto [i, k] = member_of[j];
-    Id member_type = members[j];
-    Id pointer = emit(spv::Op::OpAccessChain, m_.type_pointer(block_storage, member_type),
-                      {block_var, u32(j)});
-    Id raw = emit(spv::Op::OpLoad, member_type, {pointer});
-    Scalar s = abi_.params[i].type.element();
-    unsigned bits = ir::scalar_bits(s);
-    Id v;
-    if (s == Scalar::Bool)
-      v = emit(spv::Op::OpINotEqual, m_.type_bool(), {raw, u32(0)});
-    else if (s == Scalar::BF16)
-      v = bf16_bits_to_f32(raw);
-    else if (bits < 32) // f16 as its bits; a storage float is its byte (legalized IR)
-      v = cast(Scalar::U32, s == Scalar::F16 ? Scalar::U16 : ir::register_scalar(s), raw);
-    else
-      v = raw;
-    if (s == Scalar::F16 || ((bits == 32 || bits == 64) && s != Scalar::U32 && s != Scalar::U64))
-      v = emit(spv::Op::OpBitcast, scalar_type(s), {v});
-    // (bf16 is already its f32 register value)
-    value_lanes[i].push_back(v);
+    const ir::Value *param = kernel_.parameter(member_of[j].first);
+    if (value_params_.empty() || value_params_.back().first != param)
+      value_params_.emplace_back(param, std::vector<uint32_t>{});
+    value_params_.back().second.push_back(j);
   }
 
   for (unsigned i = 0; i < kernel_.num_parameters(); ++i) {
     const ir::Value *param = kernel_.parameter(i);
     const ParamSlot &slot = abi_.params[i];
     std::string name = param->name().empty() ? fmt::format("p{}", i) : param->name();
-    if (slot.kind == ParamSlot::Value) {
-      bind(param, std::move(value_lanes[i]));
-      continue;
-    }
+    if (slot.kind == ParamSlot::Value)
+      continue; // read_parameters
     // A storage buffer: a Block struct holding a runtime array, one struct type per buffer so
     // that its access decoration is its own.
     Scalar e = slot.type.element();
@@ -661,6 +651,40 @@ void Writer::declare_parameters() {
     m_.name(var, name);
     interface_.push_back(var);
     memory_[param] = MemoryObject{var, spv::StorageClass::StorageBuffer};
+  }
+}
+
+void Writer::read_parameters() {
+  // At the kernel's start, and again after each barrier at the kernel's top level (and each
+  // top-level construct holding one): a value read before a barrier and used after it is live
+  // across it, and lavapipe saves and restores each such value at each barrier (transpose ran at
+  // 1.06 of its GLSL twin with one read at the top, 0.87 so). Not after a barrier nested in a
+  // branch or loop: a read there is a masked one on lavapipe, slower than the saved value
+  // (softmax 1.06 against 1.02).
+  for (const auto &[param, members] : value_params_) {
+    Scalar s = param->type().element();
+    unsigned bits = ir::scalar_bits(s);
+    Lanes lanes;
+    for (uint32_t j : members) {
+      Id member_type = param_members_[j];
+      Id pointer = emit(spv::Op::OpAccessChain, m_.type_pointer(param_storage_, member_type),
+                        {param_block_var_, u32(j)});
+      Id raw = emit(spv::Op::OpLoad, member_type, {pointer});
+      Id v;
+      if (s == Scalar::Bool)
+        v = emit(spv::Op::OpINotEqual, m_.type_bool(), {raw, u32(0)});
+      else if (s == Scalar::BF16)
+        v = bf16_bits_to_f32(raw);
+      else if (bits < 32) // f16 as its bits; a storage float is its byte (legalized IR)
+        v = cast(Scalar::U32, s == Scalar::F16 ? Scalar::U16 : ir::register_scalar(s), raw);
+      else
+        v = raw;
+      if (s == Scalar::F16 || ((bits == 32 || bits == 64) && s != Scalar::U32 && s != Scalar::U64))
+        v = emit(spv::Op::OpBitcast, scalar_type(s), {v});
+      // (bf16 is already its f32 register value)
+      lanes.push_back(v);
+    }
+    bind(param, std::move(lanes));
   }
 }
 
@@ -1367,12 +1391,24 @@ std::vector<Type> argument_types(const ir::Region &region, unsigned first = 0) {
   return types;
 }
 
+namespace {
+bool holds_barrier(const ir::Operation &op) {
+  bool barrier = false;
+  op.walk([&](const ir::Operation *nested) { barrier |= nested->opcode() == Opcode::Barrier; });
+  return barrier;
+}
+} // namespace
+
 void Writer::emit_region(const ir::Region &region) {
+  bool top_level = &region == &kernel_.body();
   for (const ir::Operation *op : region) {
     if (!live_)
       return; // the rest of the region cannot be reached
     locate(*op);
     emit_op(*op);
+    if (top_level && live_ &&
+        (op->opcode() == Opcode::Barrier || (op->num_regions() > 0 && holds_barrier(*op))))
+      read_parameters();
   }
 }
 
@@ -2156,6 +2192,7 @@ std::optional<SpirvKernel> Writer::run() {
   m_.name(function, kernel_.name());
   new_block(m_.id());
   declare_parameters();
+  read_parameters();
   emit_region(kernel_.body());
   if (features_.signed_zero_inf_nan_preserve && !float_widths_.empty()) {
     // Keep -0.0, infinities and NaN through every float op (docs/ir.md §4.2).
