@@ -679,9 +679,12 @@ std::string CEmitter::cast(Scalar from, Scalar to, const std::string &x) {
     if (to == Scalar::F64 || to == Scalar::F32)
       return fmt::format("({})({})", t, x);
     // f16/bf16: exact in f32 up to 16 bits; wider through f64 rounded to odd (one rounding;
-    // 64-bit values are rounded to f64 first).
+    // a 64-bit value is rounded to odd in f64 too).
     if (ir::scalar_bits(from) <= 16)
       return round(to, fmt::format("(f32)({})", x));
+    if (ir::scalar_bits(from) == 64)
+      return round(to, fmt::format("cubecc_f64_to_f32_odd(cubecc_{}64_to_f64_odd({}))",
+                                   ir::is_signed(from) ? "i" : "u", x));
     return round(to, fmt::format("cubecc_f64_to_f32_odd((f64)({}))", x));
   }
   if (ir::is_float(to)) {

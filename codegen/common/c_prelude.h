@@ -78,17 +78,31 @@ __device__ inline f32 cubecc_f64_to_f32_odd(f64 x) {
     bits -= 1;
   return __uint_as_float(bits | 1u);
 }
-// x * y + z of f16 or bf16 values, rounded to odd in f32: rounding that to f16 or bf16 is one
-// correct rounding. The product is exact in f64 and so is the sum's error (TwoSum; no
-// contraction: --fmad=false, -ffp-contract=off). fma in f64 alone would round a bf16 product that
-// is a halfway point plus a far smaller addend onto the halfway point.
-__device__ inline f32 cubecc_half_fma_to_odd(f64 x, f64 y, f64 z) {
-  f64 xy = x * y, r = xy + z, z_part = r - xy;
-  f64 err = (xy - (r - z_part)) + (z - z_part);
+// p + q rounded to odd: the sum's error is exact (TwoSum; no contraction: --fmad=false,
+// -ffp-contract=off), and an inexact sum with an even last bit moves one ulp toward the exact sum.
+__device__ inline f64 cubecc_sum_to_odd(f64 p, f64 q) {
+  f64 r = p + q, q_part = r - p;
+  f64 err = (p - (r - q_part)) + (q - q_part);
   u64 bits = (u64)__double_as_longlong(r), err_bits = (u64)__double_as_longlong(err);
   if ((err < 0.0 || err > 0.0) && (bits & 1u) == 0u) // an infinite or NaN sum: a NaN error
     bits = ((bits ^ err_bits) >> 63) == 0u ? bits + 1u : bits - 1u;
-  return cubecc_f64_to_f32_odd(__longlong_as_double((i64)bits));
+  return __longlong_as_double((i64)bits);
+}
+// x * y + z of f16 or bf16 values, rounded to odd in f32: rounding that to f16 or bf16 is one
+// correct rounding. The product is exact in f64. An f64 fma alone would round a bf16 product
+// that is a halfway point plus a far smaller addend onto the halfway point.
+__device__ inline f32 cubecc_half_fma_to_odd(f64 x, f64 y, f64 z) {
+  return cubecc_f64_to_f32_odd(cubecc_sum_to_odd(x * y, z));
+}
+// A 64-bit integer rounded to odd in f64 (its 32-bit halves are exact there): rounding that to
+// bf16 through cubecc_f64_to_f32_odd is one rounding. (f64)x alone can land on a bf16 halfway
+// point: 2^60 + 2^52 + 1.
+__device__ inline f64 cubecc_u64_to_f64_odd(u64 m) {
+  return cubecc_sum_to_odd((f64)(u32)(m >> 32) * 4294967296.0, (f64)(u32)m);
+}
+__device__ inline f64 cubecc_i64_to_f64_odd(i64 v) {
+  f64 r = cubecc_u64_to_f64_odd(v < 0 ? 0u - (u64)v : (u64)v);
+  return v < 0 ? -r : r;
 }
 
 // atomic.min and atomic.max on floats: a compare-and-swap loop on the bits, with fmin/fmax (the

@@ -362,8 +362,8 @@ private:
   Id round_away(Scalar s, Id x);
   Id fma_through_f64(Id a, Id b, Id c); // f32
   Id sum_to_odd(Scalar s, Id p, Id q);
-  Id f64_to_odd_f32(Id d);
   Id half_fma_to_odd(Scalar s, Id x, Id y, Id z);
+  Id int64_to_f64_odd(Scalar from, Id x); ///< x rounded to odd in f64
   Id fmod_exact(Scalar s, Id x, Id y);
   Id element_pointer(const ir::Value *memory, Id index);
   Id index_operand(const ir::Value *index, uint32_t offset);
@@ -812,11 +812,13 @@ Id Writer::cast(Scalar from, Scalar to, Id x) {
       return from == Scalar::Bool ? cast(Scalar::Bool, Scalar::F32, x) : x;
     if (from == Scalar::F32 || from == Scalar::F16 || ir::scalar_bits(from) <= 16)
       return round_bf16(cast(from, Scalar::F32, x)); // exact in f32, rounded once
-    // f64 and 32/64-bit integers: through f64, rounded to odd in f32, then to bf16: one
-    // rounding in effect (64-bit integers are rounded to f64 first: rare double rounding).
+    // f64 and 32/64-bit integers: through f64 (64-bit integers rounded to odd there), rounded to
+    // odd in f32, then to bf16: one rounding in effect.
     if (!features_.float64)
       return round_bf16(cast(from, Scalar::F32, x));
-    return round_bf16(f64_to_f32_odd(cast(from, Scalar::F64, x)));
+    Id wide = ir::scalar_bits(from) == 64 && ir::is_integer(from) ? int64_to_f64_odd(from, x)
+                                                                  : cast(from, Scalar::F64, x);
+    return round_bf16(f64_to_f32_odd(wide));
   }
   Id t = scalar_type(to);
   unsigned fb = ir::scalar_bits(from), tb = ir::scalar_bits(to);
@@ -1105,23 +1107,29 @@ Id Writer::sum_to_odd(Scalar s, Id p, Id q) {
   return emit(spv::Op::OpBitcast, t, {emit(spv::Op::OpSelect, u, {move, moved, bits})});
 }
 
-Id Writer::f64_to_odd_f32(Id d) {
-  // Rounded to nearest, then, when inexact (and finite), toward zero with the last bit set.
-  Id f32 = scalar_type(Scalar::F32), f64 = scalar_type(Scalar::F64), u = uint_type(32);
-  Id b1 = m_.type_bool();
-  Id f = emit(spv::Op::OpFConvert, f32, {d});
-  Id back = emit(spv::Op::OpFConvert, f64, {f});
-  Id keep = emit(spv::Op::OpLogicalOr, b1,
-                 {emit(spv::Op::OpFOrdEqual, b1, {back, d}),
-                  emit(spv::Op::OpLogicalOr, b1,
-                       {emit(spv::Op::OpIsNan, b1, {d}), emit(spv::Op::OpIsInf, b1, {f})})});
-  Id bits = emit(spv::Op::OpBitcast, u, {f});
-  Id away = emit(spv::Op::OpFOrdGreaterThan, b1,
-                 {ext(GLSLstd450FAbs, f64, {back}), ext(GLSLstd450FAbs, f64, {d})});
-  Id toward_zero = emit(spv::Op::OpSelect, u,
-                        {away, emit(spv::Op::OpISub, u, {bits, constant(Scalar::U32, 1)}), bits});
-  Id odd = emit(spv::Op::OpBitwiseOr, u, {toward_zero, constant(Scalar::U32, 1)});
-  return emit(spv::Op::OpSelect, f32, {keep, f, emit(spv::Op::OpBitcast, f32, {odd})});
+Id Writer::int64_to_f64_odd(Scalar from, Id x) {
+  // |x| as two 32-bit halves, each exact in f64 (the high one scaled by 2^32, exactly); their sum
+  // rounded to odd (sum_to_odd), then the sign. Converting x to f64 directly rounds to nearest,
+  // which can land on a bf16 halfway point: 2^60 + 2^52 + 1.
+  Id u64 = uint_type(64), u32 = u32_type(), d = scalar_type(Scalar::F64), b1 = m_.type_bool();
+  bool is_signed = ir::is_signed(from);
+  Id bits = is_signed ? emit(spv::Op::OpBitcast, u64, {x}) : x;
+  Id negative = 0;
+  if (is_signed) {
+    negative = emit(spv::Op::OpSLessThan, b1, {x, constant(from, 0)});
+    bits = emit(spv::Op::OpSelect, u64,
+                {negative, emit(spv::Op::OpISub, u64, {constant(Scalar::U64, 0), bits}), bits});
+  }
+  Id hi = emit(spv::Op::OpUConvert, u32,
+               {emit(spv::Op::OpShiftRightLogical, u64, {bits, constant(Scalar::U64, 32)})});
+  Id lo = emit(spv::Op::OpUConvert, u32, {bits});
+  Id high = no_contraction(
+      emit(spv::Op::OpFMul, d,
+           {emit(spv::Op::OpConvertUToF, d, {hi}), constant_value(Scalar::F64, 4294967296.0)}));
+  Id low = emit(spv::Op::OpConvertUToF, d, {lo});
+  Id r = sum_to_odd(Scalar::F64, high, low);
+  return is_signed ? emit(spv::Op::OpSelect, d, {negative, emit(spv::Op::OpFNegate, d, {r}), r})
+                   : r;
 }
 
 Id Writer::half_fma_to_odd(Scalar s, Id x, Id y, Id z) {
@@ -1141,7 +1149,7 @@ Id Writer::half_fma_to_odd(Scalar s, Id x, Id y, Id z) {
   }
   Id xy = no_contraction(emit(spv::Op::OpFMul, scalar_type(w), {x, y}));
   Id r = sum_to_odd(w, xy, z);
-  return w == Scalar::F64 ? f64_to_odd_f32(r) : r;
+  return w == Scalar::F64 ? f64_to_f32_odd(r) : r;
 }
 
 Id Writer::math(const ir::Operation &op, Scalar s, Id a, Id b, Id c) {

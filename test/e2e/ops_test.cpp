@@ -743,7 +743,10 @@ std::vector<uint64_t> cast_inputs(Scalar s) {
     v = int_specials(s);
     for (uint64_t x : {127ull, 128ull, 255ull, 256ull, 32767ull, 32768ull, 65535ull, 65536ull,
                        (1ull << 24) + 1, (1ull << 31) - 1, (1ull << 53) + 1, 0xfffffff0ull,
-                       ~0ull - 1000, ~0ull << 40, 65504ull, 65520ull})
+                       ~0ull - 1000, ~0ull << 40, 65504ull, 65520ull,
+                       // 1 above a bf16 halfway point, past f64's 53 bits: rounding to f64
+                       // first lands on the halfway point and ties down (2^60, not 2^60 + 2^53)
+                       (1ull << 60) + (1ull << 52) + 1})
       v.push_back(x & mask(s));
   } else {
     for (double d : {0.0,          -0.0,          kInf,         -kInf,
