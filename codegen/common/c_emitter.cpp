@@ -167,42 +167,6 @@ private:
   }
   bool check(const ir::Operation &op);
 
-  /// The target's shared memory and workgroup limits, checked here so that a kernel over them is
-  /// a user error naming the kernel and the numbers, not a compiler failure inside NVRTC or
-  /// hipRTC. The messages are the SPIR-V writer's.
-  bool check_limits(const KernelAbi &abi) {
-    bool ok = true;
-    if (abi.shared_bytes > features_.max_shared_bytes) {
-      errors_.push_back(
-          {"",
-           0,
-           0,
-           fmt::format("kernel '{}' uses {} bytes of shared memory; target '{}' has {}",
-                       kernel_.name(), abi.shared_bytes, features_.target,
-                       features_.max_shared_bytes),
-           {}});
-      ok = false;
-    }
-    auto wg = abi.workgroup_size;
-    uint64_t invocations = uint64_t(wg[0]) * wg[1] * wg[2];
-    if (invocations > features_.max_workgroup_invocations ||
-        wg[0] > features_.max_workgroup_size[0] || wg[1] > features_.max_workgroup_size[1] ||
-        wg[2] > features_.max_workgroup_size[2]) {
-      errors_.push_back(
-          {"",
-           0,
-           0,
-           fmt::format("kernel '{}' has workgroup({}, {}, {}); target '{}' allows at most {} "
-                       "invocations and ({}, {}, {})",
-                       kernel_.name(), wg[0], wg[1], wg[2], features_.target,
-                       features_.max_workgroup_invocations, features_.max_workgroup_size[0],
-                       features_.max_workgroup_size[1], features_.max_workgroup_size[2]),
-           {}});
-      ok = false;
-    }
-    return ok;
-  }
-
   std::string fresh(std::string base) {
     std::string clean;
     for (char c : base)
@@ -1776,7 +1740,7 @@ std::optional<CSource> CEmitter::run() {
   });
   CSource out;
   out.abi = KernelAbi::of(kernel_);
-  if (!check_limits(out.abi) || !ok)
+  if (!ok)
     return std::nullopt;
   uniformity_ = std::make_unique<ir::UniformityAnalysis>(kernel_);
   dynamic_shared_ = !hip_ && out.abi.shared_bytes > kStaticSharedBytes;

@@ -139,6 +139,48 @@ bool check_target_support(const ir::Kernel &kernel, const TargetFeatures &featur
                        ir::matrix_shapes()[index].str(), features.target,
                        ir::matrix_shapes_text(features.matrix_shapes), features.matrix_note));
   });
+
+  // Shared memory: located at the largest array (in a DSL kernel, its Shared<T, N> line).
+  uint64_t shared_bytes = 0, largest_bytes = 0;
+  const ir::Operation *largest = nullptr;
+  kernel.walk([&](const ir::Operation *op) {
+    if (op->opcode() != ir::Opcode::SharedAlloc)
+      return;
+    uint64_t bytes = KernelAbi::padded_shared_bytes(op->result()->type());
+    shared_bytes += bytes;
+    if (bytes > largest_bytes) {
+      largest_bytes = bytes;
+      largest = op;
+    }
+  });
+  if (shared_bytes > features.max_shared_bytes) {
+    errors.push_back(ir::diagnostic_at(
+        *kernel.module(), largest,
+        fmt::format("kernel '{}' uses {} bytes of shared memory; target '{}' has {} (the largest "
+                    "array, here, has {} bytes): use smaller tiles or fewer arrays{}",
+                    kernel.name(), shared_bytes, features.target, features.max_shared_bytes,
+                    largest_bytes,
+                    features.max_shared_bytes < 227 * 1024
+                        ? ", or a target with more (CUDA sm_90 has 227 KiB)"
+                        : "")));
+    ok = false;
+  }
+  if (invocations > features.max_workgroup_invocations || wg[0] > features.max_workgroup_size[0] ||
+      wg[1] > features.max_workgroup_size[1] || wg[2] > features.max_workgroup_size[2]) {
+    ir::Diagnostic d;
+    if (kernel.location().known()) {
+      d.file = std::string(kernel.module()->file_name(kernel.location().file));
+      d.line = kernel.location().line;
+      d.col = kernel.location().col;
+    }
+    d.message = fmt::format("kernel '{}' has workgroup({}, {}, {}); target '{}' allows at most {} "
+                            "invocations and ({}, {}, {}): declare a smaller workgroup",
+                            kernel.name(), wg[0], wg[1], wg[2], features.target,
+                            features.max_workgroup_invocations, features.max_workgroup_size[0],
+                            features.max_workgroup_size[1], features.max_workgroup_size[2]);
+    errors.push_back(std::move(d));
+    ok = false;
+  }
   return ok;
 }
 

@@ -543,25 +543,7 @@ bool Writer::check_features() {
                                    "floats only; compute in f32 with an explicit cast)",
                                    op->name()));
   });
-  if (abi_.shared_bytes > features_.max_shared_bytes) {
-    fail(nullptr, fmt::format("kernel '{}' uses {} bytes of shared memory; target '{}' has {}",
-                              kernel_.name(), abi_.shared_bytes, features_.target,
-                              features_.max_shared_bytes));
-    ok = false;
-  }
   abi_.param_block_in_buffer = abi_.param_block_bytes > features_.max_param_block_bytes;
-  auto wg = kernel_.workgroup_size();
-  uint64_t invocations = uint64_t(wg[0]) * wg[1] * wg[2];
-  if (invocations > features_.max_workgroup_invocations ||
-      wg[0] > features_.max_workgroup_size[0] || wg[1] > features_.max_workgroup_size[1] ||
-      wg[2] > features_.max_workgroup_size[2]) {
-    fail(nullptr, fmt::format("kernel '{}' has workgroup({}, {}, {}); target '{}' allows at most "
-                              "{} invocations and ({}, {}, {})",
-                              kernel_.name(), wg[0], wg[1], wg[2], features_.target,
-                              features_.max_workgroup_invocations, features_.max_workgroup_size[0],
-                              features_.max_workgroup_size[1], features_.max_workgroup_size[2]));
-    ok = false;
-  }
   return ok;
 }
 
