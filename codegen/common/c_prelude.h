@@ -67,6 +67,7 @@ __device__ inline cubecc_bf16_storage cubecc_f32_to_bf16(f32 x) {
 // f16 and bf16 live in f32 registers; these round an f32 once to their precision.
 __device__ inline f32 cubecc_round_f16(f32 x) { return cubecc_f16_to_f32(cubecc_f32_to_f16(x)); }
 __device__ inline f32 cubecc_round_bf16(f32 x) { return cubecc_bf16_to_f32(cubecc_f32_to_bf16(x)); }
+// cubecc-host-tested: begin (test/unit/c_prelude_test.cpp compiles this part on the host)
 // An f64 rounded to f32 toward zero with the last bit set when inexact (round to odd): rounding
 // that to f16 or bf16 is the single rounding of the f64 value.
 __device__ inline f32 cubecc_f64_to_f32_odd(f64 x) {
@@ -104,6 +105,7 @@ __device__ inline f64 cubecc_i64_to_f64_odd(i64 v) {
   f64 r = cubecc_u64_to_f64_odd(v < 0 ? 0u - (u64)v : (u64)v);
   return v < 0 ? -r : r;
 }
+// cubecc-host-tested: end
 
 // atomic.min and atomic.max on floats: a compare-and-swap loop on the bits, with fmin/fmax (the
 // non-atomic min and max); returns the old value.
