@@ -1740,7 +1740,7 @@ std::optional<CSource> CEmitter::run() {
   });
   CSource out;
   out.abi = KernelAbi::of(kernel_);
-  if (!ok)
+  if (!check_target_limits(kernel_, features_, errors_) || !ok)
     return std::nullopt;
   uniformity_ = std::make_unique<ir::UniformityAnalysis>(kernel_);
   dynamic_shared_ = !hip_ && out.abi.shared_bytes > kStaticSharedBytes;

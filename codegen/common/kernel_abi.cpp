@@ -139,7 +139,14 @@ bool check_target_support(const ir::Kernel &kernel, const TargetFeatures &featur
                        ir::matrix_shapes()[index].str(), features.target,
                        ir::matrix_shapes_text(features.matrix_shapes), features.matrix_note));
   });
+  return ok;
+}
 
+bool check_target_limits(const ir::Kernel &kernel, const TargetFeatures &features,
+                         std::vector<ir::Diagnostic> &errors) {
+  bool ok = true;
+  const auto &wg = kernel.workgroup_size();
+  const uint64_t invocations = uint64_t(wg[0]) * wg[1] * wg[2];
   // Shared memory: located at the largest array (in a DSL kernel, its Shared<T, N> line).
   uint64_t shared_bytes = 0, largest_bytes = 0;
   const ir::Operation *largest = nullptr;

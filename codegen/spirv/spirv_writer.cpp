@@ -2213,9 +2213,11 @@ std::optional<SpirvKernel> emit_spirv(const ir::Kernel &kernel, const TargetFeat
   target.c_pow = false;
   if (!check_target_support(kernel, features, errors))
     return std::nullopt;
+  bool within_limits = check_target_limits(kernel, features, errors);
   std::unique_ptr<ir::Module> legal = ir::copy_kernel(kernel);
   passes::legalize(*legal, target);
-  return Writer(*legal->kernels().front(), features, errors).run();
+  std::optional<SpirvKernel> out = Writer(*legal->kernels().front(), features, errors).run();
+  return within_limits ? out : std::nullopt;
 }
 
 } // namespace cubecc::codegen

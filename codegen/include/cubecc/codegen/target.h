@@ -108,10 +108,16 @@ struct TargetFeatures {
 /// location): the matrix ops it does not run (each matrix.mma of a shape outside
 /// `matrix_shapes`, or on a target with none, the kernel's first matrix op), and a required
 /// subgroup size (the kernel attribute `subgroup_size`, docs/ir.md §3.1) other than the target's
-/// when the target's is known, and shared memory or a workgroup over the target's limits (so that
-/// such a kernel is a user error naming the numbers, not a failure inside NVRTC, hipRTC or the
-/// driver). Returns whether the kernel passed.
+/// when the target's is known. Returns whether the kernel passed.
 bool check_target_support(const ir::Kernel &kernel, const TargetFeatures &features,
                           std::vector<ir::Diagnostic> &errors);
+
+/// Refuses shared memory or a workgroup over the target's limits, naming the kernel, the numbers
+/// and what to do (the shared memory at the largest array's location), so that such a kernel is
+/// a user error and not a failure inside NVRTC, hipRTC or the driver. The GPU backends check it
+/// when they compile; the interpreter and the CPU device check their own limits when they load a
+/// kernel (the interpreter's can be raised). Returns whether the kernel passed.
+bool check_target_limits(const ir::Kernel &kernel, const TargetFeatures &features,
+                         std::vector<ir::Diagnostic> &errors);
 
 } // namespace cubecc::codegen
