@@ -38,7 +38,9 @@ float fma_exact(float a, float b, float c) {
     double err = negative == (z > xy) ? err_a : err_b;
     bool up = negative == (err < 0.0);
     uint64_t moved = up ? bits + 1UL : bits - 1UL;
-    r = exact || special ? r : uint64BitsToDouble(moved);
+    // An exact or infinite/NaN sum is kept, any other moves (a select, as the writer's OpSelect).
+    bool keep = exact || special;
+    r = keep ? r : uint64BitsToDouble(moved);
   }
   return float(r);
 }

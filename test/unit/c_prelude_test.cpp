@@ -11,6 +11,7 @@
 //===-----------------------------------------------------------------------------------------===//
 #include "cubecc/ir/semantics.h"
 #include "cubecc/ir/types.h"
+#include "float_samples.h"
 
 #include <gtest/gtest.h>
 
@@ -67,13 +68,8 @@ TEST(CPrelude, half_fma_rounds_once_as_the_interpreter_does) {
   EXPECT_EQ(prelude_fma(Scalar::BF16, 0x714a, 0x4020, 0x42f5), 0x71fdu);
   std::mt19937_64 rng(0xc0de);
   for (Scalar s : {Scalar::F16, Scalar::BF16}) {
-    unsigned one = s == Scalar::F16 ? 0x3c00 : 0x3f80;
     for (int i = 0; i < 300000; ++i) {
-      uint64_t a = rng() & 0xffff, b = rng() & 0xffff, c = rng() & 0xffff;
-      if (i % 2) { // an addend near the product's magnitude, where double rounding bites
-        int64_t e = int64_t(a & 0x7fff) + int64_t(b & 0x7fff) - one + int64_t(rng() % 1201) - 600;
-        c = (c & 0x8000) | uint64_t(std::clamp<int64_t>(e, 0, 0x7fff));
-      }
+      auto [a, b, c] = cubecc::test::half_fma_operands(s, rng, i % 2);
       uint64_t want = cubecc::ir::evaluate_lane(Opcode::Fma, s, a, b, c);
       uint64_t got = prelude_fma(s, a, b, c);
       ASSERT_TRUE(same_value(s, got, want))

@@ -1,10 +1,10 @@
 //===- float16_test.cpp - binary16 / bfloat16 conversions
 //--------------------------------------===//
 #include "cubecc/ir/float16.h"
+#include "float_samples.h"
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -118,14 +118,9 @@ TEST(Float16, fma_matches_an_exact_reference_on_random_operands) {
   using cubecc::ir::Scalar;
   std::mt19937_64 rng(0xf3a);
   for (Scalar s : {Scalar::F16, Scalar::BF16}) {
-    unsigned one = s == Scalar::F16 ? 0x3c00 : 0x3f80;
     size_t compared = 0;
     while (compared < 200000) {
-      uint64_t a = rng() & 0xffff, b = rng() & 0xffff, c = rng() & 0xffff;
-      if (rng() % 2) { // an addend of about the product's magnitude
-        int64_t e = int64_t(a & 0x7fff) + int64_t(b & 0x7fff) - one + int64_t(rng() % 1201) - 600;
-        c = (c & 0x8000) | uint64_t(std::clamp<int64_t>(e, 0, 0x7fff));
-      }
+      auto [a, b, c] = cubecc::test::half_fma_operands(s, rng, rng() % 2);
       double x = cubecc::ir::to_double(s, a), y = cubecc::ir::to_double(s, b),
              z = cubecc::ir::to_double(s, c);
       if (!std::isfinite(x) || !std::isfinite(y) || !std::isfinite(z) || x * y == 0)
