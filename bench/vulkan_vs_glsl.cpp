@@ -16,6 +16,7 @@
 // writer computes it where the device's fma is not fused; the outputs must agree bit for bit).
 //
 // Usage: vulkan_vs_glsl [--rounds N] [--kernel NAME] [--dump DIR] [--cpu-time] [--control]
+//                       [--ours FILE]
 // --control runs the GLSL twin in cubecc's place: the ratios it prints (ideally 1.00) are the
 // method's noise floor on this machine, to read the real run's ratios against.
 // --cpu-time times each launch by the CPU time the process spent on it instead of device
@@ -23,6 +24,8 @@
 // time it barely moves when other processes share the machine's cores.
 // --dump writes both modules of each kernel to DIR/<kernel>.cubecc.spv and <kernel>.glsl.spv
 // (for spirv-dis, to compare them instruction by instruction).
+// --ours FILE runs the SPIR-V module in FILE (say, a hand-edited --dump, reassembled with spirv-as)
+// in place of cubecc's, to try a change to the writer's output before writing it in the writer.
 // Environment: CUBECC_GLSLANG (the glslangValidator to use), CUBECC_BENCH_GLSL_DIR (bench/glsl).
 //
 //===-----------------------------------------------------------------------------------------===//
@@ -90,6 +93,18 @@ std::vector<uint32_t> compile_glsl(const std::string &file) {
   std::remove(out.c_str());
   std::vector<uint32_t> words(bytes.size() / 4);
   std::memcpy(words.data(), bytes.data(), words.size() * 4);
+  return words;
+}
+
+std::vector<uint32_t> read_words(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in.good() && !in.eof())
+    die("cannot read " + path);
+  if (bytes.empty() || bytes.size() % 4 != 0)
+    die(path + " is not a SPIR-V binary (its size is not a positive multiple of 4 bytes)");
+  std::vector<uint32_t> words(bytes.size() / 4);
+  std::memcpy(words.data(), bytes.data(), bytes.size());
   return words;
 }
 
@@ -256,7 +271,7 @@ std::vector<Case> cases() {
 
 int main(int argc, char **argv) {
   int rounds = 15;
-  std::string only, dump_dir;
+  std::string only, dump_dir, ours_file;
   bool cpu_time = false, control = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -270,10 +285,14 @@ int main(int argc, char **argv) {
       cpu_time = true;
     else if (a == "--control")
       control = true;
+    else if (a == "--ours" && i + 1 < argc)
+      ours_file = argv[++i];
     else
       die("usage: vulkan_vs_glsl [--rounds N] [--kernel NAME] [--dump DIR] [--cpu-time] "
-          "[--control]");
+          "[--control] [--ours FILE]");
   }
+  if (!ours_file.empty() && only.empty())
+    die("--ours needs --kernel: the module in the file replaces one kernel's");
   setenv("MESA_SHADER_CACHE_DISABLE", "true", 1); // compile every pipeline, as a cold start would
 
   std::unique_ptr<runtime::VulkanDevice> device;
@@ -283,10 +302,12 @@ int main(int argc, char **argv) {
     die(e.what());
   }
   std::unique_ptr<runtime::DeviceStream> stream = device->create_stream();
+  std::string in_our_place = control             ? "; CONTROL RUN: the GLSL twin in cubecc's place"
+                             : ours_file.empty() ? ""
+                                                 : "; " + ours_file + " in cubecc's place";
   std::printf("device: %s; %d timed rounds per kernel, alternating; %s%s\n\n",
               device->info().name.c_str(), rounds,
-              cpu_time ? "process CPU time per launch" : "device timestamps",
-              control ? "; CONTROL RUN: the GLSL twin in cubecc's place" : "");
+              cpu_time ? "process CPU time per launch" : "device timestamps", in_our_place.c_str());
   std::printf("%-16s %-26s %12s %12s %8s\n", "kernel", "size", "cubecc (us)", "GLSL (us)", "ratio");
   std::vector<std::string> json;
   for (Case &c : cases()) {
@@ -300,7 +321,12 @@ int main(int argc, char **argv) {
       codegen::SpirvKernel twin{
           compile_glsl(std::string(dir && *dir ? dir : CUBECC_BENCH_GLSL_DIR) + "/" + c.glsl),
           codegen::KernelAbi::of(kernel)};
-      ours = control ? device->compile_spirv(twin) : device->compile(kernel);
+      if (control)
+        ours = device->compile_spirv(twin);
+      else if (!ours_file.empty())
+        ours = device->compile_spirv({read_words(ours_file), codegen::KernelAbi::of(kernel)});
+      else
+        ours = device->compile(kernel);
       theirs = device->compile_spirv(twin);
       if (!dump_dir.empty()) {
         std::vector<ir::Diagnostic> errors;

@@ -1494,6 +1494,24 @@ void Writer::emit_for(const ir::Operation &op) {
   Lanes inits = flatten(op.operands().subspan(3));
   std::vector<Type> types = result_types(op);
 
+  // Where the next iv may wrap around, the last iv that leaves room for a step: the continue
+  // block's next iv is min(iv, limit) + step, which is iv + step up to the limit and at least hi
+  // past it (ending the loop) without wrapping. limit = max(hi, MIN + step) - step, computed once
+  // here; per iteration a min and an add (a compare and a select of the wrapped sum cost softmax
+  // 3% on lavapipe).
+  bool may_wrap = iv_may_wrap(op);
+  Id limit = 0;
+  if (may_wrap) {
+    Id lowest_hi = step; // MIN + step: the least hi for which the subtraction does not wrap
+    if (ir::is_signed(iv_scalar)) {
+      unsigned width = ir::scalar_bits(iv_scalar);
+      lowest_hi =
+          arith(Opcode::Add, iv_scalar, constant(iv_scalar, uint64_t(1) << (width - 1)), step);
+    }
+    Id room = arith(Opcode::Max, iv_scalar, hi, lowest_hi);
+    limit = arith(Opcode::Sub, iv_scalar, room, step);
+  }
+
   Id preheader = current_label();
   Id header = m_.id(), body_label = m_.id(), cont = m_.id(), merge = m_.id();
   branch(header);
@@ -1522,8 +1540,8 @@ void Writer::emit_for(const ir::Operation &op) {
   loops_.pop_back();
 
   // The continue block: the carried values of every `yield`/`continue`, then the next iv. The
-  // sequence must not wrap around (docs/ir.md §5.3): a wrapped iv is replaced by `hi`, which
-  // ends the loop (unless it cannot wrap, see iv_may_wrap).
+  // sequence must not wrap around (docs/ir.md §5.3): where it may, the iv is first clamped to
+  // `limit` (above), so that the sum ends the loop instead of wrapping.
   new_block(cont);
   Lanes next_carried;
   Id next_iv;
@@ -1535,11 +1553,8 @@ void Writer::emit_for(const ir::Operation &op) {
   } else {
     for (Lanes &l : phis(types, ctx.continues))
       next_carried.insert(next_carried.end(), l.begin(), l.end());
-    next_iv = emit(spv::Op::OpIAdd, iv_type, {iv, step});
-    if (iv_may_wrap(op)) {
-      Id wrapped = compare(Opcode::Lt, iv_scalar, next_iv, iv);
-      next_iv = emit(spv::Op::OpSelect, iv_type, {wrapped, hi, next_iv});
-    }
+    Id from = may_wrap ? arith(Opcode::Min, iv_scalar, iv, limit) : iv;
+    next_iv = emit(spv::Op::OpIAdd, iv_type, {from, step});
   }
   branch(header);
 

@@ -1976,7 +1976,8 @@ OpCase subgroup_case(Scalar s) {
 /// `for` loops whose last iv sits near the top of the iv type (docs/ir.md §5.3: the sequence
 /// never wraps around): the SPIR-V writer drops its wrap guard where it proves the next iv
 /// cannot wrap (a step of 1, a constant step below a constant hi with room) and keeps it
-/// elsewhere. Each loop stores its trip count and the sum of its ivs; the lower bounds are
+/// elsewhere (the iv clamped to max(hi, MIN + step) - step before the add: hi below MIN + step
+/// too). Each loop stores its trip count and the sum of its ivs; the lower bounds are
 /// parameters, so nothing folds. A missing guard would wrap to a small iv and run on.
 OpCase loops_near_the_top_case() {
   struct Loop {
@@ -1994,11 +1995,15 @@ OpCase loops_near_the_top_case() {
       {"i32", "2147483600", "2147483647", "16"},    // wraps to negative: guard
       {"i32", "-30", "-10", "5"},                   // negative hi: no guard
       {"i32", "-2147483648", "-2147483000", "300"}, // from MIN: no guard
+      {"u32", "1", "3", "4294967295"},              // hi below the step: guard, limit 0
+      {"i32", "2147483600", "%top_i32", "16"},      // hi MAX known at run time: guard
+      {"i32", "-2147483648", "%low_i32", "16"},     // hi below MIN + step: guard, limit MIN
   };
   constexpr size_t N = std::size(loops);
   OpCase c;
   c.name = "loops_near_the_top_of_the_iv_type";
-  std::string params = "%out: buffer<u32, write>, %top_u32: u32, %step: u32";
+  std::string params =
+      "%out: buffer<u32, write>, %top_u32: u32, %step: u32, %top_i32: i32, %low_i32: i32";
   std::string body;
   for (size_t k = 0; k < N; ++k)
     params += fmt::format(", %lo{}: {}", k, loops[k].type);
@@ -2041,6 +2046,8 @@ OpCase loops_near_the_top_case() {
   c.args.push_back(Arg{0, {}});
   c.args.push_back(Arg{-1, {4294967295u}});
   c.args.push_back(Arg{-1, {100}});
+  c.args.push_back(Arg{-1, {static_cast<uint32_t>(INT32_MAX)}});
+  c.args.push_back(Arg{-1, {static_cast<uint32_t>(-2147483640)}});
   for (const Loop &l : loops)
     c.args.push_back(Arg{-1, {static_cast<uint32_t>(std::stoll(l.lo))}});
   return c;
