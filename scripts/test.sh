@@ -8,10 +8,10 @@
 #   3. the Python package (python/), built against build-test/ in the virtual environment
 #      build-test/python-venv/ (scripts/python-env.sh: pytest, NumPy and PyTorch from PyPI), and
 #      its pytest suite with the ASan runtime preloaded;
-#   4. build-fuzz/: the libFuzzer targets (clang 14, ASan + UBSan); ctest runs the IR parser
-#      fuzzer (from the repository's .cir files) and the environment bundle reader fuzzer (from
-#      small valid bundles) for CUBECC_FUZZ_RUNS (default 300000) executions each, from sorted
-#      seeds with a fixed random seed, so that every run explores the same inputs.
+#   4. build-fuzz/: the libFuzzer targets (clang 14, ASan + UBSan); ctest runs the IR parser and
+#      passes fuzzers (from the repository's .cir files) and the environment bundle reader fuzzer
+#      (from small valid bundles) for CUBECC_FUZZ_RUNS (default 300000) executions each, from
+#      sorted seeds with a fixed random seed, so that every run explores the same inputs.
 # Expects the packages from scripts/setup.sh. Exits non-zero if anything fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -50,7 +50,8 @@ fi
 say "configuring and building build-fuzz/ (clang 14, libFuzzer, ASan + UBSan)"
 cmake --preset fuzz -DCUBECC_FUZZ_RUNS="${CUBECC_FUZZ_RUNS:-300000}" >/dev/null
 cmake --build --preset fuzz -j "$jobs"
-say "running the IR parser and bundle reader fuzzers for ${CUBECC_FUZZ_RUNS:-300000} executions each"
+say "running the IR parser, passes and bundle reader fuzzers for ${CUBECC_FUZZ_RUNS:-300000}" \
+  "executions each"
 ctest --preset fuzz || status=1
 
 if [ "$status" -eq 0 ]; then

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# run-fuzzer.sh FUZZER REPO WORK_DIR RUNS: fuzzes the IR parser for exactly RUNS executions from a
-# seed corpus of every .cir file of the repository (and a dictionary of the IR's keywords). Fails
-# on any finding.
+# run-fuzzer.sh FUZZER REPO WORK_DIR RUNS: runs a fuzzer of IR text (the parser's, the passes')
+# for exactly RUNS executions from a seed corpus of every .cir file of the repository (and a
+# dictionary of the IR's keywords). Fails on any finding.
 #
 # A run is reproducible: the seed corpus is copied into a fresh folder under names that sort the
 # same on every machine, the new inputs go to another fresh folder, the random seed is fixed
