@@ -467,7 +467,7 @@ int emit_target(const ir::Module &module, const Target &target, const CompileOpt
   for (const auto &kernel : module.kernels()) {
     if (options.skip_unsupported) {
       std::vector<ir::Diagnostic> why;
-      if (!codegen::check_target_support(*kernel, target.backend->features(target.name), why)) {
+      if (!target.backend->check_support(*kernel, target.name, why)) {
         say_left_out(kernel->name(), target.name, why.empty() ? "" : why.front().message);
         continue;
       }

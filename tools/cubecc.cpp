@@ -127,8 +127,9 @@ int run(int argc, char **argv) {
   compile->add_flag("--time-passes", compile_options.time_passes,
                     "report the time each pass takes (to standard error)");
   compile->add_flag("--skip-unsupported", compile_options.skip_unsupported,
-                    "leave out a kernel a target cannot run (matrix ops, or a required subgroup "
-                    "size the target lacks), saying which, instead of failing");
+                    "leave out a kernel a target cannot run (a type, atomic, matrix shape or "
+                    "subgroup size it lacks, shared memory or a workgroup over its limits), "
+                    "saying which, instead of failing");
   compile->add_option("-o", compile_options.output,
                       "output file (default: standard output); for --emit spirv with several "
                       "kernels, or a path ending in '/' or naming a directory: a directory of "
@@ -199,9 +200,9 @@ int run(int argc, char **argv) {
                         "I/N: build share I (1..N) of the (kernel, target) work, for a build "
                         "spread over N machines; `env merge` of the N bundles is the whole build");
   env_build->add_flag("--skip-unsupported", build_options.skip_unsupported,
-                      "leave a kernel out of a target that cannot run it (matrix ops, or a "
-                      "required subgroup size the target lacks), saying which, instead of "
-                      "failing");
+                      "leave a kernel out of a target that cannot run it (a type, atomic, "
+                      "matrix shape or subgroup size it lacks, shared memory or a workgroup over "
+                      "its limits), saying which, instead of failing");
   add_provenance(env_build, build_options.provenance);
   env_build->footer("Examples:\n  cubecc env build build/examples/libcubecc_examples.so "
                     "--target cuda:sm_80,cuda:sm_90,hip:gfx90a,vulkan -o app.cubeenv\n"

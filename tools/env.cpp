@@ -225,10 +225,11 @@ int env_build_command(const EnvBuildOptions &options) {
   for (const auto &e : contents->entries)
     artifacts += e.artifacts.size();
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::cerr << fmt::format(
-      "cubecc: {}: {}{} kernels, {} binaries for {} in {:.1f} s ({})\n", shown(options.output),
-      options.shard.empty() ? "" : "shard " + options.shard + ": ", contents->entries.size(),
-      artifacts, fmt::join(*targets, ", "), seconds, human_bytes(bytes));
+  std::cerr << fmt::format("cubecc: {}: {}{}, {} for {} in {:.1f} s ({})\n", shown(options.output),
+                           options.shard.empty() ? "" : "shard " + options.shard + ": ",
+                           counted(contents->entries.size(), "kernel"),
+                           counted(artifacts, "binary", "binaries"), fmt::join(*targets, ", "),
+                           seconds, human_bytes(bytes));
   return load_rc;
 }
 
@@ -428,7 +429,8 @@ int env_inspect_command(const std::string &path, bool json) {
         e.configuration.empty() ? "-" : e.configuration, e.options, e.hash.hex().substr(0, 12),
         fmt::format("{}", fmt::join(binaries, ", ")));
   }
-  print_out("\n{} kernels; {} tuning records\n", entries.size(), tuning.size());
+  print_out("\n{}; {}\n", counted(entries.size(), "kernel"),
+            counted(tuning.size(), "tuning record"));
   for (size_t i = 0; i < tuning.size(); ++i) {
     const std::optional<autotune::TuningRecord> &r = records[i];
     if (!r) {
@@ -542,8 +544,9 @@ int env_verify_command(const std::string &path, bool json, const std::vector<std
                              problems.size() == 1 ? "" : "s");
     return kUserError;
   }
-  print_out("{}: ok: {} kernels, {} binaries, {} tuning records verified{}\n", path,
-            bundle->num_entries(), artifacts, bundle->num_tuning_records(), signature_line);
+  print_out("{}: ok: {}, {}, {} verified{}\n", path, counted(bundle->num_entries(), "kernel"),
+            counted(artifacts, "binary", "binaries"),
+            counted(bundle->num_tuning_records(), "tuning record"), signature_line);
   return kSuccess;
 }
 
@@ -718,9 +721,9 @@ int env_merge_command(const std::vector<std::string> &inputs, const std::string 
   size_t bytes = 0;
   if (int code = write_bundle_file(output, merged, bytes))
     return code;
-  std::cerr << fmt::format("cubecc: {}: {} kernels, {} tuning records from {} bundles\n",
-                           shown(output), merged.entries.size(), merged.tuning.size(),
-                           inputs.size());
+  std::cerr << fmt::format(
+      "cubecc: {}: {}, {} from {}\n", shown(output), counted(merged.entries.size(), "kernel"),
+      counted(merged.tuning.size(), "tuning record"), counted(inputs.size(), "bundle"));
   if (any_signed)
     note_output_unsigned(output);
   return kSuccess;
@@ -933,9 +936,9 @@ int env_prune_command(const EnvPruneOptions &options) {
   size_t bytes = 0;
   if (int code = write_bundle_file(options.output, *contents, bytes))
     return code;
-  std::cerr << fmt::format("cubecc: {}: {} kernels left ({} dropped, {} binaries dropped), "
-                           "targets {} ({})\n",
-                           shown(options.output), contents->entries.size(), kernels, binaries,
+  std::cerr << fmt::format("cubecc: {}: {} left ({} dropped, {} dropped), targets {} ({})\n",
+                           shown(options.output), counted(contents->entries.size(), "kernel"),
+                           kernels, counted(binaries, "binary", "binaries"),
                            contents->metadata.targets.empty()
                                ? std::string("-")
                                : fmt::format("{}", fmt::join(contents->metadata.targets, ", ")),

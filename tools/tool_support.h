@@ -44,6 +44,13 @@ inline std::string shown_message(std::string_view text) {
   return runtime::shorten_for_message(text, 4000);
 }
 
+/// "1 kernel", "2 kernels": `n` and the noun, plural unless n is 1 (`plural` when not noun + s).
+inline std::string counted(size_t n, std::string_view noun, std::string_view plural = {}) {
+  if (n == 1)
+    return fmt::format("1 {}", noun);
+  return plural.empty() ? fmt::format("{} {}s", n, noun) : fmt::format("{} {}", n, plural);
+}
+
 /// Prints to standard output (std::cout: a failure is found by finish_standard_output, where
 /// fmt::print would throw).
 template <class... Args> void print_out(fmt::format_string<Args...> format, Args &&...args) {

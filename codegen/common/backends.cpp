@@ -15,6 +15,11 @@ std::span<const Backend *const> backends() {
   return registered_backends();
 }
 
+bool Backend::check_support(const ir::Kernel &kernel, std::string_view target,
+                            std::vector<ir::Diagnostic> &why) const {
+  return check_target_support(kernel, features(target), why);
+}
+
 const Backend *find_backend(std::string_view target) {
   std::string_view prefix = target.substr(0, target.find(':'));
   for (const Backend *backend : backends())

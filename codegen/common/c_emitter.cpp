@@ -101,6 +101,8 @@ public:
       : kernel_(kernel), features_(features), hip_(hip), errors_(errors) {}
 
   std::optional<CSource> run();
+  /// What run() checks before it writes: the target's support, each op's needs and the limits.
+  bool check_kernel();
 
 private:
   const ir::Kernel &kernel_;
@@ -1731,17 +1733,19 @@ void CEmitter::emit_while(const ir::Operation &op) {
   line("}");
 }
 
-std::optional<CSource> CEmitter::run() {
+bool CEmitter::check_kernel() {
   bool ok = check_target_support(kernel_, features_, errors_);
+  kernel_.walk([&](const ir::Operation *op) { ok &= check(*op); });
+  return check_target_limits(kernel_, features_, errors_) && ok;
+}
+
+std::optional<CSource> CEmitter::run() {
+  if (!check_kernel())
+    return std::nullopt;
   bool matrices = false;
-  kernel_.walk([&](const ir::Operation *op) {
-    ok &= check(*op);
-    matrices |= ir::is_matrix_op(op->opcode());
-  });
+  kernel_.walk([&](const ir::Operation *op) { matrices |= ir::is_matrix_op(op->opcode()); });
   CSource out;
   out.abi = KernelAbi::of(kernel_);
-  if (!check_target_limits(kernel_, features_, errors_) || !ok)
-    return std::nullopt;
   uniformity_ = std::make_unique<ir::UniformityAnalysis>(kernel_);
   dynamic_shared_ = !hip_ && out.abi.shared_bytes > kStaticSharedBytes;
   if (dynamic_shared_)
@@ -1814,8 +1818,11 @@ std::optional<CSource> CEmitter::run() {
 
 } // namespace
 
-std::optional<CSource> emit_c_family(const ir::Kernel &kernel, const TargetFeatures &features,
-                                     CDialect dialect, std::vector<ir::Diagnostic> &errors) {
+namespace {
+
+/// `kernel` legalized for `dialect` on a target with `features`, in a module of its own.
+std::unique_ptr<ir::Module> legalized(const ir::Kernel &kernel, const TargetFeatures &features,
+                                      CDialect dialect) {
   // The vendors' libraries (libdevice, ocml) have erf and C's pow.
   passes::LegalizeTarget target;
   target.name = dialect == CDialect::Hip ? "hip" : "cuda";
@@ -1826,8 +1833,23 @@ std::optional<CSource> emit_c_family(const ir::Kernel &kernel, const TargetFeatu
   target.async_copy = dialect == CDialect::Cuda && features.async_copy; // cp.async
   std::unique_ptr<ir::Module> legal = ir::copy_kernel(kernel);
   passes::legalize(*legal, target);
+  return legal;
+}
+
+} // namespace
+
+std::optional<CSource> emit_c_family(const ir::Kernel &kernel, const TargetFeatures &features,
+                                     CDialect dialect, std::vector<ir::Diagnostic> &errors) {
+  std::unique_ptr<ir::Module> legal = legalized(kernel, features, dialect);
   return CEmitter(*legal->kernels().front(), features, /*hip=*/dialect == CDialect::Hip, errors)
       .run();
+}
+
+bool check_c_family(const ir::Kernel &kernel, const TargetFeatures &features, CDialect dialect,
+                    std::vector<ir::Diagnostic> &errors) {
+  std::unique_ptr<ir::Module> legal = legalized(kernel, features, dialect);
+  return CEmitter(*legal->kernels().front(), features, /*hip=*/dialect == CDialect::Hip, errors)
+      .check_kernel();
 }
 
 } // namespace cubecc::codegen

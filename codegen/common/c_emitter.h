@@ -23,4 +23,9 @@ enum class CDialect { Cuda, Hip };
 std::optional<CSource> emit_c_family(const ir::Kernel &kernel, const TargetFeatures &features,
                                      CDialect dialect, std::vector<ir::Diagnostic> &errors);
 
+/// The checks emit_c_family makes before it writes anything (the target's features, matrix
+/// shapes, subgroups and limits): whether it would refuse `kernel`, and why in `errors`.
+bool check_c_family(const ir::Kernel &kernel, const TargetFeatures &features, CDialect dialect,
+                    std::vector<ir::Diagnostic> &errors);
+
 } // namespace cubecc::codegen

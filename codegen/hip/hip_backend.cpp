@@ -38,6 +38,10 @@ public:
   TargetFeatures features(std::string_view target) const override {
     return hip_features(arch_of(target));
   }
+  bool check_support(const ir::Kernel &kernel, std::string_view target,
+                     std::vector<ir::Diagnostic> &why) const override {
+    return check_c_family(kernel, features(target), CDialect::Hip, why);
+  }
 
   const std::vector<EmitKind> &emit_kinds() const override {
     static const std::vector<EmitKind> kinds = {{"hip", ".hip", false, false},

@@ -35,6 +35,10 @@ public:
     return target == "vulkan:nvidia" ? TargetFeatures::vulkan_nvidia()
                                      : TargetFeatures::vulkan_baseline();
   }
+  bool check_support(const ir::Kernel &kernel, std::string_view target,
+                     std::vector<ir::Diagnostic> &why) const override {
+    return check_spirv(kernel, features(target), why);
+  }
 
   const std::vector<EmitKind> &emit_kinds() const override {
     static const std::vector<EmitKind> kinds = {{"spirv", ".spv", true, true},

@@ -81,6 +81,11 @@ public:
       : kernel_(kernel), features_(features), errors_(errors) {}
 
   std::optional<SpirvKernel> run();
+  /// What run() checks before it writes (the kernel's types and ops against the features).
+  bool check() {
+    abi_ = KernelAbi::of(kernel_);
+    return check_features();
+  }
 
 private:
   const ir::Kernel &kernel_;
@@ -2218,21 +2223,40 @@ std::optional<SpirvKernel> Writer::run() {
 
 } // namespace
 
-std::optional<SpirvKernel> emit_spirv(const ir::Kernel &kernel, const TargetFeatures &features,
-                                      std::vector<ir::Diagnostic> &errors) {
+namespace {
+
+/// `kernel` legalized for SPIR-V, in a module of its own.
+std::unique_ptr<ir::Module> legalized(const ir::Kernel &kernel) {
   // GLSL.std.450 has no erf, and its Pow leaves x < 0 and x = 0, y <= 0 undefined.
   passes::LegalizeTarget target;
   target.name = "spirv";
   target.native_erf = false;
   target.native_libm = false; // GLSL.std.450 lacks expm1, log1p, hypot; its asin... are coarse
   target.c_pow = false;
+  std::unique_ptr<ir::Module> legal = ir::copy_kernel(kernel);
+  passes::legalize(*legal, target);
+  return legal;
+}
+
+} // namespace
+
+std::optional<SpirvKernel> emit_spirv(const ir::Kernel &kernel, const TargetFeatures &features,
+                                      std::vector<ir::Diagnostic> &errors) {
   if (!check_target_support(kernel, features, errors))
     return std::nullopt;
   bool within_limits = check_target_limits(kernel, features, errors);
-  std::unique_ptr<ir::Module> legal = ir::copy_kernel(kernel);
-  passes::legalize(*legal, target);
+  std::unique_ptr<ir::Module> legal = legalized(kernel);
   std::optional<SpirvKernel> out = Writer(*legal->kernels().front(), features, errors).run();
   return within_limits ? out : std::nullopt;
+}
+
+bool check_spirv(const ir::Kernel &kernel, const TargetFeatures &features,
+                 std::vector<ir::Diagnostic> &errors) {
+  if (!check_target_support(kernel, features, errors))
+    return false;
+  bool within_limits = check_target_limits(kernel, features, errors);
+  std::unique_ptr<ir::Module> legal = legalized(kernel);
+  return Writer(*legal->kernels().front(), features, errors).check() && within_limits;
 }
 
 } // namespace cubecc::codegen

@@ -46,7 +46,7 @@ std::vector<TargetGroup> group_targets(const std::vector<std::string> &targets) 
 /// The job: one kernel (already optimized) for one group of targets.
 struct Job {
   size_t kernel;
-  TargetGroup group; ///< the shard's group, less the targets skipped for this kernel
+  TargetGroup group; ///< the shard's group (less the targets skipped for this kernel)
 };
 
 /// Artifacts of `kernel` for `group`, or errors.
@@ -148,20 +148,7 @@ std::optional<BundleContents> build_entries(std::span<const KernelInput> kernels
   for (size_t k = 0; k < kernels.size(); ++k)
     for (const TargetGroup &g : groups)
       if (shard_of(hashes[k], g, options.shard_count) == options.shard_index) {
-        TargetGroup kept{g.backend, {}};
-        for (const std::string &t : g.targets) {
-          std::vector<ir::Diagnostic> why;
-          if (options.skip_unsupported &&
-              !codegen::check_target_support(*kernels[k].kernel, g.backend->features(t), why)) {
-            if (options.skipped)
-              options.skipped(kernels[k].kernel->name(), t, why.empty() ? "" : why[0].message);
-            continue;
-          }
-          kept.targets.push_back(t);
-        }
-        if (kept.targets.empty())
-          continue;
-        jobs.push_back({k, std::move(kept)});
+        jobs.push_back({k, g});
         has_jobs[k] = true;
       }
 
@@ -188,6 +175,30 @@ std::optional<BundleContents> build_entries(std::span<const KernelInput> kernels
     }
   if (!errors.empty())
     return std::nullopt;
+
+  // With skip_unsupported, each job keeps the targets that can run its kernel as optimized (the
+  // kernel the backend compiles); a kernel left with none gets no entry.
+  if (options.skip_unsupported) {
+    std::vector<Job> kept_jobs;
+    std::fill(has_jobs.begin(), has_jobs.end(), false);
+    for (Job &job : jobs) {
+      const ir::Kernel &kernel = *optimized[job.kernel]->kernels().front();
+      TargetGroup kept{job.group.backend, {}};
+      for (const std::string &t : job.group.targets) {
+        std::vector<ir::Diagnostic> why;
+        if (job.group.backend->check_support(kernel, t, why)) {
+          kept.targets.push_back(t);
+        } else if (options.skipped) {
+          options.skipped(kernel.name(), t, why.empty() ? "" : why[0].message);
+        }
+      }
+      if (kept.targets.empty())
+        continue;
+      has_jobs[job.kernel] = true;
+      kept_jobs.push_back({job.kernel, std::move(kept)});
+    }
+    jobs = std::move(kept_jobs);
+  }
 
   std::vector<std::vector<Artifact>> artifacts(jobs.size());
   std::vector<std::vector<ir::Diagnostic>> job_errors(jobs.size());

@@ -93,6 +93,13 @@ public:
   virtual std::vector<Artifact> compile(const ir::Kernel &kernel,
                                         std::span<const std::string> targets,
                                         std::vector<ir::Diagnostic> &errors) const = 0;
+  /// Whether `target` can run `kernel` (optimized and verified, as compile() takes it) at all,
+  /// checked without compiling: the target's features (types, atomics, matrix shapes, subgroups)
+  /// and limits (shared memory, workgroup). What `--skip-unsupported` asks before it leaves a
+  /// kernel out of a target; on false, `why` holds what compile() would refuse it with. The
+  /// default checks check_target_support (target.h); backends that refuse more say so.
+  virtual bool check_support(const ir::Kernel &kernel, std::string_view target,
+                             std::vector<ir::Diagnostic> &why) const;
   /// The output of kind `kind` (one of emit_kinds()) of `kernel` for `target`.
   virtual std::optional<Emitted> emit(const ir::Kernel &kernel, std::string_view target,
                                       std::string_view kind,

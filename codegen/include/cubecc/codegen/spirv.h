@@ -44,6 +44,11 @@ struct SpirvKernel {
 std::optional<SpirvKernel> emit_spirv(const ir::Kernel &kernel, const TargetFeatures &features,
                                       std::vector<ir::Diagnostic> &errors);
 
+/// The checks emit_spirv makes before it writes anything (the target's features, matrix shapes,
+/// subgroups and limits): whether it would refuse `kernel`, and why in `errors`.
+bool check_spirv(const ir::Kernel &kernel, const TargetFeatures &features,
+                 std::vector<ir::Diagnostic> &errors);
+
 /// Runs the SPIRV-Tools validator (Vulkan 1.2 environment) in process. Empty on success, else
 /// the validator's messages.
 std::string validate_spirv(const std::vector<uint32_t> &words);

@@ -39,10 +39,11 @@ struct BuildOptions {
   /// A shard's bundle holds the kernels that have work in it, with their binaries from it.
   unsigned shard_index = 0;
   unsigned shard_count = 1;
-  /// Leave a kernel out of a target that cannot run it (matrix ops or a required subgroup size
-  /// the target lacks: codegen::check_target_support) instead of failing the build, calling
-  /// `skipped` for each (kernel, target) left out. For a library with per-vendor variants (the
-  /// tensor-core GEMM's warp-32 and wave-64 kernels): each target gets those it runs.
+  /// Leave a kernel out of a target that cannot run it (a type, atomic, matrix shape or subgroup
+  /// size the target lacks, shared memory or a workgroup over its limits: Backend::check_support
+  /// on the optimized kernel) instead of failing the build, calling `skipped` for each (kernel,
+  /// target) left out. For a library with per-vendor variants (the tensor-core GEMM's warp-32
+  /// and wave-64 kernels): each target gets those it runs.
   bool skip_unsupported = false;
   std::function<void(const std::string &kernel, const std::string &target, const std::string &why)>
       skipped;
