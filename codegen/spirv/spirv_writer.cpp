@@ -32,6 +32,8 @@
 #include <fmt/format.h>
 #include <spirv/unified1/GLSL.std.450.h>
 
+#include <limits>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -1761,6 +1763,19 @@ void Writer::emit_arith(const ir::Operation &op) {
   case ir::Signature::Binary:
     if (info.type_class == ir::TypeClass::Float) // pow
       return per_lane([&](unsigned k) { return math(op, rs, operand(0, k), operand(1, k), 0); });
+    if (opc == Opcode::Div && ir::is_float(rs)) {
+      // A division by a constant ±0: lavapipe (Mesa's NIR) folds it to 0, although IEEE (and the
+      // IR) give ±inf, or NaN for 0 and NaN. x * ±inf is that result for every x.
+      uint64_t sign = uint64_t(1) << (ir::scalar_bits(rs) - 1);
+      std::optional<uint64_t> bits = constant_bits(op.operand(1));
+      if (bits && (*bits & (sign - 1)) == 0) {
+        double inf = std::numeric_limits<double>::infinity();
+        Id scaled_by = constant_value(rs, (*bits & sign) ? -inf : inf);
+        return per_lane([&](unsigned k) {
+          return no_contraction(emit(spv::Op::OpFMul, t, {operand(0, k), scaled_by}));
+        });
+      }
+    }
     return per_lane([&](unsigned k) { return arith(opc, rs, operand(0, k), operand(1, k)); });
   case ir::Signature::Unary:
     if (info.type_class == ir::TypeClass::Float)

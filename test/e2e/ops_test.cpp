@@ -275,6 +275,7 @@ OpCase arith_case(Scalar s) {
     std::vector<std::string> operands;
     std::function<std::string(size_t)> inputs;
     Check check;
+    std::string label = {}; ///< the range's name, when not "<op> <type>"
   };
   std::string T = name(s);
   auto in2 = [&](const std::vector<uint64_t> &x, const std::vector<uint64_t> &y) {
@@ -298,6 +299,13 @@ OpCase arith_case(Scalar s) {
     ops.push_back({"sub", {va, vb}, in2(a, b), {}});
     ops.push_back({"mul", {va, vb}, in2(a, b), {}});
     ops.push_back({"div", {va, vd}, in2(a, divisor), is_float(s) ? division_check(s, b) : Check{}});
+    if (is_float(s)) // a constant divisor reaches the driver as one (lavapipe folded x / 0.0 to 0)
+      for (const char *zero : {"0.0", "-0.0"})
+        ops.push_back({"div",
+                       {va, body.constant(zero, T)},
+                       in2(a, b),
+                       {},
+                       fmt::format("div {} by a constant {}", T, zero)});
     ops.push_back({"rem", {va, vd}, in2(a, divisor), {}});
     ops.push_back({"min", {va, vb}, in2(a, b), zero_either});
     ops.push_back({"max", {va, vb}, in2(a, b), zero_either});
@@ -337,8 +345,8 @@ OpCase arith_case(Scalar s) {
       operands += (operands.empty() ? " " : ", ") + o;
     std::string r = body.op(ops[k].op + operands, T);
     store_as(body, "out", offset_index(body, i, k * kArithN), r, s);
-    out.ranges.push_back(
-        Range{ops[k].op + " " + T, k * kArithN, kArithN, ops[k].check, ops[k].inputs});
+    out.ranges.push_back(Range{ops[k].label.empty() ? ops[k].op + " " + T : ops[k].label,
+                               k * kArithN, kArithN, ops[k].check, ops[k].inputs});
   }
   std::vector<std::string> compares = {"eq", "ne"};
   if (numeric)
