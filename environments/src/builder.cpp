@@ -242,8 +242,11 @@ std::optional<BundleContents> build_entries(std::span<const KernelInput> kernels
     entry.configuration = kernels[k].configuration;
     entry.library = kernels[k].library;
     entry.library_build = kernels[k].library_build;
-    for (unsigned p = 0; p < kernels[k].kernel->num_parameters(); ++p)
+    for (unsigned p = 0; p < kernels[k].kernel->num_parameters(); ++p) {
       entry.parameter_names.push_back(kernels[k].kernel->parameter(p)->name());
+      if (!kernels[k].kernel->parameter(p)->has_uses())
+        entry.unread_parameters.push_back(p);
+    }
     for (; next_job < jobs.size() && jobs[next_job].kernel == k; ++next_job)
       for (Artifact &a : artifacts[next_job])
         entry.artifacts.push_back(std::move(a));

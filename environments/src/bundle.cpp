@@ -212,6 +212,8 @@ bool decode_entry(const fb::Entry *e, std::string &error, Entry *out) {
     if (e->parameter_names())
       for (const flatbuffers::String *p : *e->parameter_names())
         out->parameter_names.emplace_back(view(p));
+    if (e->unread_parameters())
+      out->unread_parameters.assign(e->unread_parameters()->begin(), e->unread_parameters()->end());
   }
   for (const fb::Artifact *a : *e->artifacts()) {
     if (!a->target() || !a->format() || !a->data() || a->target()->size() == 0 ||
@@ -229,6 +231,16 @@ bool decode_entry(const fb::Entry *e, std::string &error, Entry *out) {
       error = fmt::format("kernel '{}' names {} parameters, its {} binary has {}", name,
                           e->parameter_names()->size(), view(a->target()), abi->params.size());
       return false;
+    }
+    if (const auto *unread = e->unread_parameters()) {
+      for (flatbuffers::uoffset_t u = 0; u < unread->size(); ++u)
+        if (unread->Get(u) >= abi->params.size() ||
+            (u > 0 && unread->Get(u) <= unread->Get(u - 1))) {
+          error = fmt::format("kernel '{}': its unread parameters are not ascending indices of "
+                              "its {} binary's {} parameters",
+                              name, view(a->target()), abi->params.size());
+          return false;
+        }
     }
     if (!out)
       continue;
@@ -258,11 +270,11 @@ std::string serialize_entry(const Entry &entry) {
                            b.CreateString(a.target.features), b.CreateString(a.target.toolkit),
                            b.CreateString(a.entry), write_abi(b, a.abi), data));
   }
-  b.Finish(fb::CreateEntry(b, entry.hash.high, entry.hash.low, b.CreateString(entry.options),
-                           b.CreateString(entry.name), b.CreateString(entry.configuration),
-                           b.CreateVector(artifacts),
-                           b.CreateVectorOfStrings(entry.parameter_names),
-                           b.CreateString(entry.library), b.CreateString(entry.library_build)));
+  b.Finish(fb::CreateEntry(
+      b, entry.hash.high, entry.hash.low, b.CreateString(entry.options), b.CreateString(entry.name),
+      b.CreateString(entry.configuration), b.CreateVector(artifacts),
+      b.CreateVectorOfStrings(entry.parameter_names), b.CreateString(entry.library),
+      b.CreateString(entry.library_build), b.CreateVector(entry.unread_parameters)));
   return std::string(reinterpret_cast<const char *>(b.GetBufferPointer()), b.GetSize());
 }
 
@@ -927,6 +939,9 @@ Bundle::find_named_kernel(std::string_view library, std::string_view kernel,
       for (const flatbuffers::String *p : *e->parameter_names())
         result.parameter_names.emplace_back(view(p));
     result.library_build = std::string(view(e->library_build()));
+    if (e->unread_parameters())
+      result.unread_parameters.assign(e->unread_parameters()->begin(),
+                                      e->unread_parameters()->end());
     result.lookup = find_unchanged(result.hash, options, targets);
   };
   // The name table points at the entry: only that one is verified (a lookup in a bundle of

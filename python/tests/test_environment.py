@@ -6,7 +6,7 @@ import pytest
 
 import cubecc
 
-from conftest import DEVICES, run_cli
+from conftest import DEVICES, run_cli, shares_host_memory
 
 
 def target_of(backend):
@@ -66,6 +66,13 @@ def test_kernels_by_name_without_the_library(device, bundle):
     assert rt.statistics().compiles == 0
     with pytest.raises(cubecc.NotFoundError, match="softmax_v2"):
         rt.kernel_from_environment("cubecc_examples", "softmax_v2")
+    if shares_host_memory(rt):
+        # The bundle records which parameters the kernel never reads: axpy's x[i] ignores x's
+        # strides, so a strided view is refused here too, without the library.
+        axpy = rt.kernel_from_environment("cubecc_examples", "axpy", "width=1")
+        strided = np.arange(64, dtype=np.float32)[::2]
+        with pytest.raises(cubecc.InvalidArgumentError, match="flat position alone"):
+            rt.launch(axpy, 1, strided, np.ones(32, np.float32), 1.0)
 
 
 def test_strict_bundle_refuses_a_kernel_it_does_not_hold(tmp_path, examples, examples_path):

@@ -117,6 +117,24 @@ def test_strided_views_reach_the_kernel(runtime, examples):
     np.testing.assert_array_equal(rows.numpy(), x[10:20])
 
 
+def test_a_kernel_that_ignores_strides_takes_contiguous_tensors_only(runtime, examples):
+    """axpy reads x[i], never x's strides: a strided view would be read as if it were dense (the
+    storage's first elements, not NumPy's), so the launch refuses one; a copy gives NumPy's result.
+    """
+    axpy = runtime.kernel(examples, "axpy")
+    big, y = floats(2000), floats(1000)
+    want = np.float32(2.0) * big[::2] + y
+    tx, ty = runtime.tensor(big[::2]), runtime.tensor(y)
+    if not tx.contiguous:  # the device shares host memory: the view kept its stride
+        assert tx.strides == (2,)
+        for x in (tx, big[::2]):
+            with pytest.raises(cubecc.InvalidArgumentError, match="flat position alone"):
+                runtime.launch(axpy, axpy.grid_for(1000), x, ty, 2.0)
+        tx = runtime.tensor(big[::2], copy=True)
+    runtime.launch(axpy, axpy.grid_for(1000), tx, ty, 2.0)
+    np.testing.assert_array_equal(ty.numpy(), want)
+
+
 def test_streams_and_events(runtime, examples):
     axpy = runtime.kernel(examples, "axpy")
     x, y = floats(1024), floats(1024)

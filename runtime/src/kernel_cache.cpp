@@ -57,6 +57,11 @@ std::vector<KernelParameter> group_parameters(std::span<const ParameterInfo> par
       strides = is_u32(i + 1 + rank + d, p.name + ".stride" + std::to_string(d));
     g.kind = strides ? KernelParameter::Kind::Tensor : KernelParameter::Kind::Array;
     g.rank = strides ? rank : 0;
+    if (strides) {
+      g.reads_strides = false;
+      for (uint32_t d = 0; d < rank; ++d)
+        g.reads_strides |= params[i + 1 + rank + d].read;
+    }
     i += strides ? 1 + 2 * size_t{rank} : 1;
     grouped.push_back(std::move(g));
   }

@@ -22,6 +22,7 @@ namespace cubecc::runtime {
 struct ParameterInfo {
   std::string name;
   ir::Type type;
+  bool read = true; ///< whether the kernel reads it (true when unknown)
 };
 
 struct LoadedKernel {

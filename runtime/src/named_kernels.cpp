@@ -109,7 +109,9 @@ KernelHandle Runtime::kernel_from_environment(std::string_view library, std::str
   for (size_t i = 0; i < abi.params.size(); ++i)
     loaded->params.push_back(
         {i < found.parameter_names.size() ? found.parameter_names[i] : std::string(),
-         abi.params[i].type});
+         abi.params[i].type,
+         !std::binary_search(found.unread_parameters.begin(), found.unread_parameters.end(),
+                             static_cast<uint32_t>(i))});
   loaded->parameters = group_parameters(loaded->params);
   loaded->compiled = std::move(compiled);
   c.count_environment({.hits = 1});

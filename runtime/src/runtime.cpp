@@ -129,7 +129,8 @@ std::shared_ptr<LoadedKernel> describe(const ir::Kernel &kernel, const ir::Hash1
   loaded->name = kernel.name();
   loaded->hash = hash;
   for (unsigned i = 0; i < kernel.num_parameters(); ++i)
-    loaded->params.push_back({kernel.parameter(i)->name(), kernel.parameter(i)->type()});
+    loaded->params.push_back({kernel.parameter(i)->name(), kernel.parameter(i)->type(),
+                              kernel.parameter(i)->has_uses()});
   loaded->parameters = group_parameters(loaded->params);
   return loaded;
 }

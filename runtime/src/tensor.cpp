@@ -53,6 +53,13 @@ void bind_tensor(const KernelHandle &kernel, size_t position, const KernelParame
     bind_error(kernel, position, param,
                fmt::format("the kernel's tensor has {} dimension(s); got {}", param.rank,
                            tensor.describe()));
+  if (!param.reads_strides && !tensor.contiguous())
+    bind_error(kernel, position, param,
+               "the kernel indexes this tensor by flat position alone (x[i], never its strides), "
+               "so it takes a contiguous tensor; got " +
+                   tensor.describe() +
+                   " (copy it into a contiguous tensor first, or index it by position in the "
+                   "kernel: x(i), x(i, j))");
   values.push_back(tensor.offset() == 0 ? ArgumentValue(buffer)
                                         : ArgumentValue::range(buffer, tensor.offset(),
                                                                ArgumentValue::kWholeBuffer));

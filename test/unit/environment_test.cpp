@@ -107,6 +107,7 @@ TEST(Bundle, round_trips_every_example_kernel_for_interp_and_vulkan) {
     ASSERT_NE(original, contents.entries.end());
     EXPECT_EQ(entry->name, original->name);
     EXPECT_EQ(entry->configuration, "config of " + original->name);
+    EXPECT_EQ(entry->unread_parameters, original->unread_parameters);
     ASSERT_EQ(entry->artifacts.size(), 2u);
     for (size_t a = 0; a < 2; ++a) {
       EXPECT_EQ(entry->artifacts[a].data, original->artifacts[a].data);
@@ -114,6 +115,51 @@ TEST(Bundle, round_trips_every_example_kernel_for_interp_and_vulkan) {
       EXPECT_EQ(entry->artifacts[a].abi.workgroup_size, original->artifacts[a].abi.workgroup_size);
       EXPECT_EQ(entry->artifacts[a].abi.params.size(), original->artifacts[a].abi.params.size());
     }
+  }
+}
+
+// Which parameters a kernel never reads (a tensor whose strides are all unread takes a contiguous
+// tensor only): axpy reads x[i] and y[i], never their strides; transpose reads them all.
+TEST(Bundle, records_the_parameters_a_kernel_never_reads) {
+  auto module = traced_examples();
+  auto contents = build(*module, {"interp"});
+  auto entry_of = [&](const std::string &name) -> const environments::Entry & {
+    auto it = std::find_if(contents.entries.begin(), contents.entries.end(),
+                           [&](const auto &e) { return e.name == name; });
+    EXPECT_NE(it, contents.entries.end()) << name;
+    return *it;
+  };
+  auto names_of = [](const environments::Entry &e) {
+    std::vector<std::string> names;
+    for (uint32_t p : e.unread_parameters)
+      names.push_back(e.parameter_names.at(p));
+    return names;
+  };
+  std::vector<std::string> axpy = names_of(entry_of("axpy"));
+  EXPECT_NE(std::find(axpy.begin(), axpy.end(), "x.stride0"), axpy.end());
+  EXPECT_NE(std::find(axpy.begin(), axpy.end(), "y.stride0"), axpy.end());
+  for (const std::string &name : names_of(entry_of("transpose_32x8")))
+    EXPECT_EQ(name.find(".stride"), std::string::npos) << name;
+
+  // Untrusted: an index past the parameters, or out of order, makes the entry unsound.
+  for (std::vector<uint32_t> bad : {std::vector<uint32_t>{1000}, std::vector<uint32_t>{3, 2}}) {
+    auto damaged = contents;
+    for (auto &e : damaged.entries) {
+      if (e.name == "axpy")
+        e.unread_parameters = bad;
+    }
+    auto bundle = environments::Bundle::from_bytes(environments::serialize_bundle(damaged), "bad");
+    size_t refused = 0;
+    for (size_t i = 0; i < bundle->num_entries(); ++i) {
+      std::string error;
+      auto entry = bundle->read_entry(i, error);
+      EXPECT_TRUE(entry ? entry->name != "axpy"
+                        : error.find("'axpy': its unread parameters are not ascending indices") !=
+                              std::string::npos)
+          << error;
+      refused += !entry;
+    }
+    EXPECT_EQ(refused, 1u);
   }
 }
 

@@ -70,6 +70,9 @@ struct Entry {
   /// (library_build_of); both "" when the kernel did not come from a library.
   std::string library;
   std::string library_build;
+  /// The parameters the kernel never reads, ascending (a launch refuses a strided tensor for a
+  /// tensor whose strides are all unread). Empty in bundles built before it was recorded.
+  std::vector<uint32_t> unread_parameters;
 };
 
 struct TuningEntry {

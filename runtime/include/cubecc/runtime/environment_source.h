@@ -42,7 +42,9 @@ struct NamedKernelLookup {
   bool entry_found = false;
   ir::Hash128 hash;                         ///< the kernel's structural hash, as traced
   std::vector<std::string> parameter_names; ///< in order; empty when the bundle lacks them
-  std::string library_build;                ///< which build of the library made the entry
+  /// The parameters the kernel never reads, ascending (empty when the bundle does not say).
+  std::vector<uint32_t> unread_parameters;
+  std::string library_build; ///< which build of the library made the entry
 };
 
 struct EnvironmentOptions;

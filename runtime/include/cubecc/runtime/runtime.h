@@ -174,6 +174,10 @@ struct KernelParameter {
   ir::Type type;      ///< the first IR parameter's type: a buffer (element()) or the value's type
   uint32_t rank = 0;  ///< Tensor: its dimensions; else 0
   uint32_t first = 0; ///< the index of its first IR parameter
+  /// Tensor: whether the kernel reads any of its strides. A kernel that indexes the tensor by
+  /// flat position alone (`x[i]`) takes only a contiguous tensor (the launch refuses another
+  /// layout). True when unknown.
+  bool reads_strides = true;
   /// "x: Tensor[f32, 2]", "x: Array[u8]", "a: f32", "v: f32x4", for messages and signatures.
   std::string describe() const;
 };
