@@ -516,13 +516,29 @@ TEST(KernelHandle, groups_the_ir_parameters_into_the_dsl_functions_parameters) {
             "scale(out: Array[f32], in: Array[u32], n: u32, scale: f32, bias: i64)");
 }
 
+// kDslLayoutKernel's layout, with a body that reads x's strides.
+constexpr std::string_view kDslStridedKernel = R"(
+module @m {
+  kernel @strided(%x: buffer<f32, read>, %x.shape0: u32, %x.shape1: u32, %x.stride0: u32, %x.stride1: u32, %y: buffer<f32, write>, %a: f32, %v: f32x2, %t: buffer<u32, read>, %t.shape0: u32, %w: u32) workgroup(1, 1, 1) {
+    %s = add %x.stride0, %x.stride1 : u32
+    %f = load %x, %s : f32
+    %i = const 0 : u32
+    store %y, %i, %f
+    return
+  }
+}
+)";
+
 TEST(KernelHandle, binds_a_tensor_view_to_its_parameter_and_refuses_a_mismatch) {
   Runtime rt = Runtime::open("interp");
+  KernelHandle strided = rt.load(*test::parse_valid(kDslStridedKernel)->kernels()[0]);
   KernelHandle k = rt.load(*test::parse_valid(kDslLayoutKernel)->kernels()[0]);
   std::span<const KernelParameter> p = k.parameters();
+  EXPECT_TRUE(strided.parameters()[0].reads_strides);
+  EXPECT_FALSE(p[0].reads_strides);
   Tensor m(rt.allocate<float>(6 * 4), {6, 4});
   std::vector<ArgumentValue> values;
-  bind_tensor(k, 0, p[0], m.transpose(0, 1).slice(1, 2, 5), values);
+  bind_tensor(strided, 0, strided.parameters()[0], m.transpose(0, 1).slice(1, 2, 5), values);
   ASSERT_EQ(values.size(), 5u); // the buffer from the view's offset, 2 sizes, 2 strides
   EXPECT_EQ(values[0].kind, ArgumentValue::BufferArg);
   EXPECT_EQ(values[0].first, 8u); // row 2 of the 6 x 4 matrix
@@ -554,6 +570,15 @@ TEST(KernelHandle, binds_a_tensor_view_to_its_parameter_and_refuses_a_mismatch) 
               HasSubstr("the kernel takes f32 elements; got a tensor of i32"));
   EXPECT_THAT(refused(1, m.transpose(0, 1)),
               HasSubstr("(y: Array[f32]): an Array parameter takes contiguous elements"));
+  // A kernel that never reads x's strides indexes it flat: a view that is not dense is refused,
+  // a contiguous one (a slice of whole rows, at an offset) is taken.
+  EXPECT_THAT(refused(0, m.transpose(0, 1)),
+              HasSubstr("(x: Tensor[f32, 2]): the kernel indexes this tensor by flat position "
+                        "alone (x[i], never its strides), so it takes a contiguous tensor; got a "
+                        "tensor of f32 with shape [4, 6] and strides [1, 4]"));
+  values.clear();
+  bind_tensor(k, 0, p[0], m.slice(0, 1, 3), values);
+  EXPECT_EQ(values.size(), 5u);
   EXPECT_THAT(refused(2, m), HasSubstr("(a: f32): the parameter is a value, not a tensor"));
   EXPECT_THAT(refused(1, Tensor()), HasSubstr("the tensor is empty"));
 }
