@@ -1775,6 +1775,25 @@ void Writer::emit_arith(const ir::Operation &op) {
           return no_contraction(emit(spv::Op::OpFMul, t, {operand(0, k), scaled_by}));
         });
       }
+      // A constant ±0 divided by y: lavapipe folds it to +0. IEEE: NaN for y = ±0 or NaN, else a
+      // zero whose sign is the product of the signs; written with compares and selects alone.
+      std::optional<uint64_t> dividend = constant_bits(op.operand(0));
+      if (dividend && (*dividend & (sign - 1)) == 0) {
+        bool negative = (*dividend & sign) != 0;
+        Id plus = constant_value(rs, 0.0), minus = constant_value(rs, -0.0);
+        Id nan = constant_value(rs, std::numeric_limits<double>::quiet_NaN());
+        Id b = m_.type_bool();
+        return per_lane([&](unsigned k) {
+          Id y = operand(1, k);
+          Id below = emit(spv::Op::OpFOrdLessThan, b, {y, plus});
+          Id zero =
+              emit(spv::Op::OpSelect, t, {below, negative ? plus : minus, negative ? minus : plus});
+          Id y_zero = emit(spv::Op::OpFOrdEqual, b, {y, plus});
+          Id y_nan = emit(spv::Op::OpIsNan, b, {y});
+          Id undefined = emit(spv::Op::OpLogicalOr, b, {y_zero, y_nan});
+          return emit(spv::Op::OpSelect, t, {undefined, nan, zero});
+        });
+      }
     }
     return per_lane([&](unsigned k) { return arith(opc, rs, operand(0, k), operand(1, k)); });
   case ir::Signature::Unary:

@@ -299,13 +299,20 @@ OpCase arith_case(Scalar s) {
     ops.push_back({"sub", {va, vb}, in2(a, b), {}});
     ops.push_back({"mul", {va, vb}, in2(a, b), {}});
     ops.push_back({"div", {va, vd}, in2(a, divisor), is_float(s) ? division_check(s, b) : Check{}});
-    if (is_float(s)) // a constant divisor reaches the driver as one (lavapipe folded x / 0.0 to 0)
-      for (const char *zero : {"0.0", "-0.0"})
+    if (is_float(s)) // a constant zero reaches the driver as one (lavapipe folded x / 0.0 and
+                     // 0.0 / y to +0)
+      for (const char *zero : {"0.0", "-0.0"}) {
         ops.push_back({"div",
                        {va, body.constant(zero, T)},
                        in2(a, b),
                        {},
                        fmt::format("div {} by a constant {}", T, zero)});
+        ops.push_back({"div",
+                       {body.constant(zero, T), vb},
+                       in2(a, b),
+                       {},
+                       fmt::format("div {}: a constant {} by b", T, zero)});
+      }
     ops.push_back({"rem", {va, vd}, in2(a, divisor), {}});
     ops.push_back({"min", {va, vb}, in2(a, b), zero_either});
     ops.push_back({"max", {va, vb}, in2(a, b), zero_either});
