@@ -77,6 +77,18 @@ std::unique_ptr<ir::Module> trace_example(const std::string &name) {
   die("no example kernel named " + name);
 }
 
+std::vector<uint32_t> read_words(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in.good() && !in.eof())
+    die("cannot read " + path);
+  if (bytes.empty() || bytes.size() % 4 != 0)
+    die(path + " is not a SPIR-V binary (its size is not a positive multiple of 4 bytes)");
+  std::vector<uint32_t> words(bytes.size() / 4);
+  std::memcpy(words.data(), bytes.data(), bytes.size());
+  return words;
+}
+
 std::vector<uint32_t> compile_glsl(const std::string &file) {
   std::string out = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") +
                     "/cubecc-bench-" + std::to_string(getpid()) + ".spv";
@@ -88,23 +100,8 @@ std::vector<uint32_t> compile_glsl(const std::string &file) {
       fmt::format("{} -V --target-env vulkan1.2 -S comp {} -o {} > /dev/null", glslang, file, out);
   if (std::system(command.c_str()) != 0)
     die("glslangValidator failed on " + file);
-  std::ifstream in(out, std::ios::binary);
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<uint32_t> words = read_words(out);
   std::remove(out.c_str());
-  std::vector<uint32_t> words(bytes.size() / 4);
-  std::memcpy(words.data(), bytes.data(), words.size() * 4);
-  return words;
-}
-
-std::vector<uint32_t> read_words(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (!in.good() && !in.eof())
-    die("cannot read " + path);
-  if (bytes.empty() || bytes.size() % 4 != 0)
-    die(path + " is not a SPIR-V binary (its size is not a positive multiple of 4 bytes)");
-  std::vector<uint32_t> words(bytes.size() / 4);
-  std::memcpy(words.data(), bytes.data(), bytes.size());
   return words;
 }
 

@@ -345,6 +345,7 @@ private:
   void emit_region(const ir::Region &region);
   void emit_op(const ir::Operation &op);
   void emit_arith(const ir::Operation &op);
+  bool emit_zero_division(const ir::Operation &op);
   void emit_conversion(const ir::Operation &op);
   void emit_memory(const ir::Operation &op);
   void emit_builtin(const ir::Operation &op);
@@ -1743,6 +1744,48 @@ void Writer::emit_op(const ir::Operation &op) {
 }
 
 /// Constants, arithmetic, math, comparisons and select, lane by lane.
+/// A float division with a constant ±0 operand, which lavapipe (Mesa's NIR) folds to +0 although
+/// IEEE (and the IR) give ±inf, a signed zero or NaN: written so that no such fold applies.
+/// Returns false (writing nothing) when neither operand is a constant zero.
+bool Writer::emit_zero_division(const ir::Operation &op) {
+  Scalar s = op.result()->type().element();
+  Id t = scalar_type(s);
+  uint64_t sign = uint64_t(1) << (ir::scalar_bits(s) - 1);
+  auto zero_bits = [&](const ir::Value *v) {
+    std::optional<uint64_t> bits = constant_bits(v);
+    return bits && (*bits & (sign - 1)) == 0 ? bits : std::nullopt;
+  };
+  Lanes out;
+  if (std::optional<uint64_t> divisor = zero_bits(op.operand(1))) {
+    // x / ±0 is x * ±inf for every x: ±inf, or NaN for x = 0 and NaN.
+    double inf = std::numeric_limits<double>::infinity();
+    Id scaled_by = constant_value(s, (*divisor & sign) ? -inf : inf);
+    for (unsigned k = 0; k < op.result()->type().lanes(); ++k)
+      out.push_back(no_contraction(emit(spv::Op::OpFMul, t, {lane(op.operand(0), k), scaled_by})));
+  } else if (std::optional<uint64_t> dividend = zero_bits(op.operand(0))) {
+    // ±0 / y: NaN for y = ±0 or NaN, else a zero whose sign is the product of the signs; with
+    // compares and selects alone.
+    bool negative = (*dividend & sign) != 0;
+    Id plus = constant_value(s, 0.0), minus = constant_value(s, -0.0);
+    Id nan = constant_value(s, std::numeric_limits<double>::quiet_NaN());
+    Id b = m_.type_bool();
+    for (unsigned k = 0; k < op.result()->type().lanes(); ++k) {
+      Id y = lane(op.operand(1), k);
+      Id below = emit(spv::Op::OpFOrdLessThan, b, {y, plus});
+      Id zero =
+          emit(spv::Op::OpSelect, t, {below, negative ? plus : minus, negative ? minus : plus});
+      Id y_zero = emit(spv::Op::OpFOrdEqual, b, {y, plus});
+      Id y_nan = emit(spv::Op::OpIsNan, b, {y});
+      Id undefined = emit(spv::Op::OpLogicalOr, b, {y_zero, y_nan});
+      out.push_back(emit(spv::Op::OpSelect, t, {undefined, nan, zero}));
+    }
+  } else {
+    return false;
+  }
+  bind(op.result(), std::move(out));
+  return true;
+}
+
 void Writer::emit_arith(const ir::Operation &op) {
   const Opcode opc = op.opcode();
   const ir::OpInfo &info = op.info();
@@ -1763,38 +1806,8 @@ void Writer::emit_arith(const ir::Operation &op) {
   case ir::Signature::Binary:
     if (info.type_class == ir::TypeClass::Float) // pow
       return per_lane([&](unsigned k) { return math(op, rs, operand(0, k), operand(1, k), 0); });
-    if (opc == Opcode::Div && ir::is_float(rs)) {
-      // A division by a constant ±0: lavapipe (Mesa's NIR) folds it to 0, although IEEE (and the
-      // IR) give ±inf, or NaN for 0 and NaN. x * ±inf is that result for every x.
-      uint64_t sign = uint64_t(1) << (ir::scalar_bits(rs) - 1);
-      std::optional<uint64_t> bits = constant_bits(op.operand(1));
-      if (bits && (*bits & (sign - 1)) == 0) {
-        double inf = std::numeric_limits<double>::infinity();
-        Id scaled_by = constant_value(rs, (*bits & sign) ? -inf : inf);
-        return per_lane([&](unsigned k) {
-          return no_contraction(emit(spv::Op::OpFMul, t, {operand(0, k), scaled_by}));
-        });
-      }
-      // A constant ±0 divided by y: lavapipe folds it to +0. IEEE: NaN for y = ±0 or NaN, else a
-      // zero whose sign is the product of the signs; written with compares and selects alone.
-      std::optional<uint64_t> dividend = constant_bits(op.operand(0));
-      if (dividend && (*dividend & (sign - 1)) == 0) {
-        bool negative = (*dividend & sign) != 0;
-        Id plus = constant_value(rs, 0.0), minus = constant_value(rs, -0.0);
-        Id nan = constant_value(rs, std::numeric_limits<double>::quiet_NaN());
-        Id b = m_.type_bool();
-        return per_lane([&](unsigned k) {
-          Id y = operand(1, k);
-          Id below = emit(spv::Op::OpFOrdLessThan, b, {y, plus});
-          Id zero =
-              emit(spv::Op::OpSelect, t, {below, negative ? plus : minus, negative ? minus : plus});
-          Id y_zero = emit(spv::Op::OpFOrdEqual, b, {y, plus});
-          Id y_nan = emit(spv::Op::OpIsNan, b, {y});
-          Id undefined = emit(spv::Op::OpLogicalOr, b, {y_zero, y_nan});
-          return emit(spv::Op::OpSelect, t, {undefined, nan, zero});
-        });
-      }
-    }
+    if (opc == Opcode::Div && ir::is_float(rs) && emit_zero_division(op))
+      return;
     return per_lane([&](unsigned k) { return arith(opc, rs, operand(0, k), operand(1, k)); });
   case ir::Signature::Unary:
     if (info.type_class == ir::TypeClass::Float)

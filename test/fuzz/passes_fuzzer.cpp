@@ -1,5 +1,4 @@
-//===- passes_fuzzer.cpp - libFuzzer target for the optimization passes on hostile IR
-//----------===//
+//===- passes_fuzzer.cpp - libFuzzer target for the optimization passes on hostile IR ---------===//
 //
 // `cubecc compile` and `cubecc-opt` run the passes on any module the verifier accepts, so a .cir
 // file that parses and verifies is untrusted input to every pass. For each such input: the -O3
